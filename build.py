@@ -1,0 +1,227 @@
+#!/usr/bin/env python3
+"""chalkboard: the blackboard math of LLM serving, made executable.
+
+Commands (run `python build.py COMMAND --help` for each):
+
+  python build.py                 build the report: build/report.html, report.pdf, figures, results.json
+  python build.py check           dimension-check every equation, evaluate every hardware x model
+  python build.py eval QUANTITY   one number, its inputs and the closed form it came from
+  python build.py list [WHAT]     quantities, hardware or models, with units and sources
+  python build.py audit           the lecture's claims, each with a computed verdict
+
+Bad input (a YAML error, a missing field, a wrong dimension, an unknown id) prints one
+line naming the file, entry and field, and exits with status 2.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent
+sys.path.insert(0, str(ROOT))
+
+EXIT_BAD_INPUT = 2
+DEFAULT_HARDWARE = "gb200-nvl72"
+DEFAULT_MODEL = "deepseek-v3"
+
+
+class UserError(Exception):
+    """Something the user can fix; printed as one line, exit status 2."""
+
+
+def _parse_sets(pairs):
+    out = {}
+    for p in pairs or []:
+        if "=" not in p:
+            raise UserError(f"--set {p}: expected NAME=VALUE, e.g. --set batch=128")
+        k, v = p.split("=", 1)
+        out[k.strip()] = v.strip()
+    return out
+
+
+def _load(args):
+    from chalkboard.data import load
+    return load(ROOT, args.hardware_file, args.models_file)
+
+
+# -- commands -----------------------------------------------------------------------------
+def cmd_check(args) -> int:
+    from chalkboard.check import check_all
+    from chalkboard.results import evaluate_all
+    from derivations import REGISTRY
+
+    t0 = time.perf_counter()
+    data = _load(args)
+    rep = check_all(REGISTRY)
+    res = evaluate_all(data)
+    dt = time.perf_counter() - t0
+    print(f"chalkboard check: {len(REGISTRY.quantities)} quantities in {len(REGISTRY.sections)} sections")
+    print(f"  dimension check : {rep.definitions} definitions and {rep.equations} equations "
+          f"({rep.terms} sums/max/min compared), {rep.identities} identities verified symbolically")
+    print(f"  data            : {len(data.hardware)} hardware entries, {len(data.models)} models, "
+          f"{len(data.sources)} sources, every value parsed to its declared dimension")
+    print(f"  evaluations     : {res.count_ok} numbers over {len(data.hardware)} x {len(data.models)} "
+          f"hardware x model pairs; {res.count_na} not applicable (input not published)")
+    if res.errors:
+        for e in res.errors[:20]:
+            print(f"  FAIL evaluation: {e}")
+    for f in rep.failures:
+        print(f"  FAIL dimension : {f}")
+    ok = rep.ok and not res.errors
+    print(f"  result          : {'OK' if ok else 'FAILED'} in {dt:.2f} s")
+    return 0 if ok else 1
+
+
+def cmd_eval(args) -> int:
+    from chalkboard.evaluate import Scenario
+    from chalkboard.results import describe
+    from derivations import REGISTRY
+
+    if args.quantity not in REGISTRY:
+        close = [n for n in REGISTRY.quantities if args.quantity.lower() in n]
+        hint = f" (did you mean: {', '.join(close[:5])}?)" if close else " (see `python build.py list quantities`)"
+        raise UserError(f"unknown quantity {args.quantity!r}{hint}")
+    data = _load(args)
+    sc = Scenario(data, args.hardware, args.model, _parse_sets(args.set))
+    d = describe(sc, args.quantity)
+    if args.json:
+        print(json.dumps(d, indent=2, ensure_ascii=False))
+        return 0
+    print(f"{d['quantity']} = {d['display']}   ({d['meaning']})")
+    print(f"  on {d['hardware']} x {d['model']}, format {d['format']}")
+    print(f"  definition : {d['symbol']} = {d['definition']}")
+    print(f"  closed form: {d['symbol']} = {d['expression']}")
+    if d["board_form"] != d["expression"]:
+        print(f"  board form : {d['symbol']} = {d['board_form']}")
+    print("  inputs:")
+    w = max(len(i["name"]) for i in d["inputs"]) if d["inputs"] else 0
+    for i in d["inputs"]:
+        print(f"    {i['name']:<{w}} = {i['display']:<22} {i['source']}")
+    return 0
+
+
+def cmd_list(args) -> int:
+    from chalkboard.results import list_hardware, list_models, list_quantities
+
+    what = args.what
+    if what == "quantities":
+        rows = list_quantities()
+        if args.json:
+            print(json.dumps(rows, indent=2, ensure_ascii=False))
+            return 0
+        w = max(len(r["name"]) for r in rows)
+        for r in rows:
+            print(f"{r['name']:<{w}}  {r['unit'] or '1':<18} {r['origin']:<9} {r['meaning']}")
+        return 0
+    data = _load(args)
+    rows = list_hardware(data) if what == "hardware" else list_models(data)
+    if args.json:
+        print(json.dumps(rows, indent=2, ensure_ascii=False))
+        return 0
+    for eid, fields in rows.items():
+        name = fields.pop("name")
+        print(f"{eid}  {name['value']}")
+        for k, v in fields.items():
+            if isinstance(v, dict) and "source" in v:
+                print(f"    {k:<19} {v['value']:<16} {v['unit']:<14} {v['source']}")
+            else:
+                print(f"    {k:<19} {v['value'] if isinstance(v, dict) else v}")
+    return 0
+
+
+def cmd_audit(args) -> int:
+    from chalkboard.audit import run_audit
+
+    data = _load(args)
+    audit = run_audit(data, ROOT / args.claims_file, args.claims_file)
+    if args.json:
+        print(json.dumps(audit.as_json(), indent=2, ensure_ascii=False))
+        return 0
+    print(audit.as_text())
+    return 0
+
+
+def cmd_build(args) -> int:
+    from chalkboard.build import build
+
+    return build(ROOT, args)
+
+
+# -- argument parsing ---------------------------------------------------------------------
+def make_parser() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--hardware-file", default="hardware.yaml", help="hardware data (default: %(default)s)")
+    common.add_argument("--models-file", default="models.yaml", help="model data (default: %(default)s)")
+
+    p = argparse.ArgumentParser(
+        prog="build.py", parents=[common],
+        description="chalkboard: the math of Reiner Pope's lecture on LLM training and serving, as "
+                    "unit-checked SymPy derivations evaluated for every chip and model.",
+        epilog="With no command, builds the report (same as `build.py build`). "
+               "Examples: `build.py eval balance_batch --hardware h100-sxm --model deepseek-v3`, "
+               "`build.py eval step_time --hardware b200 --model llama-3-70b --set batch=64`, "
+               "`build.py list hardware`.",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+
+    b = sub.add_parser("build", parents=[common], help="write build/report.html, report.pdf, figures and results.json")
+    b.add_argument("--hardware", default=DEFAULT_HARDWARE, help="featured hardware id (default: %(default)s)")
+    b.add_argument("--model", default=DEFAULT_MODEL, help="featured model id (default: %(default)s)")
+    b.add_argument("--out", default="build", help="output folder (default: %(default)s)")
+    b.add_argument("--claims-file", default="claims.yaml", help="claims to audit (default: %(default)s)")
+    b.add_argument("--no-pdf", action="store_true", help="skip the PDF")
+    b.set_defaults(func=cmd_build)
+
+    c = sub.add_parser("check", parents=[common], help="dimension-check all equations; evaluate every hardware x model")
+    c.set_defaults(func=cmd_check)
+
+    e = sub.add_parser(
+        "eval", parents=[common], help="evaluate one quantity",
+        description="Evaluate one quantity for one hardware and model. --set overrides any input "
+                    "(a hardware or model field, a workload parameter, or format=bf16|fp8|fp4) with a "
+                    "value and unit, so chips and models not in the files can be evaluated. A bare "
+                    "number takes the input's declared unit (--set batch=128).")
+    e.add_argument("quantity", help="quantity name (see `build.py list quantities`)")
+    e.add_argument("--hardware", default=DEFAULT_HARDWARE, help="hardware id (default: %(default)s)")
+    e.add_argument("--model", default=DEFAULT_MODEL, help="model id (default: %(default)s)")
+    e.add_argument("--set", action="append", metavar="NAME=VALUE",
+                   help='override an input, e.g. --set hbm_bandwidth="8.1e11 B/s" --set batch=128')
+    e.add_argument("--json", action="store_true", help="print one JSON object")
+    e.set_defaults(func=cmd_eval)
+
+    ls = sub.add_parser("list", parents=[common], help="list quantities, hardware or models")
+    ls.add_argument("what", nargs="?", default="quantities", choices=["quantities", "hardware", "models"])
+    ls.add_argument("--json", action="store_true", help="print JSON")
+    ls.set_defaults(func=cmd_list)
+
+    a = sub.add_parser("audit", parents=[common], help="audit the lecture's claims")
+    a.add_argument("--claims-file", default="claims.yaml", help="claims to audit (default: %(default)s)")
+    a.add_argument("--json", action="store_true", help="print a JSON list of claims")
+    a.set_defaults(func=cmd_audit)
+    return p
+
+
+def main(argv=None) -> int:
+    parser = make_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        args = parser.parse_args(["build", *(argv if argv is not None else sys.argv[1:])])
+    from chalkboard.data import DataError
+    from chalkboard.evaluate import InputError, MissingInput
+    try:
+        return args.func(args)
+    except (DataError, InputError, UserError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except MissingInput as e:
+        print(f"error: cannot evaluate: {e} (supply it with --set)", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

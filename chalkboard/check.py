@@ -1,0 +1,79 @@
+"""The dimension check: every definition, equation, sum and max/min in the derivations.
+
+Each expression is walked with unit-valued placeholders (the same walk that evaluates
+numbers), so a sum of mismatched terms fails naming the quantity and the two terms; a
+definition whose result does not have its declared unit fails naming both units; an
+equation whose sides differ fails naming the equation. Identities (equations both of
+whose sides SymPy can expand) must also hold symbolically.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import sympy as sp
+
+from units import Quantity
+
+from .evaluate import DimensionMismatch, placeholder, walk
+
+
+@dataclass
+class CheckReport:
+    definitions: int = 0
+    equations: int = 0
+    identities: int = 0
+    terms: int = 0          # sums, maxes and mins whose terms were compared
+    failures: list[str] = field(default_factory=list)
+
+    @property
+    def checked(self) -> int:
+        return self.definitions + self.equations
+
+    @property
+    def ok(self) -> bool:
+        return not self.failures
+
+
+def _count_terms(expr) -> int:
+    return sum(1 for e in sp.preorder_traversal(expr) if isinstance(e, (sp.Add, sp.Max, sp.Min)))
+
+
+def check_definition(registry, q) -> None:
+    """Raise DimensionMismatch if ``q``'s definition does not have ``q``'s declared unit."""
+    got = walk(q.expr, placeholder, where=q.name)
+    want = Quantity(1, q.unit)
+    if got.dimensionality != want.dimensionality:
+        raise DimensionMismatch(q.name, q.expr, str(got.dimensionality) or "dimensionless",
+                                f"declared unit {q.unit or '1'}", str(want.dimensionality) or "dimensionless")
+
+
+def check_equation(registry, eq) -> bool:
+    """Raise on a dimension mismatch; return True if the two sides are also identical."""
+    lhs = walk(eq.lhs, placeholder, where=eq.name)
+    rhs = walk(eq.rhs, placeholder, where=eq.name)
+    if lhs.dimensionality != rhs.dimensionality:
+        raise DimensionMismatch(eq.name, eq.lhs, str(lhs.dimensionality), eq.rhs, str(rhs.dimensionality))
+    return sp.simplify(registry.expand(eq.lhs) - registry.expand(eq.rhs)) == 0
+
+
+def check_all(registry) -> CheckReport:
+    rep = CheckReport()
+    for q in registry.derived_quantities():
+        try:
+            check_definition(registry, q)
+            rep.definitions += 1
+            rep.terms += _count_terms(q.expr)
+        except DimensionMismatch as e:
+            rep.failures.append(str(e))
+    for eq in registry.equations.values():
+        try:
+            same = check_equation(registry, eq)
+            rep.equations += 1
+            rep.terms += _count_terms(eq.lhs) + _count_terms(eq.rhs)
+            if eq.identity:
+                rep.identities += 1
+                if not same:
+                    rep.failures.append(f"{eq.name}: the two sides are not equal symbolically")
+        except DimensionMismatch as e:
+            rep.failures.append(str(e))
+    return rep

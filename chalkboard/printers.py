@@ -1,0 +1,252 @@
+"""Typeset SymPy expressions with the declared symbol names: plain Unicode, MathML, Typst.
+
+All three printers share one walk (``_node``) that turns an expression into a small tree of
+fractions, products, sums, powers, roots and max/min, so what is shown in the terminal, the
+HTML page and the PDF is the same expression SymPy computed.
+"""
+from __future__ import annotations
+
+from html import escape
+
+import sympy as sp
+
+from derivations import REGISTRY
+
+
+# -- the shared tree ----------------------------------------------------------------------
+def _name(sym):
+    q = REGISTRY.by_symbol.get(sym)
+    if q is None:
+        return (str(sym), None)
+    return (q.base, q.sub)
+
+
+def _num(x) -> str:
+    if isinstance(x, sp.Rational) and not isinstance(x, sp.Integer):
+        return f"{x.p}/{x.q}"
+    if isinstance(x, sp.Float):
+        return f"{float(x):g}"
+    return str(x)
+
+
+def _node(e):
+    """('sym', base, sub) | ('num', text) | ('frac', n, d) | ('mul', [..]) | ('add', [(sign, t)..])
+    | ('pow', base, exp) | ('sqrt', x) | ('func', name, [..]) | ('neg', x)"""
+    if isinstance(e, sp.Symbol):
+        return ("sym",) + _name(e)
+    if e.is_Number:
+        if e.is_Rational and not e.is_Integer:
+            return ("frac", ("num", str(abs(e.p))), ("num", str(e.q))) if e > 0 else \
+                ("neg", ("frac", ("num", str(abs(e.p))), ("num", str(e.q))))
+        if e < 0:
+            return ("neg", ("num", _num(-e)))
+        return ("num", _num(e))
+    if isinstance(e, (sp.Max, sp.Min)):
+        return ("func", "max" if isinstance(e, sp.Max) else "min", [_node(a) for a in _ordered(e.args)])
+    if isinstance(e, sp.Add):
+        terms = []
+        for t in _ordered(e.args):
+            c, rest = t.as_coeff_Mul()
+            if c < 0:
+                terms.append(("-", _node(-t)))
+            else:
+                terms.append(("+", _node(t)))
+        terms.sort(key=lambda st: st[0] == "-")  # positive terms first
+        return ("add", terms)
+    if isinstance(e, sp.Mul):
+        c, rest = e.as_coeff_Mul()
+        if c < 0:
+            return ("neg", _node(-e))
+        n, d = sp.fraction(e, exact=True)
+        if d != 1:
+            return ("frac", _node(n), _node(d))
+        factors = list(e.args)
+        nums = [f for f in factors if f.is_Number]
+        others = [f for f in _ordered([f for f in factors if not f.is_Number])]
+        return ("mul", [_node(f) for f in nums + others])
+    if isinstance(e, sp.Pow):
+        b, x = e.args
+        if x == sp.Rational(1, 2):
+            return ("sqrt", _node(b))
+        if x.is_Number and x < 0:
+            return ("frac", ("num", "1"), _node(b ** -x))
+        return ("pow", _node(b), _node(x))
+    raise TypeError(f"cannot typeset {type(e).__name__}: {e}")
+
+
+def _ordered(args):
+    """Symbols in declaration order (so B comes before N, hardware after model), then the rest."""
+    rank = {"constant": 0, "workload": 1, "model": 2, "hardware": 3, "derived": 4}
+    order = {q.sym: rank[q.origin] * 1000 + i for i, q in enumerate(REGISTRY.quantities.values())}
+
+    def key(a):
+        syms = sorted(order.get(s, 100_000) for s in a.free_symbols)
+        return (0 if a.is_Number else 1, syms[0] if syms else -1, str(a))
+    return sorted(args, key=key)
+
+
+def _needs_parens(n, ctx):
+    kind = n[0]
+    if ctx == "mul":
+        return kind in ("add", "neg")
+    if ctx == "pow":
+        return kind in ("add", "mul", "frac", "neg")
+    return False
+
+
+# -- plain Unicode --------------------------------------------------------------------------
+_SUB = str.maketrans("0123456789", "₀₁₂₃₄₅₆₇₈₉")
+
+
+def _text(n, ctx=None) -> str:
+    k = n[0]
+    if k == "sym":
+        return n[1] + (f"_{n[2]}" if n[2] else "")
+    if k == "num":
+        return n[1]
+    if k == "neg":
+        return "−" + _text(n[1], "mul")
+    if k == "frac":
+        num, den = _text(n[1], "mul"), _text(n[2], "mul")
+        if n[2][0] == "mul":
+            den = f"({den})"
+        s = f"{num}/{den}"
+        return f"({s})" if ctx in ("mul", "pow") else s
+    if k == "mul":
+        parts = [(f"({_text(f)})" if _needs_parens(f, "mul") else _text(f, "mul")) for f in n[1]]
+        return "·".join(parts)
+    if k == "add":
+        out = ""
+        for i, (sign, t) in enumerate(n[1]):
+            s = _text(t)
+            out += (s if sign == "+" else "−" + s) if i == 0 else f" {'+' if sign == '+' else '−'} {s}"
+        return f"({out})" if ctx in ("mul", "pow") else out
+    if k == "pow":
+        b = _text(n[1])
+        b = f"({b})" if _needs_parens(n[1], "pow") else b
+        return f"{b}^{_text(n[2], 'pow')}"
+    if k == "sqrt":
+        return f"√({_text(n[1])})"
+    if k == "func":
+        return f"{n[1]}(" + ", ".join(_text(a) for a in n[2]) + ")"
+    raise TypeError(k)
+
+
+def text(expr) -> str:
+    return _text(_node(sp.sympify(expr)))
+
+
+# -- MathML (Presentation, rendered natively by browsers) ------------------------------------
+_OP = {"−": "&#x2212;", "+": "+", "·": "&#x22C5;"}
+
+
+def _mi(s: str) -> str:
+    s = escape(s)
+    return f"<mi>{s}</mi>" if len(s) == 1 else f'<mi mathvariant="normal">{s}</mi>' if s.isalpha() and s.isascii() else f"<mi>{s}</mi>"
+
+
+def _ml(n, ctx=None) -> str:
+    k = n[0]
+    if k == "sym":
+        base = _mi(n[1])
+        if n[2]:
+            return f"<msub>{base}<mtext>{escape(n[2])}</mtext></msub>"
+        return base
+    if k == "num":
+        return f"<mn>{escape(n[1])}</mn>"
+    if k == "neg":
+        return f"<mrow><mo>&#x2212;</mo>{_ml(n[1], 'mul')}</mrow>"
+    if k == "frac":
+        return f"<mfrac><mrow>{_ml(n[1])}</mrow><mrow>{_ml(n[2])}</mrow></mfrac>"
+    if k == "mul":
+        parts = []
+        for f in n[1]:
+            s = _ml(f, "mul")
+            parts.append(f"<mo>(</mo>{s}<mo>)</mo>" if _needs_parens(f, "mul") else s)
+        return "<mrow>" + "<mo>&#x22C5;</mo>".join(parts) + "</mrow>"
+    if k == "add":
+        out = []
+        for i, (sign, t) in enumerate(n[1]):
+            if i or sign == "-":
+                out.append(f"<mo>{_OP['−' if sign == '-' else '+']}</mo>")
+            out.append(_ml(t))
+        inner = "".join(out)
+        return f"<mrow><mo>(</mo>{inner}<mo>)</mo></mrow>" if ctx in ("mul", "pow") else f"<mrow>{inner}</mrow>"
+    if k == "pow":
+        b = _ml(n[1])
+        b = f"<mrow><mo>(</mo>{b}<mo>)</mo></mrow>" if _needs_parens(n[1], "pow") else b
+        return f"<msup>{b}<mrow>{_ml(n[2])}</mrow></msup>"
+    if k == "sqrt":
+        return f"<msqrt>{_ml(n[1])}</msqrt>"
+    if k == "func":
+        args = "<mo>,</mo>".join(_ml(a) for a in n[2])
+        return f"<mrow><mi>{n[1]}</mi><mo>(</mo>{args}<mo>)</mo></mrow>"
+    raise TypeError(k)
+
+
+def mathml_symbol(q) -> str:
+    return _ml(("sym", q.base, q.sub))
+
+
+def mathml(expr, lhs=None, display: bool = True) -> str:
+    body = _ml(_node(sp.sympify(expr)))
+    if lhs is not None:
+        body = f"{mathml_symbol(lhs)}<mo>=</mo>{body}"
+    mode = ' display="block"' if display else ""
+    return f'<math{mode}><mrow>{body}</mrow></math>'
+
+
+# -- Typst math --------------------------------------------------------------------------------
+def typst_str(s: str) -> str:
+    """A Typst string literal: every character shown as itself, nothing interpreted."""
+    return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _ty_ident(s: str) -> str:
+    if len(s) == 1 and s.isalpha():
+        return s
+    return typst_str(s)  # multi-letter names in quotes are upright text in math mode
+
+
+def _ty(n, ctx=None) -> str:
+    k = n[0]
+    if k == "sym":
+        base = _ty_ident(n[1])
+        return f"{base}_{typst_str(n[2])}" if n[2] else base
+    if k == "num":
+        return n[1]
+    if k == "neg":
+        return f"-{_ty(n[1], 'mul')}"
+    if k == "frac":
+        return f"frac({_ty(n[1])}, {_ty(n[2])})"
+    if k == "mul":
+        parts = [(f"({_ty(f)})" if _needs_parens(f, "mul") else _ty(f, "mul")) for f in n[1]]
+        return " dot ".join(parts)
+    if k == "add":
+        out = ""
+        for i, (sign, t) in enumerate(n[1]):
+            s = _ty(t)
+            out += (s if sign == "+" else "-" + s) if i == 0 else f" {'+' if sign == '+' else '-'} {s}"
+        return f"({out})" if ctx in ("mul", "pow") else out
+    if k == "pow":
+        b = _ty(n[1])
+        b = f"({b})" if _needs_parens(n[1], "pow") else b
+        return f"{b}^({_ty(n[2])})"
+    if k == "sqrt":
+        return f"sqrt({_ty(n[1])})"
+    if k == "func":
+        return f"{n[1]}(" + ", ".join(_ty(a) for a in n[2]) + ")"
+    raise TypeError(k)
+
+
+def typst_symbol(q) -> str:
+    return _ty(("sym", q.base, q.sub))
+
+
+def typst(expr, lhs=None) -> str:
+    body = _ty(_node(sp.sympify(expr)))
+    return f"{typst_symbol(lhs)} = {body}" if lhs is not None else body
+
+
+def text_symbol(q) -> str:
+    return _text(("sym", q.base, q.sub))

@@ -1,0 +1,125 @@
+"""Results: every derived quantity evaluated for every hardware x model, and one-number views.
+
+This is the layer between the derivations and anything that shows numbers (the CLI, the
+report, the audit); it reads expressions from the registry and values from the data.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from derivations import REGISTRY
+from units import Quantity
+
+from . import printers
+from .data import Data
+from .evaluate import DimensionMismatch, MissingInput, Scenario
+from .fmt import fmt, split
+
+
+@dataclass
+class AllResults:
+    values: dict[tuple[str, str], dict[str, object]] = field(default_factory=dict)  # (hw, model) -> name -> qty
+    missing: dict[tuple[str, str], dict[str, str]] = field(default_factory=dict)
+    errors: list[str] = field(default_factory=list)
+    count_ok: int = 0
+    count_na: int = 0
+
+
+def evaluate_all(data: Data, overrides: dict | None = None) -> AllResults:
+    res = AllResults()
+    names = [q.name for q in REGISTRY.derived_quantities()]
+    for hid in data.hardware:
+        for mid in data.models:
+            sc = Scenario(data, hid, mid, dict(overrides or {}))
+            vals, miss = {}, {}
+            for n in names:
+                try:
+                    vals[n] = sc.value(n)
+                    res.count_ok += 1
+                except MissingInput as e:
+                    miss[n] = str(e)
+                    res.count_na += 1
+                except (DimensionMismatch, ArithmeticError, ValueError) as e:
+                    res.errors.append(f"{hid} x {mid}: {n}: {e}")
+            res.values[(hid, mid)] = vals
+            res.missing[(hid, mid)] = miss
+    return res
+
+
+def board_form(name: str):
+    return REGISTRY.with_constants(REGISTRY.closed_form(name))
+
+
+def quantity_json(q, unit: str | None = None) -> dict:
+    mag, u = split(q, unit)
+    return {"value": mag, "unit": u}
+
+
+def describe(sc: Scenario, name: str) -> dict:
+    """One quantity for one scenario: value, unit, closed form, and each input with its source."""
+    q = REGISTRY[name]
+    val = sc.value(name)
+    mag, unit = split(val)
+    closed = REGISTRY.closed_form(name)
+    inputs = []
+    for rec in sc.inputs_of(name):
+        m, u = split(rec.value)
+        inputs.append({"name": rec.name, "symbol": printers.text_symbol(REGISTRY[rec.name]),
+                       "value": m, "unit": u, "display": fmt(rec.value), "source": rec.source,
+                       **({"url": rec.url} if rec.url else {}),
+                       **({"as_of": rec.as_of} if rec.as_of else {}),
+                       **({"note": rec.note} if rec.note else {})})
+    return {
+        "quantity": name,
+        "symbol": printers.text_symbol(q),
+        "meaning": q.meaning,
+        "value": mag,
+        "unit": unit,
+        "display": fmt(val),
+        "hardware": sc.hw.id,
+        "model": sc.model.id,
+        "format": sc.format,
+        "definition": printers.text(q.expr) if q.expr is not None else printers.text_symbol(q),
+        "expression": printers.text(closed),
+        "board_form": printers.text(REGISTRY.with_constants(closed)),
+        "sympy": str(closed),
+        "how": q.how,
+        "inputs": inputs,
+    }
+
+
+def list_quantities() -> list[dict]:
+    out = []
+    for q in REGISTRY.quantities.values():
+        d = {"name": q.name, "symbol": printers.text_symbol(q), "unit": q.unit, "origin": q.origin,
+             "meaning": q.meaning}
+        if q.field:
+            d["field"] = q.field
+        if q.default:
+            d["default"] = q.default
+        if q.expr is not None:
+            d["definition"] = printers.text(q.expr)
+        out.append(d)
+    return out
+
+
+def _entry_json(e) -> dict:
+    out = {"name": {"value": e.name}}
+    for k, v in e.tags.items():
+        out[k] = {"value": v}
+    for k, v in e.values.items():
+        q = v.quantity
+        if "chip" in str(q.units) and k != "scaleup_domain":
+            q = q * Quantity(1, "chip")  # show the figure as written: per chip
+        mag, unit = (float(q.magnitude), f"{q.units:~P}")
+        out[k] = {"value": mag, "unit": unit, "text": v.text, "source": v.source.title,
+                  "url": v.source.url, "as_of": v.as_of, **({"note": v.note} if v.note else {})}
+    return out
+
+
+def list_hardware(data: Data) -> dict:
+    return {hid: _entry_json(h) for hid, h in data.hardware.items()}
+
+
+def list_models(data: Data) -> dict:
+    return {mid: _entry_json(m) for mid, m in data.models.items()}

@@ -1,0 +1,225 @@
+"""The machinery every lecture module uses: declare a quantity once, define it in SymPy.
+
+A quantity is declared exactly once, with its symbol, unit, meaning, typeset name and
+where its value comes from:
+
+* ``hardware`` / ``model`` -- a field of an entry in hardware.yaml / models.yaml;
+* ``workload`` -- a parameter of the serving set-up (batch, context, chips), with a default;
+* ``constant`` -- a named constant such as 2 FLOP per multiply-accumulate;
+* ``derived`` -- a SymPy expression in other quantities (``expr``).
+
+Nothing here touches the filesystem or knows about rendering.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import sympy as sp
+
+ORIGINS = ("hardware", "model", "workload", "constant", "derived")
+
+
+@dataclass(eq=False)
+class Quantity:
+    name: str                 # identifier used on the command line: "hbm_bandwidth"
+    sym: sp.Symbol            # the SymPy symbol that stands for it in every expression
+    unit: str                 # Pint unit expression in chalkboard's registry: "byte/s/chip"
+    meaning: str              # one line of plain English
+    origin: str               # one of ORIGINS
+    base: str                 # typeset base: "N", "β", "t"
+    sub: str | None = None    # typeset subscript: "active", "w", "compute"
+    field: str | None = None  # hardware/model field it is read from
+    default: str | None = None  # workload default or constant value, as '<number> <unit>'
+    source: str | None = None   # where a constant's value comes from
+    expr: sp.Expr | None = None  # definition, for derived quantities
+    how: str = "defined"      # "defined", or how SymPy obtained it ("solved ...", "limit ...")
+    section: str | None = None
+    note: str | None = None
+
+    @property
+    def is_input(self) -> bool:
+        return self.origin != "derived"
+
+    def __repr__(self) -> str:  # keeps SymPy and error messages short
+        return f"<{self.origin} {self.name} [{self.unit}]>"
+
+
+@dataclass(eq=False)
+class Equation:
+    """A relation the lecture writes on the board (lhs = rhs), dimension-checked like a definition."""
+    name: str
+    lhs: sp.Expr
+    rhs: sp.Expr
+    meaning: str
+    section: str | None = None
+    identity: bool = False    # True: both sides must also agree symbolically (a derivation step)
+
+
+@dataclass
+class Section:
+    id: str
+    title: str
+    start: str                # lecture timestamp, "0:07"
+    question: str
+    takeaway: str             # may hold {quantity} placeholders, filled with computed values
+    chapter: str = "batch"
+    quantities: list[str] = field(default_factory=list)
+    equations: list[str] = field(default_factory=list)
+    featured: list[str] = field(default_factory=list)  # quantities shown substituted in the report
+
+
+class Registry:
+    def __init__(self) -> None:
+        self.quantities: dict[str, Quantity] = {}
+        self.by_symbol: dict[sp.Symbol, Quantity] = {}
+        self.equations: dict[str, Equation] = {}
+        self.sections: dict[str, Section] = {}
+        self._current: Section | None = None
+
+    # -- declaring ------------------------------------------------------------------------
+    def section(self, id: str, title: str, start: str, question: str, takeaway: str,
+                chapter: str = "batch", featured: tuple[str, ...] = ()) -> Section:
+        if id in self.sections:
+            raise ValueError(f"section {id!r} declared twice")
+        s = Section(id, title, start, question, takeaway, chapter, featured=list(featured))
+        self.sections[id] = s
+        self._current = s
+        return s
+
+    def _add(self, q: Quantity) -> sp.Symbol:
+        if q.origin not in ORIGINS:
+            raise ValueError(f"{q.name}: unknown origin {q.origin!r}")
+        if q.name in self.quantities:
+            raise ValueError(f"quantity {q.name!r} declared twice")
+        if q.sym in self.by_symbol:
+            raise ValueError(f"{q.name}: symbol {q.sym} already used by {self.by_symbol[q.sym].name}")
+        if self._current is not None:
+            q.section = self._current.id
+            self._current.quantities.append(q.name)
+        self.quantities[q.name] = q
+        self.by_symbol[q.sym] = q
+        return q.sym
+
+    def declare(self, name: str, unit: str, meaning: str, origin: str, base: str,
+                sub: str | None = None, **kw) -> sp.Symbol:
+        sym = sp.Symbol(name, positive=True)
+        return self._add(Quantity(name, sym, unit, meaning, origin, base, sub, **kw))
+
+    def hardware(self, name, unit, meaning, base, sub=None, field=None, **kw):
+        return self.declare(name, unit, meaning, "hardware", base, sub, field=field or name, **kw)
+
+    def model(self, name, unit, meaning, base, sub=None, field=None, **kw):
+        return self.declare(name, unit, meaning, "model", base, sub, field=field or name, **kw)
+
+    def workload(self, name, unit, meaning, base, sub=None, default=None, **kw):
+        return self.declare(name, unit, meaning, "workload", base, sub, default=default, **kw)
+
+    def constant(self, name, value, meaning, base, sub=None, source=None, unit=None, **kw):
+        from units import parse  # the value string is read by Pint, like every data value
+        q = parse(value)
+        return self.declare(name, unit or f"{q.units}", meaning, "constant", base, sub,
+                            default=value, source=source, **kw)
+
+    def derived(self, name, expr, unit, meaning, base, sub=None, how="defined", **kw):
+        sym = self.declare(name, unit, meaning, "derived", base, sub, how=how, **kw)
+        self.quantities[name].expr = sp.sympify(expr)
+        return sym
+
+    def equation(self, name: str, lhs, rhs, meaning: str, identity: bool = False) -> Equation:
+        if name in self.equations:
+            raise ValueError(f"equation {name!r} declared twice")
+        eq = Equation(name, sp.sympify(lhs), sp.sympify(rhs), meaning,
+                      self._current.id if self._current else None, identity)
+        self.equations[name] = eq
+        if self._current is not None:
+            self._current.equations.append(name)
+        return eq
+
+    def solve(self, equation: Equation, for_sym: sp.Symbol) -> sp.Expr:
+        """Solve a declared equation for one symbol; exactly one positive root is expected."""
+        roots = sp.solve(sp.Eq(self.expand(equation.lhs), self.expand(equation.rhs)), for_sym,
+                         dict=False)
+        roots = [sp.simplify(r) for r in roots]
+        if len(roots) != 1:
+            raise ValueError(f"equation {equation.name}: expected one root for {for_sym}, got {roots}")
+        return roots[0]
+
+    def limit(self, expr, sym: sp.Symbol, point, direction: str = "+") -> sp.Expr:
+        """SymPy's limit, taken through Max/Min branch by branch (each branch is continuous)."""
+        expr = sp.sympify(expr)
+        if isinstance(expr, (sp.Max, sp.Min)):
+            return type(expr)(*[self.limit(a, sym, point, direction) for a in expr.args])
+        if isinstance(expr, sp.Mul):
+            parts = [a for a in expr.args if isinstance(a, (sp.Max, sp.Min))]
+            if parts:  # c * Max(a, b) with c > 0 -> Max(c*a, c*b)
+                m = parts[0]
+                rest = expr / m
+                return self.limit(type(m)(*[rest * a for a in m.args]), sym, point, direction)
+        return sp.limit(expr, sym, point, direction)
+
+    # -- reading --------------------------------------------------------------------------
+    def __getitem__(self, name: str) -> Quantity:
+        return self.quantities[name]
+
+    def __contains__(self, name: str) -> bool:
+        return name in self.quantities
+
+    def q(self, sym: sp.Symbol) -> Quantity:
+        return self.by_symbol[sym]
+
+    def inputs(self, origin: str | None = None) -> list[Quantity]:
+        return [q for q in self.quantities.values() if q.is_input and (origin is None or q.origin == origin)]
+
+    def derived_quantities(self) -> list[Quantity]:
+        return [q for q in self.quantities.values() if not q.is_input]
+
+    def closed_form(self, name: str, keep: tuple[str, ...] = ()) -> sp.Expr:
+        """The definition of ``name`` with every derived quantity expanded down to inputs.
+
+        Quantities named in ``keep`` stay as symbols. The result is what SymPy computes;
+        it is simplified only where that does not change its shape much (cancel common
+        factors), so the printed form stays recognisable.
+        """
+        q = self.quantities[name]
+        if q.is_input:
+            return q.sym
+        return _tidy(self.expand(q.expr, keep))
+
+    def expand(self, expr: sp.Expr, keep: tuple[str, ...] = ()) -> sp.Expr:
+        """Replace derived symbols in ``expr`` by their definitions until only inputs remain."""
+        expr = sp.sympify(expr)
+        for _ in range(50):
+            subs = {s: self.by_symbol[s].expr for s in expr.free_symbols
+                    if not self.by_symbol[s].is_input and self.by_symbol[s].name not in keep}
+            if not subs:
+                break
+            expr = expr.xreplace(subs)
+        else:  # pragma: no cover - a definition cycle
+            raise ValueError(f"{expr}: definitions do not bottom out (a cycle?)")
+        return expr
+
+    def leaves(self, name: str) -> list[Quantity]:
+        """The input quantities the closed form of ``name`` depends on, in declaration order."""
+        syms = self.closed_form(name).free_symbols
+        return [q for q in self.quantities.values() if q.sym in syms]
+
+    def with_constants(self, expr: sp.Expr) -> sp.Expr:
+        """Replace each named constant by its magnitude: the board's form, e.g. 2·B·N/(S·F)."""
+        from units import parse
+        subs = {}
+        for s in expr.free_symbols:
+            q = self.by_symbol.get(s)
+            if q is not None and q.origin == "constant":
+                subs[s] = sp.nsimplify(parse(q.default).magnitude)
+        return _tidy(expr.xreplace(subs))
+
+
+def _tidy(expr: sp.Expr) -> sp.Expr:
+    if isinstance(expr, (sp.Max, sp.Min)):
+        return type(expr)(*[_tidy(a) for a in expr.args], evaluate=False)
+    if expr.has(sp.Max, sp.Min):
+        return expr
+    try:
+        return sp.factor_terms(sp.cancel(expr)) if expr.is_rational_function() else expr
+    except Exception:  # pragma: no cover - factor failures leave the expression as is
+        return expr

@@ -1,0 +1,46 @@
+"""0:20 -- Context length: where the KV fetch overtakes compute.
+
+Seed 004 lines 87, 89, 91, 85: the KV fetch grows linearly with batch, like compute; their
+slopes match at one context length, "equally memory bound and compute bound". Beyond it no
+batch is compute bound. Sparse attention changes the KV term: the lecture's √L, and
+DeepSeek's top-k selection (an indexer over all L tokens, full KV for k of them).
+"""
+import sympy as sp
+
+from .inputs import R, B, L, S, W, b_kv, k_sel, b_idx, L_ref
+from .roofline import t_compute, t_kv, t_mem
+
+R.section(
+    "context", "How long can the context get before memory wins?", "0:20",
+    question="At what context length does reading the KV cache cost as much per sequence as "
+             "computing its token, and what utilisation is left beyond it?",
+    takeaway="On {hardware}, {model}'s KV fetch matches compute at {context_crossover}; "
+             "at {context} a very large batch reaches an MFU of {mfu_large_batch}.",
+    featured=("context_crossover", "mfu", "mfu_large_batch", "kv_fetch_time_sqrt",
+              "kv_fetch_time_topk"),
+)
+
+eq_slopes = R.equation(
+    "kv_slope_equals_compute_slope", sp.diff(R.expand(t_kv), B), sp.diff(R.expand(t_compute), B),
+    "per added sequence, KV fetch time equals compute time")
+L_star = R.derived(
+    "context_crossover", R.solve(eq_slopes, L), "token/sequence",
+    "context length at which the KV fetch per sequence takes as long as its compute", "L", "*",
+    how="solved d(kv_fetch_time)/dB = d(compute_time)/dB for context")
+
+mfu = R.derived(
+    "mfu", sp.Min(1, t_compute / t_mem), "",
+    "fraction of peak compute used in a step (roofline: compute over step time)", "MFU")
+mfu_inf = R.derived(
+    "mfu_large_batch", R.limit(R.closed_form("mfu"), B, sp.oo), "",
+    "MFU as the batch grows without bound: 1 below the crossover, L*/L beyond it",
+    "MFU", "∞", how="limit of mfu as batch → ∞")
+
+t_kv_sqrt = R.derived(
+    "kv_fetch_time_sqrt", B * sp.sqrt(L * L_ref) * b_kv / (S * W), "s",
+    "KV fetch if attention reads only √L tokens per sequence (the lecture's sparse form)",
+    "t", "KV,√")
+t_kv_topk = R.derived(
+    "kv_fetch_time_topk", B * (L * b_idx + k_sel * b_kv) / (S * W), "s",
+    "KV fetch with top-k selection: an index over all L tokens, full KV for k of them",
+    "t", "KV,top-k")

@@ -1,0 +1,84 @@
+"""What the lecture's equations read: hardware, model, workload and named constants.
+
+Every input is declared here once. Hardware figures are per chip (one package, as sold
+and rented); the unit says so (``.../chip``). Workload defaults follow the lecture's set-up:
+a DeepSeek-like MoE served by one scale-up domain (a Blackwell NVL72 rack), about 2,000
+sequences per batch (seed 004, line 65).
+"""
+from ._core import Registry
+
+R = Registry()
+
+# -- hardware (hardware.yaml), per chip ---------------------------------------------------
+F = R.hardware("peak_flops", "FLOP/s/chip",
+               "dense peak matrix throughput of one chip in the number format in use",
+               "F", field="flops_<format>")
+W = R.hardware("hbm_bandwidth", "byte/s/chip", "HBM bandwidth of one chip", "W")
+C_hbm = R.hardware("hbm_capacity", "byte/chip", "HBM capacity of one chip", "C", "HBM")
+W_up = R.hardware("scaleup_bandwidth", "byte/s/chip",
+                  "scale-up (NVLink, ICI) bandwidth of one chip, per direction", "W", "up")
+D_up = R.hardware("scaleup_domain", "chip",
+                  "chips in one scale-up domain (all-to-all over the fast network)", "D", "up")
+W_out = R.hardware("scaleout_bandwidth", "byte/s/chip",
+                   "scale-out (data-centre network) bandwidth of one chip, per direction", "W", "out")
+price = R.hardware("rental_price", "USD/hour/chip", "rental price of one chip", "p")
+
+# -- model (models.yaml) ------------------------------------------------------------------
+N_total = R.model("params_total", "parameter", "total parameters of the model", "N", "total")
+N_active = R.model("params_active", "parameter", "parameters used for each token", "N", "active")
+n_layers = R.model("layers", "", "transformer layers", "n", "L")
+d_model = R.model("d_model", "", "residual-stream width (numbers per token)", "d", "model")
+n_kv_heads = R.model("n_kv_heads", "", "key/value heads per layer", "h", "kv")
+d_head = R.model("d_head", "", "numbers per attention head vector", "d", "head")
+d_latent = R.model("kv_latent_dim", "", "MLA: compressed KV latent width per layer", "d", "c")
+d_rope = R.model("kv_rope_dim", "", "MLA: decoupled RoPE key width per layer", "d", "R")
+E = R.model("experts", "", "routed experts per MoE layer", "E")
+k = R.model("experts_per_token", "", "routed experts each token is sent to", "k")
+beta_w = R.model("bytes_per_weight", "byte/parameter",
+                 "bytes per stored weight in the number format in use", "β", "w",
+                 field="<format>")
+beta_kv = R.model("bytes_per_kv_number", "byte",
+                  "bytes per cached key/value number", "β", "kv", field="kv_format")
+b_kv = R.model("kv_bytes_per_token", "byte/token",
+               "KV-cache bytes per token of context, over all layers", "b", "kv",
+               field="<attention>", note="derived from the architecture (section KV cache)")
+
+# -- workload -----------------------------------------------------------------------------
+B = R.workload("batch", "sequence", "sequences decoded together in one step", "B",
+               default="2000 sequence")
+L = R.workload("context", "token/sequence", "context length of each sequence", "L",
+               default="8192 token/sequence")
+S = R.workload("chips", "chip", "chips that serve one copy of the model", "S",
+               default="=scaleup_domain")
+k_sel = R.workload("attn_topk", "token/sequence",
+                   "tokens a top-k sparse attention reads per sequence", "k", "sel",
+                   default="2048 token/sequence",
+                   source="DeepSeek-V3.2-Exp report: the lightning indexer selects 2048 tokens")
+b_idx = R.workload("index_bytes_per_token", "byte/token",
+                   "bytes the sparse-attention indexer reads per token of context", "b", "idx",
+                   default="7808 byte/token",
+                   source="DeepSeek-V3.2-Exp config: one 128-number FP8 indexer key per layer, 61 layers")
+n_racks = R.workload("racks", "", "scale-up domains one MoE layer is spread across", "n", "rack",
+                     default="1")
+
+# -- named constants ----------------------------------------------------------------------
+c_F = R.constant("flop_per_param_token", "2 FLOP/parameter/token",
+                 "FLOP per parameter per token: one multiply-accumulate, counted as 2 FLOP",
+                 "c", "F", source="convention (../shared/lecture/README.md: FLOPs vs multiplies)")
+delta = R.constant("tokens_per_step", "1 token/sequence",
+                   "tokens each sequence gains per decode step", "δ",
+                   source="definition of a decode step")
+n_kv_vec = R.constant("kv_vectors_per_token", "2 /token",
+                      "cached vectors per layer per KV head per token: one key, one value",
+                      "c", "KV", source="multi-head attention caches K and V")
+n_lat_vec = R.constant("latent_vectors_per_token", "1 /token",
+                       "cached MLA latents per layer per token", "c", "lat",
+                       source="DeepSeek-V2 report, multi-head latent attention")
+L_ref = R.constant("sqrt_reference_length", "1 token/sequence",
+                   "unit length under the square root: √L counts L in tokens", "L", "ref",
+                   source="the lecture's √L (seed 004, line 85)")
+
+# -- number formats -----------------------------------------------------------------------
+# Bytes per number for each format (the README's "2 bytes per bf16 number"). The lecture:
+# "FP4 is half a byte" (seed 004, line 73).
+NUMBER_FORMATS = {"bf16": "2 byte", "fp8": "1 byte", "fp4": "0.5 byte"}

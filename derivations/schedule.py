@@ -1,0 +1,36 @@
+"""0:24 -- HBM drain time, the train schedule, and throughput.
+
+Seed 004 lines 57, 59, 61, 63, 53: a step should read all of HBM about once, so the step
+time is near capacity / bandwidth, "about 15 milliseconds" on Rubin (288 GB / 20 TB/s).
+A batch departs every step like a train: a request waits at worst two steps, on average
+half a step before its step begins. Throughput is batch over step time.
+"""
+from .inputs import R, B, S, C_hbm, W, delta, N_total, beta_w, L, b_kv
+from .roofline import t_step
+
+R.section(
+    "schedule", "How often does a batch leave, and how many tokens per second is that?", "0:24",
+    question="How long does it take to read all of HBM once, what queueing delay does a "
+             "fixed step impose, and what throughput does one model copy give?",
+    takeaway="{hardware} drains its HBM in {drain_time}; with steps of {step_time}, "
+             "{model} serves {throughput} per copy and a request waits at worst {worst_latency}.",
+    featured=("drain_time", "worst_latency", "mean_wait", "throughput", "max_batch_capacity"),
+)
+
+t_drain = R.derived(
+    "drain_time", C_hbm / W, "s", "time to read the whole HBM once", "t", "drain")
+t_worst = R.derived(
+    "worst_latency", 2 * t_step, "s",
+    "a request that just missed a departure waits one step, then rides one step", "t", "worst")
+t_wait = R.derived(
+    "mean_wait", t_step / 2, "s",
+    "mean wait for the next departure, for requests arriving uniformly", "t", "wait")
+thr = R.derived(
+    "throughput", B * delta / t_step, "token/s",
+    "tokens per second from one copy of the model (S chips)", "Θ")
+thr_chip = R.derived(
+    "throughput_per_chip", B * delta / (t_step * S), "token/s/chip",
+    "tokens per second per chip", "Θ", "chip")
+B_cap = R.derived(
+    "max_batch_capacity", (S * C_hbm - N_total * beta_w) / (L * b_kv), "sequence",
+    "largest batch whose KV cache fits in the HBM left after the weights", "B", "cap")

@@ -1,0 +1,64 @@
+"""The one Pint registry of chalkboard, loaded from ``definitions.txt`` beside this file.
+
+Every quantity in the project is built from this registry (``ureg``); mixing in a
+quantity from another registry is an error in Pint, which keeps the project honest.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pint
+
+DEFINITIONS = Path(__file__).with_name("definitions.txt")
+
+ureg = pint.UnitRegistry(filename=str(DEFINITIONS), autoconvert_offset_to_baseunit=False)
+ureg.formatter.default_format = "~P"
+Quantity = ureg.Quantity
+Unit = ureg.Unit
+DimensionalityError = pint.DimensionalityError
+
+
+class UnitParseError(ValueError):
+    """A value string that is not '<number> <unit>' in chalkboard's registry."""
+
+
+def parse(text: str | int | float) -> pint.Quantity:
+    """Parse '989 TFLOP/s' (or a bare number) into a Quantity of this registry.
+
+    Numbers are parsed by Pint, never by YAML; a string with anything Pint does
+    not recognise raises UnitParseError with a readable message.
+    """
+    if isinstance(text, bool):
+        raise UnitParseError(f"expected a number with a unit, got {text!r}")
+    if isinstance(text, (int, float)):
+        return Quantity(text, "")
+    s = str(text).strip()
+    if not s:
+        raise UnitParseError("empty value")
+    try:
+        q = Quantity(s)
+    except (pint.UndefinedUnitError, pint.errors.DefinitionSyntaxError) as e:
+        raise UnitParseError(f"unknown unit in {s!r} ({e})") from None
+    except Exception as e:  # tokenizer errors, stray characters
+        raise UnitParseError(f"cannot read {s!r} as a number with a unit ({type(e).__name__})") from None
+    if not isinstance(q, pint.Quantity):  # e.g. "2" parses to a plain number
+        q = Quantity(q, "")
+    return q
+
+
+def unit(text: str) -> pint.Unit:
+    """Parse a unit expression ('byte/s/chip') into a Unit of this registry."""
+    try:
+        return Quantity(1, text).units if text else Unit("")
+    except Exception as e:
+        raise UnitParseError(f"unknown unit {text!r} ({e})") from None
+
+
+def same_dimension(a, b) -> bool:
+    return Quantity(1, a).dimensionality == Quantity(1, b).dimensionality
+
+
+def fmt_unit(u) -> str:
+    """Short, readable unit text: 'TFLOP/s/chip' rather than 'teraFLOP / second / chip'."""
+    s = f"{Unit(u):~P}" if not isinstance(u, str) else f"{unit(u):~P}"
+    return s
