@@ -70,14 +70,18 @@ def walk(expr: sp.Expr, leaf, where: str = "expression"):
     raise TypeError(f"{where}: cannot evaluate {type(expr).__name__} ({expr})")
 
 
-def placeholder(sym: sp.Symbol):
-    """A symbol's declared unit as a quantity (for the dimension check).
+def placeholders(registry=REGISTRY):
+    """Each symbol's declared unit as a quantity (the leaves of the dimension check).
 
     Magnitudes differ from symbol to symbol (square roots of distinct primes) so that no
     difference of terms cancels to zero by accident.
     """
-    index = list(REGISTRY.quantities).index(REGISTRY.q(sym).name)
-    return Quantity(float(sp.sqrt(sp.prime(index + 2))), REGISTRY.q(sym).unit)
+    index = {name: i for i, name in enumerate(registry.quantities)}
+
+    def leaf(sym):
+        q = registry.q(sym)
+        return Quantity(float(sp.sqrt(sp.prime(index[q.name] + 2))), q.unit)
+    return leaf
 
 
 @dataclass

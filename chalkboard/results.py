@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from derivations import REGISTRY
-from units import Quantity
+from units import parse
 
 from . import printers
 from .data import Data
@@ -108,10 +108,8 @@ def _entry_json(e) -> dict:
     for k, v in e.tags.items():
         out[k] = {"value": v}
     for k, v in e.values.items():
-        q = v.quantity
-        if "chip" in str(q.units) and k != "scaleup_domain":
-            q = q * Quantity(1, "chip")  # show the figure as written: per chip
-        mag, unit = (float(q.magnitude), f"{q.units:~P}")
+        q = parse(v.text)  # the figure as the file writes it (per chip, in its own unit)
+        mag, unit = float(q.magnitude), f"{q.units:~P}"
         out[k] = {"value": mag, "unit": unit, "text": v.text, "source": v.source.title,
                   "url": v.source.url, "as_of": v.as_of, **({"note": v.note} if v.note else {})}
     return out

@@ -5,6 +5,7 @@ quantity from another registry is an error in Pint, which keeps the project hone
 """
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pint
@@ -16,6 +17,9 @@ ureg.formatter.default_format = "~P"
 Quantity = ureg.Quantity
 Unit = ureg.Unit
 DimensionalityError = pint.DimensionalityError
+
+
+_NUMBER = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?(\s|$|[a-zA-Zµ/*(])")
 
 
 class UnitParseError(ValueError):
@@ -35,6 +39,8 @@ def parse(text: str | int | float) -> pint.Quantity:
     s = str(text).strip()
     if not s:
         raise UnitParseError("empty value")
+    if not _NUMBER.match(s):
+        raise UnitParseError(f"{s!r} does not start with a number")
     try:
         q = Quantity(s)
     except (pint.UndefinedUnitError, pint.errors.DefinitionSyntaxError) as e:

@@ -1,0 +1,148 @@
+"""build.py as a user runs it: check, eval, list, and one-line errors for bad input."""
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT, run_cli
+
+
+def test_check_passes_and_counts(cli):
+    r = cli("check")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "definitions" in r.stdout and "equations" in r.stdout and "OK" in r.stdout
+
+
+def test_check_fails_on_a_wrong_equation(tmp_path):
+    proj = tmp_path / "proj"
+    shutil.copytree(ROOT, proj, ignore=shutil.ignore_patterns(".git", "build", "__pycache__", ".pytest_cache"))
+    mod = proj / "derivations" / "schedule.py"
+    mod.write_text(mod.read_text() + '\nR.derived("broken_drain", C_hbm / W + C_hbm, "s", "wrong", "t", "bad")\n')
+    r = run_cli("check", root=proj)
+    assert r.returncode == 1
+    assert "FAIL dimension : broken_drain: cannot combine" in r.stdout
+
+
+def test_eval_json(cli):
+    r = cli("eval", "balance_batch", "--hardware", "h100-sxm", "--model", "deepseek-v3", "--json")
+    assert r.returncode == 0, r.stderr
+    d = json.loads(r.stdout)
+    assert {"quantity", "value", "unit", "expression", "inputs"} <= set(d)
+    assert d["unit"] == "sequence"
+    names = {i["name"] for i in d["inputs"]}
+    assert {"peak_flops", "hbm_bandwidth", "params_total", "params_active", "bytes_per_weight"} <= names
+    for i in d["inputs"]:
+        assert i["source"] and "unit" in i and "value" in i
+    # 1,979 TFLOP/s fp8 dense x 1 byte / (2 x 3.35 TB/s) x 671/37 (DeepSeek-V3 report)
+    assert d["value"] == pytest.approx(1979e12 * 1 / (2 * 3.35e12) * 671 / 37, rel=0.01)
+    assert "N_total" in d["expression"] and "N_active" in d["expression"]
+
+
+def test_eval_set_reproduces_the_scaling_book_critical_batch(cli):
+    # "How to Scale Your Model" (jax-ml scaling-book), Rooflines chapter: TPU v5e bf16
+    # 1.97e14 FLOP/s over 8.2e11 B/s HBM gives a critical batch of about 240 for a dense model.
+    r = cli("eval", "balance_batch", "--hardware", "tpu-v5e", "--model", "llama-3-70b",
+            "--set", "format=bf16", "--set", "peak_flops=1.97e14 FLOP/s", "--set",
+            "hbm_bandwidth=8.2e11 B/s", "--set", "params_active=70e9 parameter",
+            "--set", "params_total=70e9 parameter", "--json")
+    assert r.returncode == 0, r.stderr
+    d = json.loads(r.stdout)
+    assert d["value"] == pytest.approx(240, rel=0.01)
+    srcs = {i["name"]: i["source"] for i in d["inputs"]}
+    assert srcs["hbm_bandwidth"] == "--set" and srcs["peak_flops"] == "--set"
+
+
+def test_eval_bare_number_takes_declared_unit(cli):
+    r = cli("eval", "step_time", "--hardware", "b200", "--model", "llama-3-70b", "--set", "batch=1",
+            "--set", "chips=1", "--json")
+    d = json.loads(r.stdout)
+    # batch 1 on one B200 (8 TB/s, NVIDIA HGX B200 spec): 70.6e9 x 2 bytes / 8e12 B/s = 17.6 ms
+    assert d["value"] == pytest.approx(70.6e9 * 2 / 8e12 * 1e3, rel=0.03)
+    assert d["unit"] == "ms"
+
+
+def test_eval_text_shows_closed_form_and_sources(cli):
+    r = cli("eval", "drain_time", "--hardware", "h100-sxm", "--model", "llama-3-8b")
+    assert r.returncode == 0
+    assert "t_drain = C_HBM/W" in r.stdout
+    assert "hardware.yaml: h100-sxm.hbm_capacity" in r.stdout
+
+
+def test_list_hardware_json(cli):
+    r = cli("list", "hardware", "--json")
+    d = json.loads(r.stdout)
+    f = d["h100-sxm"]["hbm_bandwidth"]
+    assert f["unit"] and f["source"] and f["value"] == pytest.approx(3.35)
+
+
+def test_list_quantities(cli):
+    r = cli("list", "quantities", "--json")
+    names = {q["name"] for q in json.loads(r.stdout)}
+    assert {"balance_batch", "hardware_ratio", "step_time", "drain_time"} <= names
+
+
+def test_help_explains(cli):
+    r = cli("--help")
+    assert r.returncode == 0 and "eval" in r.stdout and "check" in r.stdout
+    r = cli("eval", "--help")
+    assert "--set" in r.stdout and "bare" in r.stdout
+
+
+# -- bad input: one line naming file, entry, field; exit 2; no traceback ----------------------
+def _bad_copy(tmp_path, name, edit):
+    src = (ROOT / name).read_text()
+    out = tmp_path / name
+    out.write_text(edit(src))
+    return str(out)
+
+
+def _one_line_error(r, *must):
+    assert r.returncode == 2, (r.returncode, r.stdout, r.stderr)
+    assert "Traceback" not in r.stderr
+    lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1, r.stderr
+    for m in must:
+        assert m in lines[0], (m, lines[0])
+
+
+def test_yaml_syntax_error(tmp_path, cli):
+    f = _bad_copy(tmp_path, "hardware.yaml", lambda s: s.replace("hardware:\n", "hardware:\n  - [unclosed\n", 1))
+    _one_line_error(cli("check", "--hardware-file", f), "hardware.yaml", "YAML syntax error", "line")
+
+
+def test_missing_field(tmp_path, cli):
+    import re
+    f = _bad_copy(tmp_path, "hardware.yaml",
+                  lambda s: re.sub(r"(  h100-sxm:\n(?:    .*\n)*?)    hbm_bandwidth:.*\n", r"\1", s, count=1))
+    _one_line_error(cli("check", "--hardware-file", f), "hardware.yaml", "h100-sxm", "hbm_bandwidth", "missing")
+
+
+def test_wrong_dimension(tmp_path, cli):
+    f = _bad_copy(tmp_path, "hardware.yaml", lambda s: s.replace('"3.35 TB/s"', '"3.35 TFLOP/s"', 1))
+    _one_line_error(cli("check", "--hardware-file", f), "h100-sxm", "hbm_bandwidth", "wrong dimension")
+
+
+def test_negative_bandwidth(tmp_path, cli):
+    f = _bad_copy(tmp_path, "hardware.yaml", lambda s: s.replace('"3.35 TB/s"', '"-3.35 TB/s"', 1))
+    _one_line_error(cli("check", "--hardware-file", f), "h100-sxm", "hbm_bandwidth", "negative")
+
+
+def test_model_missing_field(tmp_path, cli):
+    import re
+    f = _bad_copy(tmp_path, "models.yaml",
+                  lambda s: re.sub(r"(  llama-3-8b:\n(?:    .*\n)*?)    params_total:.*\n", r"\1", s, count=1))
+    _one_line_error(cli("check", "--models-file", f), "models.yaml", "llama-3-8b", "params_total")
+
+
+@pytest.mark.parametrize("args,must", [
+    (("eval", "step_time", "--hardware", "h999"), ("hardware.yaml", "h999")),
+    (("eval", "step_time", "--model", "gpt-9"), ("models.yaml", "gpt-9")),
+    (("eval", "no_such_quantity"), ("no_such_quantity",)),
+    (("eval", "step_time", "--set", "hbm_bandwidth=3 s"), ("hbm_bandwidth", "wrong dimension")),
+    (("eval", "step_time", "--set", "hbm_bandwidth=-3 TB/s"), ("hbm_bandwidth", "negative")),
+    (("eval", "step_time", "--set", "nonsense=3"), ("nonsense", "unknown input")),
+    (("eval", "cost_floor", "--hardware", "gb200-nvl72"), ("rental_price",)),
+])
+def test_bad_cli_input(cli, args, must):
+    _one_line_error(cli(*args), *must)
