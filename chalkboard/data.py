@@ -66,7 +66,7 @@ class Entry:
 # chip; a value may omit the '/chip' ("989 TFLOP/s") or state it ("989 TFLOP/s/chip").
 HARDWARE_FIELDS = {
     "launch_year": ("", True),
-    "dies_per_package": ("", False),
+    "dies_per_package": ("die", False),
     "flops_bf16": ("FLOP/s", True),
     "flops_fp8": ("FLOP/s", False),
     "flops_fp4": ("FLOP/s", False),
@@ -77,7 +77,7 @@ HARDWARE_FIELDS = {
     "scaleout_bandwidth": ("byte/s", False),
     "rental_price": ("USD/hour", False),
 }
-PER_CHIP = {"flops_bf16", "flops_fp8", "flops_fp4", "hbm_capacity", "hbm_bandwidth",
+PER_CHIP = {"dies_per_package", "flops_bf16", "flops_fp8", "flops_fp4", "hbm_capacity", "hbm_bandwidth",
             "scaleup_bandwidth", "scaleout_bandwidth", "rental_price"}
 HARDWARE_TAGS = {"name": True, "vendor": True, "family": False, "per": True, "note": False,
                  "source": False}

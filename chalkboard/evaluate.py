@@ -190,7 +190,11 @@ class Scenario:
         elif q.origin == "constant":
             val = self._record(name, parse(q.default), f"constant: {q.source}")
         elif q.origin == "workload":
-            if q.default and q.default.startswith("="):
+            if q.default and q.default.startswith("=rule:"):
+                fn, args, desc = REGISTRY.rules[q.default[6:]]
+                mags = [self.input(a).to(REGISTRY[a].unit or "").magnitude for a in args]
+                val = self._record(name, Quantity(fn(*mags), q.unit), f"workload default: {desc}")
+            elif q.default and q.default.startswith("="):
                 ref = q.default[1:]
                 val = self.input(ref)
                 val = self._record(name, Quantity(val.magnitude, q.unit),

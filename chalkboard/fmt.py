@@ -43,8 +43,10 @@ def sig(x: float, digits: int = 3) -> str:
     if x == 0 or not math.isfinite(x):
         return f"{x:g}"
     mag = abs(x)
-    if mag >= 1e15 or mag < 1e-4:
-        return f"{x:.{digits - 1}e}"
+    if mag >= 1e7 or mag < 1e-4:
+        return f"{x:.{digits - 1}e}".replace("e+0", "e").replace("e+", "e").replace("e-0", "e-")
+    if mag >= 1 and abs(x - round(x)) < 1e-9 * mag:
+        return f"{int(round(x)):,}"  # whole numbers: no trailing zeros
     decimals = max(0, digits - 1 - int(math.floor(math.log10(mag))))
     r = round(x, decimals)
     if decimals == 0:

@@ -74,6 +74,7 @@ class Registry:
         self.by_symbol: dict[sp.Symbol, Quantity] = {}
         self.equations: dict[str, Equation] = {}
         self.sections: dict[str, Section] = {}
+        self.rules: dict[str, tuple] = {}   # name -> (function, input names, description)
         self._current: Section | None = None
 
     # -- declaring ------------------------------------------------------------------------
@@ -124,6 +125,17 @@ class Registry:
         sym = self.declare(name, unit, meaning, "derived", base, sub, how=how, **kw)
         self.quantities[name].expr = sp.sympify(expr)
         return sym
+
+    def rule(self, name: str, inputs: tuple[str, ...], description: str):
+        """A workload default that is not a formula (e.g. a divisibility trim): a decorator.
+
+        A workload input declared with ``default="=rule:NAME"`` takes the function's value,
+        called with the magnitudes of ``inputs`` in their declared units.
+        """
+        def deco(fn):
+            self.rules[name] = (fn, inputs, description)
+            return fn
+        return deco
 
     def equation(self, name: str, lhs, rhs, meaning: str, identity: bool = False) -> Equation:
         if name in self.equations:

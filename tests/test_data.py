@@ -33,7 +33,7 @@ def test_every_value_has_a_dated_source_and_the_right_dimension(data, kind):
             assert DATE.match(v.as_of), (eid, f, v.as_of)
             unit = schema[f][0]
             want = Quantity(1, unit) / (Quantity(1, "chip") if kind == "hardware" and
-                                        f not in ("launch_year", "dies_per_package", "scaleup_domain") else 1)
+                                        f not in ("launch_year", "scaleup_domain") else 1)
             assert v.quantity.dimensionality == want.dimensionality, (eid, f)
             # counts may be zero (Qwen3 has no shared expert); measured figures are positive
             assert v.quantity.magnitude > 0 or (unit == "" and v.quantity.magnitude == 0), (eid, f)

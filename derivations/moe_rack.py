@@ -1,0 +1,84 @@
+"""0:32 -- Mixture of experts on a rack: expert parallelism and the all-to-all.
+
+Seed 004 lines 33, 21, 19, 23, 27, 31 and 29: put different experts on different GPUs
+(expert parallelism). DeepSeek's 256 experts on a 72-GPU rack do not divide, so use 64
+GPUs, 4 experts each (line 33). Every token is sent to its k experts and the results come
+back (dispatch and combine, line 21): an all-to-all that is fast inside one scale-up domain
+(NVLink, "two hops" through the switches) and "about eight times slower" over the
+scale-out network (line 19). Spread one layer over two racks and half the traffic leaves
+the rack (line 17), so "one rack bounds the size of an expert layer" (line 25).
+"""
+import sympy as sp
+
+from .inputs import (R, B, S, C_hbm, W, W_up, W_out, D_up, E, k, d_model, beta_w, delta,
+                     n_racks)
+from .roofline import t_step
+
+R.section(
+    "moe_rack", "How is a mixture-of-experts layer laid out on a rack?", "0:32",
+    chapter="moe",
+    question="How many experts go on each GPU, how much all-to-all traffic does a step make, "
+             "and what happens when one MoE layer spans more than one rack?",
+    takeaway="{model} on {hardware}: {expert_chips} hold {experts_per_chip}; the scale-up "
+             "network is {scaleup_scaleout_ratio} times faster than scale-out, so spanning two "
+             "racks sends {offrack_fraction} of the all-to-all over the slow network.",
+    featured=("experts_per_chip", "tokens_per_expert", "a2a_bytes_per_token", "offrack_fraction",
+              "a2a_time_scaleup", "a2a_time_scaleout", "scaleup_scaleout_ratio",
+              "moe_capacity_params", "domain_dies", "cables_single_tier"),
+)
+
+n_moe = R.model("moe_layers", "", "layers whose MLP is a mixture of experts", "n", "MoE")
+n_dies = R.hardware("dies_per_package", "die/chip", "compute dies in one package", "n", "die")
+S_E = R.workload("expert_chips", "chip", "chips the experts of one layer are spread over", "S", "E",
+                 default="=rule:expert_chips")
+beta_act = R.workload("bytes_per_activation", "byte", "bytes per activation number sent in the all-to-all",
+                      "β", "act", default="2 byte",
+                      source="bf16 activations (DeepSeek-V3 dispatches in FP8: --set bytes_per_activation=1)")
+links = R.workload("links_per_chip", "cable/chip", "scale-up links (cables) from each chip to the switches",
+                   "ℓ", default="18 cable/chip",
+                   source="NVIDIA fifth-generation NVLink: 18 links per Blackwell GPU")
+t_target = R.workload("target_step_time", "s", "the step time a service aims for", "t", "target",
+                      default="20 ms", source="the lecture's common 20 ms step (seed 004, line 63)")
+c_a2a = R.constant("a2a_vectors_per_token", "2 /token",
+                   "activation vectors each token sends per expert: one out (dispatch), one back (combine)",
+                   "c", "a2a", source="the lecture's dispatch and combine (seed 004, line 21)")
+
+
+@R.rule("expert_chips", ("experts", "scaleup_domain"),
+        "the largest number of chips not above the scale-up domain that divides the experts evenly")
+def _expert_chips(experts: float, domain: float) -> float:
+    e, d = int(round(experts)), int(round(domain))
+    return float(max(n for n in range(1, min(e, d) + 1) if e % n == 0))
+
+
+epc = R.derived("experts_per_chip", E / S_E, "1/chip", "routed experts on each chip", "E", "chip")
+tpe = R.derived("tokens_per_expert", B * delta * k / E, "token",
+                "tokens each expert processes per step, if routing is balanced", "T", "E")
+a2a_tok = R.derived("a2a_bytes_per_token", c_a2a * k * d_model * beta_act, "byte/token",
+                    "all-to-all bytes per token per MoE layer: k activations out and k back", "b", "a2a")
+a2a_chip = R.derived("a2a_bytes_per_chip", B * delta * n_moe * a2a_tok / S_E, "byte/chip",
+                     "all-to-all bytes each chip sends per step, over all MoE layers", "V", "a2a")
+f_out = R.derived("offrack_fraction", 1 - 1 / n_racks, "",
+                  "share of all-to-all traffic that leaves the rack when a layer spans n racks", "f", "out")
+t_up = R.derived("a2a_time_scaleup", a2a_chip * (1 - f_out) / W_up, "s",
+                 "time to send the in-rack share of the all-to-all over the scale-up network", "t", "up")
+t_out = R.derived("a2a_time_scaleout", a2a_chip * f_out / W_out, "s",
+                  "time to send the off-rack share over the scale-out network", "t", "out")
+t_comm = R.derived("comm_time", sp.Max(t_up, t_out), "s",
+                   "all-to-all time per step: the slower of the two networks (they run in parallel)",
+                   "t", "comm")
+ratio_net = R.derived("scaleup_scaleout_ratio", W_up / W_out, "",
+                      "how many times faster the scale-up network is than scale-out, per chip", "ρ", "net")
+comm_vs_step = R.derived("comm_to_step", t_comm / t_step, "",
+                         "all-to-all time over the roofline step time: above 1, communication bounds the step",
+                         "κ")
+cap = R.derived("moe_capacity_params", S_E * C_hbm / beta_w, "parameter",
+                "parameters the HBM of the expert chips can hold", "N", "cap")
+bw_params = R.derived("moe_bandwidth_params", S_E * W * t_target / beta_w, "parameter",
+                      "parameters the expert chips can read within the target step time", "N", "bw")
+dies = R.derived("domain_dies", D_up * n_dies, "die", "the scale-up domain counted in dies", "D", "die")
+cables = R.derived("cables_single_tier", D_up * links, "cable",
+                   "cables from chips to switches in a single-tier switched domain", "K")
+R.derived("cable_growth_on_doubling", R.expand(cables).subs(D_up, 2 * D_up) / R.expand(cables), "",
+          "how many times the cables grow when the domain doubles", "g", "K",
+          how="cables_single_tier at 2·D over cables_single_tier at D")
