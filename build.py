@@ -145,9 +145,15 @@ def cmd_audit(args) -> int:
 
 
 def cmd_build(args) -> int:
-    from chalkboard.build import build
+    from chalkboard.build import BuildError, build
 
-    return build(ROOT, args)
+    args.set_pairs = _parse_sets(args.set)
+    try:
+        return build(ROOT, args)
+    except BuildError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+
 
 
 # -- argument parsing ---------------------------------------------------------------------
@@ -172,6 +178,8 @@ def make_parser() -> argparse.ArgumentParser:
     b.add_argument("--model", default=DEFAULT_MODEL, help="featured model id (default: %(default)s)")
     b.add_argument("--out", default="build", help="output folder (default: %(default)s)")
     b.add_argument("--claims-file", default="claims.yaml", help="claims to audit (default: %(default)s)")
+    b.add_argument("--set", action="append", metavar="NAME=VALUE",
+                   help="override a workload or data input for the featured scenario (e.g. --set context=4096)")
     b.add_argument("--no-pdf", action="store_true", help="skip the PDF")
     b.set_defaults(func=cmd_build)
 
@@ -206,9 +214,11 @@ def make_parser() -> argparse.ArgumentParser:
 
 def main(argv=None) -> int:
     parser = make_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    commands = {"build", "check", "eval", "list", "audit"}
+    if not any(a in commands for a in argv) and not ({"-h", "--help"} & set(argv)):
+        argv = ["build", *argv]  # no command: build the report
     args = parser.parse_args(argv)
-    if args.command is None:
-        args = parser.parse_args(["build", *(argv if argv is not None else sys.argv[1:])])
     from chalkboard.data import DataError
     from chalkboard.evaluate import InputError, MissingInput
     try:

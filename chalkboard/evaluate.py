@@ -223,6 +223,26 @@ class Scenario:
         self._cache[name] = val
         return val
 
+    def fix(self, name: str, value) -> None:
+        """Hold ``name`` (an input or a derived quantity) at ``value``: a number the lecture states.
+
+        Derived values already computed are dropped, so everything downstream uses it.
+        """
+        if name not in REGISTRY:
+            raise InputError(f"unknown quantity {name!r}")
+        q = REGISTRY[name]
+        v = parse(value) if isinstance(value, str) else value
+        want = Quantity(1, q.unit)
+        if v.dimensionless and not want.dimensionless:
+            v = Quantity(v.magnitude, q.unit)
+        if v.dimensionality != want.dimensionality:
+            raise InputError(f"{name}={value}: wrong dimension, expected {q.unit}")
+        for n in [n for n in self._cache if not REGISTRY[n].is_input]:
+            del self._cache[n]
+        self._cache[name] = v.to(q.unit) if q.unit else v
+        if q.is_input:
+            self._record(name, self._cache[name], "fixed by the claim")
+
     def value(self, name: str):
         """The quantity's value (Pint), evaluated through its SymPy definition."""
         if name in self._cache:

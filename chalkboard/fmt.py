@@ -35,7 +35,8 @@ def display_unit(q) -> str:
     for src, dst in _BY_DIM:
         if dim == Quantity(1, src).dimensionality:
             return dst
-    return f"{q.units}"
+    text = f"{q.units:~P}"
+    return text[1:] if text.startswith("1/") else text  # "1/token" reads as "/token"
 
 
 def sig(x: float, digits: int = 3) -> str:
@@ -63,7 +64,8 @@ def split(q, unit: str | None = None) -> tuple[float, str]:
     if q.dimensionless:
         return float(q.to("").magnitude), ""
     u = unit or display_unit(q)
-    return float(q.to(u).magnitude), u
+    return float(q.to(u.lstrip("/") if u.startswith("/") else u).magnitude if not u.startswith("/")
+                 else q.to("1" + u).magnitude), u
 
 
 def fmt(q, unit: str | None = None, digits: int = 3) -> str:

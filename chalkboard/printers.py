@@ -29,10 +29,14 @@ def _num(x) -> str:
     return str(x)
 
 
-def _node(e):
+def _node(e, values=None):
     """('sym', base, sub) | ('num', text) | ('frac', n, d) | ('mul', [..]) | ('add', [(sign, t)..])
     | ('pow', base, exp) | ('sqrt', x) | ('func', name, [..]) | ('neg', x)"""
     if isinstance(e, sp.Symbol):
+        if values is not None and e in values:
+            from .fmt import sig, split
+            mag, unit = split(values[e])
+            return ("val", sig(mag), unit)
         return ("sym",) + _name(e)
     if e.is_Number:
         if e.is_Rational and not e.is_Integer:
@@ -42,35 +46,35 @@ def _node(e):
             return ("neg", ("num", _num(-e)))
         return ("num", _num(e))
     if isinstance(e, (sp.Max, sp.Min)):
-        return ("func", "max" if isinstance(e, sp.Max) else "min", [_node(a) for a in _ordered(e.args)])
+        return ("func", "max" if isinstance(e, sp.Max) else "min", [_node(a, values) for a in _ordered(e.args)])
     if isinstance(e, sp.Add):
         terms = []
         for t in _ordered(e.args):
             c, rest = t.as_coeff_Mul()
             if c < 0:
-                terms.append(("-", _node(-t)))
+                terms.append(("-", _node(-t, values)))
             else:
-                terms.append(("+", _node(t)))
+                terms.append(("+", _node(t, values)))
         terms.sort(key=lambda st: st[0] == "-")  # positive terms first
         return ("add", terms)
     if isinstance(e, sp.Mul):
         c, rest = e.as_coeff_Mul()
         if c < 0:
-            return ("neg", _node(-e))
+            return ("neg", _node(-e, values))
         n, d = sp.fraction(e, exact=True)
         if d != 1:
-            return ("frac", _node(n), _node(d))
+            return ("frac", _node(n, values), _node(d, values))
         factors = list(e.args)
         nums = [f for f in factors if f.is_Number]
         others = [f for f in _ordered([f for f in factors if not f.is_Number])]
-        return ("mul", [_node(f) for f in nums + others])
+        return ("mul", [_node(f, values) for f in nums + others])
     if isinstance(e, sp.Pow):
         b, x = e.args
         if x == sp.Rational(1, 2):
-            return ("sqrt", _node(b))
+            return ("sqrt", _node(b, values))
         if x.is_Number and x < 0:
-            return ("frac", ("num", "1"), _node(b ** -x))
-        return ("pow", _node(b), _node(x))
+            return ("frac", ("num", "1"), _node(b ** -x, values))
+        return ("pow", _node(b, values), _node(x, values))
     raise TypeError(f"cannot typeset {type(e).__name__}: {e}")
 
 
@@ -100,6 +104,10 @@ _SUB = str.maketrans("0123456789", "₀₁₂₃₄₅₆₇₈₉")
 
 def _text(n, ctx=None) -> str:
     k = n[0]
+    if k == "val":
+        if not n[2]:
+            return n[1]
+        return f"({n[1]} {n[2]})" if ctx in ("mul", "pow") else f"{n[1]} {n[2]}"
     if k == "sym":
         return n[1] + (f"_{n[2]}" if n[2] else "")
     if k == "num":
@@ -147,6 +155,11 @@ def _mi(s: str) -> str:
 
 def _ml(n, ctx=None) -> str:
     k = n[0]
+    if k == "val":
+        if not n[2]:
+            return f"<mn>{escape(n[1])}</mn>"
+        inner = f'<mn>{escape(n[1])}</mn><mspace width="0.2em"/><mtext>{escape(n[2])}</mtext>'
+        return f"<mrow><mo>(</mo>{inner}<mo>)</mo></mrow>" if ctx in ("mul", "pow") else f"<mrow>{inner}</mrow>"
     if k == "sym":
         base = _mi(n[1])
         if n[2]:
@@ -210,6 +223,11 @@ def _ty_ident(s: str) -> str:
 
 def _ty(n, ctx=None) -> str:
     k = n[0]
+    if k == "val":
+        if not n[2]:
+            return typst_str(n[1])
+        body = f"{typst_str(n[1])} thin {typst_str(n[2])}"
+        return f"({body})" if ctx in ("mul", "pow") else body
     if k == "sym":
         base = _ty_ident(n[1])
         return f"{base}_{typst_str(n[2])}" if n[2] else base
@@ -250,3 +268,17 @@ def typst(expr, lhs=None) -> str:
 
 def text_symbol(q) -> str:
     return _text(("sym", q.base, q.sub))
+
+
+def with_values(expr, values: dict) -> tuple[str, str, str]:
+    """``expr`` with each symbol in ``values`` shown as its number and unit: text, MathML, Typst."""
+    node = _node(sp.sympify(expr), values)
+    return _text(node), f'<math display="block"><mrow>{_ml(node)}</mrow></math>', _ty(node)
+
+
+def mathml_eq(lhs, rhs) -> str:
+    return f'<math display="block"><mrow>{_ml(_node(sp.sympify(lhs)))}<mo>=</mo>{_ml(_node(sp.sympify(rhs)))}</mrow></math>'
+
+
+def typst_eq(lhs, rhs) -> str:
+    return f"{_ty(_node(sp.sympify(lhs)))} = {_ty(_node(sp.sympify(rhs)))}"

@@ -20,6 +20,7 @@ from .fmt import fmt, split
 class AllResults:
     values: dict[tuple[str, str], dict[str, object]] = field(default_factory=dict)  # (hw, model) -> name -> qty
     missing: dict[tuple[str, str], dict[str, str]] = field(default_factory=dict)
+    inputs: dict[tuple[str, str], dict[str, dict]] = field(default_factory=dict)  # input -> value, unit, source
     errors: list[str] = field(default_factory=list)
     count_ok: int = 0
     count_na: int = 0
@@ -43,6 +44,10 @@ def evaluate_all(data: Data, overrides: dict | None = None) -> AllResults:
                     res.errors.append(f"{hid} x {mid}: {n}: {e}")
             res.values[(hid, mid)] = vals
             res.missing[(hid, mid)] = miss
+            res.inputs[(hid, mid)] = {
+                n: {**dict(zip(("value", "unit"), split(r.value))), "source": r.source,
+                    **({"url": r.url} if r.url else {}), **({"as_of": r.as_of} if r.as_of else {})}
+                for n, r in sorted(sc.records.items())}
     return res
 
 

@@ -64,7 +64,7 @@ n_racks = R.workload("racks", "", "scale-up domains one MoE layer is spread acro
 # -- named constants ----------------------------------------------------------------------
 c_F = R.constant("flop_per_param_token", "2 FLOP/parameter/token",
                  "FLOP per parameter per token: one multiply-accumulate, counted as 2 FLOP",
-                 "c", "F", source="convention (../shared/lecture/README.md: FLOPs vs multiplies)")
+                 "c", "F", source="convention: the lecture's FLOPs count multiply-accumulates; here 1 MAC = 2 FLOP")
 delta = R.constant("tokens_per_step", "1 token/sequence",
                    "tokens each sequence gains per decode step", "δ",
                    source="definition of a decode step")

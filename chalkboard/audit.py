@@ -1,0 +1,321 @@
+"""The claim audit: every checkable statement of the lecture, tested against the derivations.
+
+claims.yaml says what was claimed, where, and which quantity tests it; the verdict is
+computed here, never typed: holds / holds roughly / does not hold / not derivable.
+A rule of thumb is evaluated on every chip and judged on the median, with min, median, max
+and the chips outside the band reported. Each verdict says what the number is sensitive to
+(decimal vs binary GB, dense vs sparse FLOP/s, number format, per chip vs per rack), by
+recomputing it with that one thing changed.
+"""
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from derivations import REGISTRY
+from units import Quantity, UnitParseError, parse
+
+from . import printers, seeds
+from .data import DataError, Data
+from .evaluate import InputError, MissingInput, Scenario
+from .fmt import fmt, sig
+
+KINDS = ("derivable", "rule_of_thumb", "empirical", "qualitative", "consistency")
+HOLDS, ROUGHLY, FAILS, ND = "holds", "holds roughly", "does not hold", "not derivable"
+VERDICTS = (HOLDS, ROUGHLY, FAILS, ND)
+CSS = {HOLDS: "v-holds", ROUGHLY: "v-roughly", FAILS: "v-fails", ND: "v-nd"}
+DEFAULT_MODEL = "deepseek-v3"
+
+
+@dataclass
+class Claim:
+    id: str
+    where: list[str]
+    quote: str
+    claim: str
+    kind: str
+    quantity: str | None = None
+    hardware: list[str] | str | None = None
+    model: str | None = None
+    set: dict = field(default_factory=dict)
+    given: dict = field(default_factory=dict)
+    claimed: tuple | None = None          # (low, high) Pint quantities; equal for a single value
+    claimed_text: str = ""
+    tolerance: float = 0.3
+    band: float | None = None
+    sensitive_to: list[str] = field(default_factory=list)
+    source: str | None = None
+    why: str | None = None
+    note: str | None = None
+
+
+@dataclass
+class Verdict:
+    claim: Claim
+    verdict: str
+    computed: dict | None = None          # {"value", "unit"} or {"min","median","max","unit","outside"}
+    computed_text: str = "–"
+    detail: str = ""
+    sensitivity: str = ""
+
+
+# -- comparing ---------------------------------------------------------------------------------
+def judge(value: float, low: float, high: float, tolerance: float, band: float) -> str:
+    """holds within ±tolerance of the claim (or its range), holds roughly within ±band, else not."""
+    if low * (1 - tolerance) <= value <= high * (1 + tolerance):
+        return HOLDS
+    if low * (1 - band) <= value <= high * (1 + band):
+        return ROUGHLY
+    return FAILS
+
+
+# -- loading -----------------------------------------------------------------------------------
+def _parse_claimed(label, cid, raw):
+    try:
+        if isinstance(raw, list):
+            if len(raw) != 2:
+                raise DataError(label, cid, "claimed", "a range is [low, high]")
+            lo, hi = parse(str(raw[0])), parse(str(raw[1]))
+            if lo.dimensionality != hi.dimensionality:
+                raise DataError(label, cid, "claimed", "the two ends of the range differ in dimension")
+            hi = hi.to(lo.units)
+            return (lo, hi), f"{raw[0]} – {raw[1]}"
+        q = parse(str(raw))
+        return (q, q), str(raw)
+    except UnitParseError as e:
+        raise DataError(label, cid, "claimed", str(e)) from None
+
+
+def load_claims(path: Path, label: str, data: Data, seed_places: dict | None = None) -> list[Claim]:
+    try:
+        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise DataError(label, None, None, "file not found") from None
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f"line {mark.line + 1}: " if mark else ""
+        raise DataError(label, None, None, f"YAML syntax error at {where}{getattr(e, 'problem', e)}") from None
+    if not isinstance(doc, dict) or not isinstance(doc.get("claims"), list):
+        raise DataError(label, None, "claims", "expected a list under 'claims'")
+    out, seen = [], set()
+    for i, c in enumerate(doc["claims"]):
+        if not isinstance(c, dict) or "id" not in c:
+            raise DataError(label, f"claims[{i}]", "id", "missing")
+        cid = str(c["id"])
+        if cid in seen:
+            raise DataError(label, cid, "id", "duplicate id")
+        seen.add(cid)
+        for f in ("where", "quote", "claim", "kind"):
+            if not c.get(f):
+                raise DataError(label, cid, f, "missing")
+        kind = c["kind"]
+        if kind not in KINDS:
+            raise DataError(label, cid, "kind", f"{kind!r} is not one of {', '.join(KINDS)}")
+        where = c["where"] if isinstance(c["where"], list) else [c["where"]]
+        for w in where:
+            if not seeds.WHERE.match(str(w)):
+                raise DataError(label, cid, "where", f"{w!r} is not 'FILE.txt:LINE' or 'FILE.txt@M:SS'")
+            if seed_places is not None and str(w) not in seed_places:
+                raise DataError(label, cid, "where", f"{w!r} is not a line or speaker turn of the seeds")
+        q = c.get("quantity")
+        if q is not None and q not in REGISTRY:
+            raise DataError(label, cid, "quantity", f"unknown quantity {q!r}")
+        app = c.get("applies_to") or {}
+        hw = app.get("hardware")
+        for h in ([] if hw in (None, "all") else hw if isinstance(hw, list) else [hw]):
+            if h not in data.hardware:
+                raise DataError(label, cid, "applies_to.hardware", f"unknown hardware id {h!r}")
+        model = app.get("model")
+        if model is not None and model not in data.models:
+            raise DataError(label, cid, "applies_to.model", f"unknown model id {model!r}")
+        claimed, claimed_text = (None, "")
+        if c.get("claimed") is not None:
+            claimed, claimed_text = _parse_claimed(label, cid, c["claimed"])
+            if q is not None:
+                want = Quantity(1, REGISTRY[q].unit)
+                if claimed[0].dimensionality != want.dimensionality:
+                    raise DataError(label, cid, "claimed",
+                                    f"{c['claimed']!r} does not have the dimension of {q} ({REGISTRY[q].unit or '1'})")
+        if kind in ("derivable", "rule_of_thumb", "consistency") and (q is None or claimed is None):
+            raise DataError(label, cid, "quantity" if q is None else "claimed", f"needed for a {kind} claim")
+        if kind == "empirical" and not c.get("source"):
+            raise DataError(label, cid, "source", "an empirical claim names its source")
+        if kind == "qualitative" and not c.get("why"):
+            raise DataError(label, cid, "why", "a qualitative claim says why it cannot be computed")
+        tol = float(c.get("tolerance", 0.3))
+        sens = c.get("sensitive_to") or []
+        out.append(Claim(
+            id=cid, where=[str(w) for w in where], quote=str(c["quote"]), claim=str(c["claim"]), kind=kind,
+            quantity=q, hardware=hw, model=model, set={k: str(v) for k, v in (c.get("set") or {}).items()},
+            given={k: str(v) for k, v in (c.get("given") or {}).items()}, claimed=claimed,
+            claimed_text=claimed_text, tolerance=tol, band=float(c.get("band", 2 * tol)),
+            sensitive_to=[str(s) for s in (sens if isinstance(sens, list) else [sens])],
+            source=c.get("source"), why=c.get("why"), note=c.get("note")))
+    return out
+
+
+# -- evaluating --------------------------------------------------------------------------------
+def _scenario(data, claim: Claim, hid: str, extra: dict | None = None) -> Scenario:
+    sc = Scenario(data, hid, claim.model or DEFAULT_MODEL, {**claim.set, **(extra or {})})
+    for name, text in claim.given.items():
+        sc.fix(name, text)
+    return sc
+
+
+def _value_in(claim: Claim, q):
+    unit = claim.claimed[0].units
+    return q.to(unit).magnitude
+
+
+def _sensitivity(data, claim: Claim, hid: str, base: float) -> str:
+    """Recompute with one convention changed at a time; say how much the number moves."""
+    leaves = {q.name for q in REGISTRY.leaves(claim.quantity)} | set(claim.given)
+    leaves_all = set()
+    for n in leaves:
+        leaves_all |= {q.name for q in REGISTRY.leaves(n)} if n in REGISTRY else set()
+    leaves |= leaves_all
+    variants = []
+    if "hbm_capacity" in leaves:
+        variants.append(("binary GiB instead of decimal GB", {"hbm_capacity": None}, "capacity_gib"))
+    if "peak_flops" in leaves:
+        variants.append(("2:4-sparse FLOP/s instead of dense", {}, "sparse"))
+        for fmt_ in ("bf16", "fp8", "fp4"):
+            variants.append((f"format {fmt_}", {"format": fmt_}, None))
+    if "chips" in leaves:
+        variants.append(("one chip instead of the whole domain", {"chips": "1 chip"}, None))
+    out = []
+    for label, extra, special in variants:
+        try:
+            sc = _scenario(data, claim, hid, {k: v for k, v in extra.items() if v is not None})
+            if special == "sparse":
+                sc.fix("peak_flops", sc.input("peak_flops") * 2)
+            elif special == "capacity_gib":
+                cap = sc.input("hbm_capacity")
+                sc.fix("hbm_capacity", cap * (2**30 / 1e9))
+            v = _value_in(claim, sc.value(claim.quantity))
+        except (MissingInput, InputError):
+            continue
+        if base and abs(v - base) / abs(base) > 1e-9:
+            out.append(f"{label}: {sig(v)} ({(v / base - 1) * 100:+.0f}%)")
+        elif label.startswith("format"):
+            out.append(f"{label}: unchanged")
+    return "; ".join(out)
+
+
+def evaluate_claim(data, claim: Claim) -> Verdict:
+    if claim.quantity is None or claim.claimed is None:
+        why = claim.why or (f"empirical: {claim.source}" if claim.source else "")
+        return Verdict(claim, ND, detail=why)
+    lo, hi = (_q.magnitude for _q in claim.claimed)
+    unit_text = fmt(claim.claimed[0]).split(" ", 1)[1] if " " in fmt(claim.claimed[0]) else ""
+    if claim.kind == "rule_of_thumb" or claim.hardware in (None, "all") and claim.kind != "derivable":
+        ids = list(data.hardware) if claim.hardware in (None, "all") else (
+            claim.hardware if isinstance(claim.hardware, list) else [claim.hardware])
+    else:
+        ids = [claim.hardware if isinstance(claim.hardware, str) and claim.hardware != "all" else
+               (claim.hardware[0] if isinstance(claim.hardware, list) else "gb200-nvl72")]
+    values, skipped = {}, []
+    for hid in ids:
+        try:
+            values[hid] = _value_in(claim, _scenario(data, claim, hid).value(claim.quantity))
+        except MissingInput as e:
+            skipped.append(f"{hid} ({e})")
+    unit = f"{claim.claimed[0].units:~P}"
+    if not values:
+        return Verdict(claim, ND, detail="no chip has the inputs: " + "; ".join(skipped))
+    if len(values) == 1:
+        (hid, v), = values.items()
+        verdict = judge(v, lo, hi, claim.tolerance, claim.band)
+        sens = _sensitivity(data, claim, hid, v)
+        detail = f"{claim.quantity} on {hid} with {claim.model or DEFAULT_MODEL}"
+        return Verdict(claim, verdict, {"value": v, "unit": unit, "hardware": hid},
+                       f"{sig(v)} {unit_text}".strip(), _band_detail(detail, verdict, claim), sens)
+    vals = sorted(values.values())
+    med = statistics.median(vals)
+    verdict = judge(med, lo, hi, claim.tolerance, claim.band)
+    outside = sorted(h for h, v in values.items() if judge(v, lo, hi, claim.tolerance, claim.band) != HOLDS)
+    median_chip = min(values, key=lambda h: abs(values[h] - med))
+    sens = _sensitivity(data, claim, median_chip, values[median_chip])
+    detail = (f"{claim.quantity} over {len(values)} chips: min {sig(vals[0])}, median {sig(med)}, max {sig(vals[-1])}"
+              f" {unit_text}; outside ±{claim.tolerance:.0%}: {', '.join(outside) if outside else 'none'}")
+    if skipped:
+        detail += f"; not evaluated: {', '.join(s.split(' ')[0] for s in skipped)}"
+    return Verdict(claim, verdict,
+                   {"min": vals[0], "median": med, "max": vals[-1], "unit": unit, "outside": outside,
+                    "values": dict(sorted(values.items()))},
+                   f"median {sig(med)} ({sig(vals[0])}–{sig(vals[-1])}) {unit_text}".strip(),
+                   _band_detail(detail, verdict, claim), sens)
+
+
+def _band_detail(detail: str, verdict: str, claim: Claim) -> str:
+    if verdict == ROUGHLY:
+        return f"{detail}; within ±{claim.band:.0%} but not ±{claim.tolerance:.0%}"
+    return detail
+
+
+@dataclass
+class Audit:
+    verdicts: list[Verdict]
+
+    def counts(self):
+        return [(v, sum(1 for x in self.verdicts if x.verdict == v)) for v in VERDICTS]
+
+    def as_json(self) -> list[dict]:
+        out = []
+        for v in self.verdicts:
+            c = v.claim
+            claimed = None
+            if c.claimed is not None:
+                lo, hi = c.claimed
+                unit = f"{lo.units:~P}"
+                claimed = ({"value": lo.magnitude, "unit": unit} if lo.magnitude == hi.magnitude
+                           else {"min": lo.magnitude, "max": hi.magnitude, "unit": unit})
+                claimed["tolerance"] = c.tolerance
+            out.append({"id": c.id, "where": c.where, "kind": c.kind, "quote": c.quote, "claim": c.claim,
+                        "quantity": c.quantity, "claimed": claimed, "computed": v.computed,
+                        "verdict": v.verdict, "detail": v.detail, "sensitive_to": v.sensitivity or None,
+                        **({"source": c.source} if c.source else {}), **({"note": c.note} if c.note else {})})
+        return out
+
+    def as_text(self) -> str:
+        lines = [f"chalkboard audit: {len(self.verdicts)} claims  "
+                 + "  ".join(f"{k}: {n}" for k, n in self.counts())]
+        w = max(len(v.claim.id) for v in self.verdicts)
+        for v in self.verdicts:
+            c = v.claim
+            lines.append(f"{v.verdict:<14} {c.id:<{w}}  claimed {c.claimed_text or '–':<16} "
+                         f"computed {v.computed_text:<28} {c.where[0]}")
+            if v.detail and v.verdict != ND:
+                lines.append(f"{'':<15}{'':<{w}}  {v.detail}")
+        return "\n".join(lines)
+
+    def for_report(self) -> dict:
+        claims = []
+        for v in self.verdicts:
+            c = v.claim
+            ml = None
+            if c.quantity and not REGISTRY[c.quantity].is_input:
+                ml = printers.mathml(REGISTRY.closed_form(c.quantity), lhs=REGISTRY[c.quantity])
+            claims.append({"id": c.id, "where": ", ".join(c.where), "quote": c.quote, "claim": c.claim,
+                           "claimed_text": c.claimed_text or "–", "computed_text": v.computed_text,
+                           "verdict": v.verdict, "detail": v.detail, "sensitivity": v.sensitivity,
+                           "note": c.note, "mathml": ml})
+        return {"intro": f"{len(self.verdicts)} checkable statements from the two seed transcripts, "
+                         "each with its corrected reading, tested against the derivations and data. "
+                         "Verdicts are computed at build time; a rule of thumb is judged on the median "
+                         "over every chip.",
+                "counts": self.counts(), "css": CSS, "claims": claims}
+
+
+def seed_dir(root: Path) -> Path:
+    return root / "lecture" / "seeds"
+
+
+def run_audit(data: Data, path: Path, label: str) -> Audit:
+    root = path.resolve().parent
+    places = seeds.places(seed_dir(root)) if seed_dir(root).is_dir() else None
+    claims = load_claims(path, label, data, places)
+    return Audit([evaluate_claim(data, c) for c in claims])

@@ -1,0 +1,233 @@
+"""Gather everything the report shows into one plain structure for the templates.
+
+Templates receive only what is built here: typeset expressions (MathML for the HTML page,
+Typst math for the PDF) printed from the SymPy expressions, and numbers evaluated through
+the one checked path. No formula or number is typed into a template.
+"""
+from __future__ import annotations
+
+import string
+
+import sympy as sp
+
+from derivations import REGISTRY
+
+from . import printers
+from .evaluate import DimensionMismatch, MissingInput, Scenario
+from .fmt import fmt, sig, split
+from .figures import FIGURES
+
+SUMMARY_DENSE_MODEL = "llama-3-70b"
+
+
+def _val_node(q):
+    mag, unit = split(q)
+    return ("val", sig(mag), unit)
+
+
+def substituted(sc: Scenario, name: str):
+    """The definition of ``name`` with each symbol replaced by its value: (text, mathml, typst)."""
+    q = REGISTRY[name]
+    values = {}
+    for s in q.expr.free_symbols:
+        values[s] = sc.value(REGISTRY.q(s).name)
+    return printers.with_values(q.expr, values)
+
+
+class _Takeaway(string.Formatter):
+    def __init__(self, sc):
+        self.sc = sc
+
+    def get_value(self, key, args, kwargs):
+        if key in kwargs:
+            return kwargs[key]
+        return fmt(self.sc.value(key))
+
+
+def takeaway(sc: Scenario, template: str) -> str:
+    names = {"hardware": sc.hw.name, "model": sc.model.name, "bound": sc.bound()}
+    try:
+        return _Takeaway(sc).format(template, **names)
+    except MissingInput as e:
+        return f"(not evaluated for this chip and model: {e})"
+
+
+def _step(sc: Scenario, q) -> dict:
+    closed = REGISTRY.closed_form(q.name)
+    board = REGISTRY.with_constants(closed)
+    d = {
+        "name": q.name, "meaning": q.meaning, "how": q.how, "unit": q.unit,
+        "symbol_text": printers.text_symbol(q),
+        "def_mathml": printers.mathml(q.expr, lhs=q), "def_typst": printers.typst(q.expr, lhs=q),
+        "def_text": printers.text(q.expr),
+        "closed_mathml": None, "closed_typst": None, "board_mathml": None, "board_typst": None,
+    }
+    if closed != q.expr:
+        d["closed_mathml"], d["closed_typst"] = printers.mathml(closed, lhs=q), printers.typst(closed, lhs=q)
+    if board != closed:
+        d["board_mathml"], d["board_typst"] = printers.mathml(board, lhs=q), printers.typst(board, lhs=q)
+    try:
+        val = sc.value(q.name)
+        text, ml, ty = substituted(sc, q.name)
+        d.update(result=fmt(val), subst_text=text, subst_mathml=ml, subst_typst=ty, na=None)
+    except MissingInput as e:
+        d.update(result=None, subst_mathml=None, subst_typst=None, subst_text=None, na=str(e))
+    return d
+
+
+def _equation(eq) -> dict:
+    return {"name": eq.name, "meaning": eq.meaning, "identity": eq.identity,
+            "mathml": printers.mathml_eq(eq.lhs, eq.rhs), "typst": printers.typst_eq(eq.lhs, eq.rhs),
+            "text": f"{printers.text(eq.lhs)} = {printers.text(eq.rhs)}"}
+
+
+def sections(sc: Scenario, figures: dict[str, str]) -> list[dict]:
+    out = []
+    for s in REGISTRY.sections.values():
+        derived = [REGISTRY[n] for n in s.quantities if not REGISTRY[n].is_input]
+        inputs = [REGISTRY[n] for n in s.quantities if REGISTRY[n].is_input]
+        figs = []
+        for n, (caption, _, sec) in FIGURES.items():
+            if sec != s.id or n not in figures:
+                continue
+            svg, chip = figures[n]
+            if chip != sc.hw.id:
+                caption += (f" (drawn for {chip}: {sc.hw.id} has no public rental price; "
+                            f"add one with --set rental_price=...)")
+            figs.append({"name": n, "caption": caption, "svg": svg})
+        out.append({
+            "id": s.id, "title": s.title, "start": s.start, "chapter": s.chapter,
+            "question": s.question, "takeaway": takeaway(sc, s.takeaway),
+            "equations": [_equation(REGISTRY.equations[e]) for e in s.equations],
+            "steps": [_step(sc, q) for q in derived],
+            "new_inputs": [notation_row(q) for q in inputs],
+            "figures": figs,
+        })
+    return out
+
+
+def default_text(q) -> str | None:
+    """How a workload default reads to a person."""
+    d = q.default
+    if not d:
+        return None
+    if d.startswith("=rule:"):
+        return REGISTRY.rules[d[6:]][2]
+    if d.startswith("="):
+        return f"the chip's {d[1:]}"
+    return d
+
+
+def notation_row(q) -> dict:
+    return {"name": q.name, "unit": q.unit or "1", "meaning": q.meaning, "origin": q.origin,
+            "field": q.field, "default": q.default, "default_text": default_text(q), "source": q.source,
+            "mathml": printers.mathml(q.sym, display=False), "typst": printers.typst(q.sym)}
+
+
+def notation() -> list[dict]:
+    return [notation_row(q) for q in REGISTRY.inputs()]
+
+
+def _cell(sc, name, unit=None, href=None):
+    try:
+        v = sc.value(name)
+    except (MissingInput, DimensionMismatch):
+        return {"text": "–", "href": None, "title": "not published"}
+    return {"text": fmt(v, unit), "href": href, "title": None}
+
+
+def _data_cell(entry, fld, unit):
+    v = entry.get(fld)
+    if v is None:
+        return {"text": "–", "href": None, "title": "no sourced figure"}
+    from units import Quantity
+
+    from .data import PER_CHIP
+    q = v.quantity * Quantity(1, "chip") if fld in PER_CHIP else v.quantity
+    text = f"{sig(q.to(unit).magnitude)}" if unit else f"{int(q.magnitude)}"
+    return {"text": text, "href": v.source.url or None, "title": f"{v.source.title} (as of {v.as_of})"}
+
+
+SUMMARY_COLUMNS = [
+    ("Chip", None), ("Launch", None), ("bf16 TFLOP/s", None), ("fp8 TFLOP/s", None), ("fp4 TFLOP/s", None),
+    ("HBM GB", None), ("HBM TB/s", None), ("Drain time", "schedule"), ("R at bf16", "balance"),
+    ("B* dense", "balance"), ("B* MoE", "balance"), ("Latency floor", "latency_cost"),
+]
+
+
+def summary(data, model_id: str) -> dict:
+    rows = []
+    dense = SUMMARY_DENSE_MODEL if SUMMARY_DENSE_MODEL in data.models else next(iter(data.models))
+    for hid, h in sorted(data.hardware.items(), key=lambda kv: (kv[1].values["launch_year"].quantity.magnitude, kv[0])):
+        s_bf16 = Scenario(data, hid, dense, {"format": "bf16"})
+        s_moe = Scenario(data, hid, model_id)
+        floor = _cell(s_moe, "latency_floor", href="#sec-latency_cost")
+        try:
+            if s_moe.value("max_batch_capacity").magnitude <= 0:
+                floor["text"] += " †"
+                floor["title"] = "the weights do not fit in the scale-up domain's HBM"
+        except MissingInput:
+            pass
+        rows.append({"id": hid, "name": h.name, "cells": [
+            _data_cell(h, "launch_year", None),
+            _data_cell(h, "flops_bf16", "TFLOP/s"), _data_cell(h, "flops_fp8", "TFLOP/s"),
+            _data_cell(h, "flops_fp4", "TFLOP/s"),
+            _data_cell(h, "hbm_capacity", "GB"), _data_cell(h, "hbm_bandwidth", "TB/s"),
+            _cell(s_bf16, "drain_time", "ms", "#sec-schedule"),
+            _cell(s_bf16, "hardware_ratio", "token", "#sec-balance"),
+            _cell(s_bf16, "balance_batch", "sequence", "#sec-balance"),
+            _cell(s_moe, "balance_batch", "sequence", "#sec-balance"),
+            floor,
+        ]})
+    return {"columns": [c for c, _ in SUMMARY_COLUMNS], "rows": rows, "dense_model": dense,
+            "moe_model": model_id}
+
+
+def network_table(data) -> list[dict]:
+    """Scale-up vs scale-out by generation (the MoE chapter's per-generation numbers)."""
+    rows = []
+    for hid, h in sorted(data.hardware.items(), key=lambda kv: (kv[1].values["launch_year"].quantity.magnitude, kv[0])):
+        sc = Scenario(data, hid, next(iter(data.models)))
+        rows.append({"id": hid, "cells": [
+            _data_cell(h, "scaleup_domain", "chip"),
+            _cell(sc, "domain_dies", "die", "#sec-moe_rack"),
+            _data_cell(h, "scaleup_bandwidth", "GB/s"),
+            _data_cell(h, "scaleout_bandwidth", "GB/s"),
+            _cell(sc, "scaleup_scaleout_ratio", None, "#sec-moe_rack"),
+        ]})
+    return rows
+
+
+def sources(data) -> list[dict]:
+    return [{"id": s.id, "title": s.title, "url": s.url, "as_of": s.as_of}
+            for s in sorted(data.sources.values(), key=lambda s: s.id)]
+
+
+def featured(sc: Scenario) -> dict:
+    rows = []
+    for n in ("batch", "context", "chips"):
+        rows.append({"name": n, "symbol_typst": printers.typst(REGISTRY[n].sym),
+                     "symbol_mathml": printers.mathml(REGISTRY[n].sym, display=False),
+                     "value": fmt(sc.value(n)), "source": sc.records[n].source})
+    return {"hardware": sc.hw.name, "hardware_id": sc.hw.id, "model": sc.model.name,
+            "model_id": sc.model.id, "format": sc.format, "workload": rows}
+
+
+def context(data, sc: Scenario, figures: dict[str, str], audit=None, check=None) -> dict:
+    return {
+        "title": "chalkboard: the math behind how LLMs are trained and served",
+        "featured": featured(sc),
+        "notation": notation(),
+        "sections": sections(sc, figures),
+        "summary": summary(data, sc.model.id),
+        "network": network_table(data),
+        "network_columns": ["Domain (chips)", "Domain (dies)", "Scale-up GB/s per direction",
+                            "Scale-out GB/s per direction", "Scale-up / scale-out"],
+        "audit": audit,
+        "check": check,
+        "sources": sources(data),
+        "hardware_count": len(data.hardware), "model_count": len(data.models),
+    }
+
+
+__all__ = ["context", "substituted", "sp"]
