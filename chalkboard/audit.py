@@ -39,7 +39,7 @@ class Claim:
     kind: str
     quantity: str | None = None
     hardware: list[str] | str | None = None
-    model: str | None = None
+    model: list[str] | str | None = None
     set: dict = field(default_factory=dict)
     given: dict = field(default_factory=dict)
     claimed: tuple | None = None          # (low, high) Pint quantities; equal for a single value
@@ -129,8 +129,9 @@ def load_claims(path: Path, label: str, data: Data, seed_places: dict | None = N
             if h not in data.hardware:
                 raise DataError(label, cid, "applies_to.hardware", f"unknown hardware id {h!r}")
         model = app.get("model")
-        if model is not None and model not in data.models:
-            raise DataError(label, cid, "applies_to.model", f"unknown model id {model!r}")
+        for m in ([] if model is None else model if isinstance(model, list) else [model]):
+            if m not in data.models:
+                raise DataError(label, cid, "applies_to.model", f"unknown model id {m!r}")
         claimed, claimed_text = (None, "")
         if c.get("claimed") is not None:
             claimed, claimed_text = _parse_claimed(label, cid, c["claimed"])
@@ -158,8 +159,14 @@ def load_claims(path: Path, label: str, data: Data, seed_places: dict | None = N
 
 
 # -- evaluating --------------------------------------------------------------------------------
-def _scenario(data, claim: Claim, hid: str, extra: dict | None = None) -> Scenario:
-    sc = Scenario(data, hid, claim.model or DEFAULT_MODEL, {**claim.set, **(extra or {})})
+def _models(claim: Claim) -> list[str]:
+    if claim.model is None:
+        return [DEFAULT_MODEL]
+    return list(claim.model) if isinstance(claim.model, list) else [claim.model]
+
+
+def _scenario(data, claim: Claim, hid: str, extra: dict | None = None, mid: str | None = None) -> Scenario:
+    sc = Scenario(data, hid, mid or _models(claim)[0], {**claim.set, **(extra or {})})
     for name, text in claim.given.items():
         sc.fix(name, text)
     return sc
@@ -170,7 +177,7 @@ def _value_in(claim: Claim, q):
     return q.to(unit).magnitude
 
 
-def _sensitivity(data, claim: Claim, hid: str, base: float) -> str:
+def _sensitivity(data, claim: Claim, hid: str, base: float, mid: str | None = None) -> str:
     """Recompute with one convention changed at a time; say how much the number moves."""
     leaves = {q.name for q in REGISTRY.leaves(claim.quantity)} | set(claim.given)
     leaves_all = set()
@@ -189,7 +196,7 @@ def _sensitivity(data, claim: Claim, hid: str, base: float) -> str:
     out = []
     for label, extra, special in variants:
         try:
-            sc = _scenario(data, claim, hid, {k: v for k, v in extra.items() if v is not None})
+            sc = _scenario(data, claim, hid, {k: v for k, v in extra.items() if v is not None}, mid)
             if special == "sparse":
                 sc.fix("peak_flops", sc.input("peak_flops") * 2)
             elif special == "capacity_gib":
@@ -211,41 +218,42 @@ def evaluate_claim(data, claim: Claim) -> Verdict:
         return Verdict(claim, ND, detail=why)
     lo, hi = (_q.magnitude for _q in claim.claimed)
     unit_text = fmt(claim.claimed[0]).split(" ", 1)[1] if " " in fmt(claim.claimed[0]) else ""
-    if claim.kind == "rule_of_thumb" or claim.hardware in (None, "all") and claim.kind != "derivable":
-        ids = list(data.hardware) if claim.hardware in (None, "all") else (
-            claim.hardware if isinstance(claim.hardware, list) else [claim.hardware])
+    if claim.hardware in (None, "all"):
+        ids = list(data.hardware) if claim.kind == "rule_of_thumb" else ["gb200-nvl72"]
     else:
-        ids = [claim.hardware if isinstance(claim.hardware, str) and claim.hardware != "all" else
-               (claim.hardware[0] if isinstance(claim.hardware, list) else "gb200-nvl72")]
+        ids = claim.hardware if isinstance(claim.hardware, list) else [claim.hardware]
     values, skipped = {}, []
     for hid in ids:
-        try:
-            values[hid] = _value_in(claim, _scenario(data, claim, hid).value(claim.quantity))
-        except MissingInput as e:
-            skipped.append(f"{hid} ({e})")
+        for mid in _models(claim):
+            key = hid if len(_models(claim)) == 1 else (mid if len(ids) == 1 else f"{hid} × {mid}")
+            try:
+                values[key] = (_value_in(claim, _scenario(data, claim, hid, mid=mid).value(claim.quantity)), hid, mid)
+            except MissingInput as e:
+                skipped.append(f"{key} ({e})")
     unit = f"{claim.claimed[0].units:~P}"
     if not values:
         return Verdict(claim, ND, detail="no chip has the inputs: " + "; ".join(skipped))
     if len(values) == 1:
-        (hid, v), = values.items()
+        (key, (v, hid, mid)), = values.items()
         verdict = judge(v, lo, hi, claim.tolerance, claim.band)
-        sens = _sensitivity(data, claim, hid, v)
-        detail = f"{claim.quantity} on {hid} with {claim.model or DEFAULT_MODEL}"
-        return Verdict(claim, verdict, {"value": v, "unit": unit, "hardware": hid},
+        sens = _sensitivity(data, claim, hid, v, mid)
+        detail = f"{claim.quantity} on {hid} with {mid}"
+        return Verdict(claim, verdict, {"value": v, "unit": unit, "hardware": hid, "model": mid},
                        f"{sig(v)} {unit_text}".strip(), _band_detail(detail, verdict, claim), sens)
-    vals = sorted(values.values())
+    vals = sorted(v for v, _, _ in values.values())
     med = statistics.median(vals)
     verdict = judge(med, lo, hi, claim.tolerance, claim.band)
-    outside = sorted(h for h, v in values.items() if judge(v, lo, hi, claim.tolerance, claim.band) != HOLDS)
-    median_chip = min(values, key=lambda h: abs(values[h] - med))
-    sens = _sensitivity(data, claim, median_chip, values[median_chip])
-    detail = (f"{claim.quantity} over {len(values)} chips: min {sig(vals[0])}, median {sig(med)}, max {sig(vals[-1])}"
-              f" {unit_text}; outside ±{claim.tolerance:.0%}: {', '.join(outside) if outside else 'none'}")
+    outside = sorted(k for k, (v, _, _) in values.items() if judge(v, lo, hi, claim.tolerance, claim.band) != HOLDS)
+    mkey = min(values, key=lambda k: abs(values[k][0] - med))
+    sens = _sensitivity(data, claim, values[mkey][1], values[mkey][0], values[mkey][2])
+    what = "chips" if len(_models(claim)) == 1 else "models" if len(ids) == 1 else "chip × model pairs"
+    detail = (f"{claim.quantity} over {len(values)} {what}: min {sig(vals[0])}, median {sig(med)}, "
+              f"max {sig(vals[-1])} {unit_text}; outside ±{claim.tolerance:.0%}: {', '.join(outside) if outside else 'none'}")
     if skipped:
-        detail += f"; not evaluated: {', '.join(s.split(' ')[0] for s in skipped)}"
+        detail += f"; not evaluated: {', '.join(s.split(' (')[0] for s in skipped)}"
     return Verdict(claim, verdict,
                    {"min": vals[0], "median": med, "max": vals[-1], "unit": unit, "outside": outside,
-                    "values": dict(sorted(values.items()))},
+                    "values": {k: v for k, (v, _, _) in sorted(values.items())}},
                    f"median {sig(med)} ({sig(vals[0])}–{sig(vals[-1])}) {unit_text}".strip(),
                    _band_detail(detail, verdict, claim), sens)
 

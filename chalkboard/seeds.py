@@ -31,8 +31,7 @@ def places(seed_dir: Path) -> dict[str, str]:
                 out[f"{path.name}@{ts}"] = "\n".join(buf)
         else:
             for i, ln in enumerate(lines, start=1):
-                if ln.strip():
-                    out[f"{path.name}:{i}"] = ln
+                out[f"{path.name}:{i}"] = ln
     return out
 
 

@@ -1,0 +1,161 @@
+"""The claim audit: verdict logic on synthetic claims, and claims.yaml against the seeds."""
+import json
+import textwrap
+
+import pytest
+import yaml
+
+from chalkboard import seeds
+from chalkboard.audit import FAILS, HOLDS, ND, ROUGHLY, evaluate_claim, judge, load_claims
+from chalkboard.data import DataError
+from conftest import ROOT
+
+SEED_DIR = ROOT / "lecture" / "seeds"
+
+
+# -- verdict logic --------------------------------------------------------------------------
+def test_judge_bands():
+    assert judge(300, 300, 300, 0.1, 0.5) == HOLDS
+    assert judge(330, 300, 300, 0.1, 0.5) == HOLDS
+    assert judge(400, 300, 300, 0.1, 0.5) == ROUGHLY
+    assert judge(600, 300, 300, 0.1, 0.5) == FAILS
+    assert judge(17, 15, 20, 0.1, 0.5) == HOLDS      # inside a claimed range
+    assert judge(12, 15, 20, 0.1, 0.5) == ROUGHLY
+
+
+def _claims(tmp_path, data, body):
+    p = tmp_path / "claims.yaml"
+    p.write_text(textwrap.dedent(body))
+    return load_claims(p, "claims.yaml", data)
+
+
+SYNTHETIC = """
+claims:
+  - id: holds
+    where: "004_c06f65e5a6f00c72.txt:45"
+    quote: "288 gigabytes divided by 20 terabytes per second"
+    claim: "Rubin drains its HBM in about 15 ms."
+    kind: derivable
+    quantity: drain_time
+    applies_to: {hardware: rubin}
+    claimed: "15 ms"
+    tolerance: 0.3
+  - id: off-by-two
+    where: "004_c06f65e5a6f00c72.txt:45"
+    quote: "x"
+    claim: "Rubin drains its HBM in 30 ms (twice the real figure)."
+    kind: derivable
+    quantity: drain_time
+    applies_to: {hardware: rubin}
+    claimed: "30 ms"
+    tolerance: 0.2
+  - id: qualitative
+    where: "004_c06f65e5a6f00c72.txt:23"
+    quote: "power delivery weight, and cooling"
+    claim: "Rack size is bounded by power, weight and cooling."
+    kind: qualitative
+    why: "physical limits of a rack are not modelled"
+  - id: thumb
+    where: "004_c06f65e5a6f00c72.txt:73"
+    quote: "Around 300"
+    claim: "R is about 300 on most chips."
+    kind: rule_of_thumb
+    quantity: hardware_ratio
+    applies_to: {hardware: all, model: llama-3-70b}
+    set: {format: bf16}
+    claimed: "300 token"
+    tolerance: 0.3
+"""
+
+
+def test_synthetic_verdicts(tmp_path, data):
+    cs = {c.id: c for c in _claims(tmp_path, data, SYNTHETIC)}
+    # Rubin: 288 GB / 22 TB/s (NVIDIA Vera Rubin NVL72 figures) = 13.1 ms, within 30% of 15 ms
+    v = evaluate_claim(data, cs["holds"])
+    assert v.verdict == HOLDS and v.computed["value"] == pytest.approx(288 / 22, rel=0.01)
+    assert evaluate_claim(data, cs["off-by-two"]).verdict == FAILS
+    assert evaluate_claim(data, cs["qualitative"]).verdict == ND
+    t = evaluate_claim(data, cs["thumb"])
+    assert set(t.computed) >= {"min", "median", "max", "outside"}
+    assert t.computed["min"] <= t.computed["median"] <= t.computed["max"]
+    assert "tpu-v6e" in t.computed["outside"]  # 918 TFLOP/s / 1.64 TB/s = 560, far from 300
+    assert "dense vs sparse" in t.sensitivity or "sparse" in t.sensitivity
+
+
+@pytest.mark.parametrize("edit,field", [
+    (lambda s: s.replace("quantity: drain_time", "quantity: nonsense", 1), "quantity"),
+    (lambda s: s.replace('claimed: "15 ms"', 'claimed: "15 GB"', 1), "claimed"),
+    (lambda s: s.replace("hardware: rubin}", "hardware: rubin-9000}", 1), "applies_to.hardware"),
+    (lambda s: s.replace("kind: qualitative", "kind: vibes", 1), "kind"),
+    (lambda s: s.replace('where: "004_c06f65e5a6f00c72.txt:23"', 'where: "lecture line 23"', 1), "where"),
+])
+def test_bad_claims_name_the_field(tmp_path, data, edit, field):
+    with pytest.raises(DataError) as e:
+        _claims(tmp_path, data, edit(SYNTHETIC))
+    assert e.value.field == field and e.value.file == "claims.yaml"
+
+
+# -- claims.yaml against the seeds ------------------------------------------------------------
+@pytest.fixture(scope="module")
+def claims_doc():
+    return yaml.safe_load((ROOT / "claims.yaml").read_text())
+
+
+@pytest.fixture(scope="module")
+def places():
+    return seeds.places(SEED_DIR)
+
+
+def test_there_are_many_claims_of_every_kind(claims_doc):
+    kinds = {c["kind"] for c in claims_doc["claims"]}
+    assert len(claims_doc["claims"]) >= 40
+    assert {"derivable", "rule_of_thumb", "empirical", "qualitative", "consistency"} <= kinds
+
+
+def test_every_claim_loads_and_refers_to_an_existing_quantity(data, places):
+    claims = load_claims(ROOT / "claims.yaml", "claims.yaml", data, places)
+    from derivations import REGISTRY
+    for c in claims:
+        assert c.quantity is None or c.quantity in REGISTRY
+
+
+def test_every_quote_is_in_the_line_it_cites(claims_doc, places):
+    for c in claims_doc["claims"]:
+        where = c["where"] if isinstance(c["where"], list) else [c["where"]]
+        text = " ".join(seeds.normalise(places[w]) for w in where)
+        quote = seeds.normalise(c["quote"]).rstrip(".…").replace("...", " ")
+        for piece in [p.strip() for p in quote.split("…") if p.strip()]:
+            assert piece in text, (c["id"], piece)
+
+
+def test_every_seed_line_with_a_number_is_claimed_or_skipped(claims_doc, places):
+    covered = set()
+    for c in claims_doc["claims"]:
+        covered |= set(c["where"] if isinstance(c["where"], list) else [c["where"]])
+    skipped = {}
+    for s in claims_doc.get("skipped", []):
+        assert s.get("reason"), s
+        for w in (s["where"] if isinstance(s["where"], list) else [s["where"]]):
+            skipped[w] = s["reason"]
+    missing = [w for w, text in places.items() if seeds.has_number(text) and w not in covered | set(skipped)]
+    assert missing == []
+    assert not (set(skipped) - set(places)), "skipped places must exist in the seeds"
+
+
+def test_audit_command_json(cli):
+    r = cli("audit", "--json")
+    assert r.returncode == 0, r.stderr
+    rows = json.loads(r.stdout)
+    assert len(rows) >= 40
+    for row in rows:
+        assert {"id", "where", "kind", "claimed", "computed", "verdict"} <= set(row)
+        assert row["verdict"] in (HOLDS, ROUGHLY, FAILS, ND)
+    by_id = {r["id"]: r for r in rows}
+    assert any(r["kind"] == "rule_of_thumb" and r["computed"] and "median" in r["computed"] for r in rows)
+    assert len(by_id) == len(rows)
+
+
+def test_audit_command_text(cli):
+    r = cli("audit")
+    assert r.returncode == 0
+    assert r.stdout.startswith("chalkboard audit:")

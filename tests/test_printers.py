@@ -1,0 +1,62 @@
+"""The Typst and MathML printers, run on every expression in the project."""
+import xml.etree.ElementTree as ET
+
+import pytest
+import sympy as sp
+
+from chalkboard import printers
+from derivations import REGISTRY as R
+
+
+def all_expressions():
+    out = []
+    for q in R.derived_quantities():
+        out.append((q.name, q.expr))
+        out.append((q.name + ":closed", R.closed_form(q.name)))
+        out.append((q.name + ":board", R.with_constants(R.closed_form(q.name))))
+    for eq in R.equations.values():
+        out.append((eq.name + ":lhs", eq.lhs))
+        out.append((eq.name + ":rhs", eq.rhs))
+    return out
+
+
+EXPRS = all_expressions()
+
+
+def test_there_are_many_expressions():
+    assert len(EXPRS) > 100
+
+
+@pytest.mark.parametrize("name,expr", EXPRS, ids=[n for n, _ in EXPRS])
+def test_mathml_is_well_formed_and_names_every_symbol(name, expr):
+    ml = printers.mathml(expr)
+    root = ET.fromstring(ml)
+    assert root.tag == "math"
+    text = "".join(root.itertext())
+    for s in expr.free_symbols:
+        q = R.q(s)
+        assert q.base in text, (name, q.name)
+
+
+def test_typst_compiles_every_expression(tmp_path):
+    import typst
+    lines = ["#set page(width: 40cm, height: auto)"]
+    for name, expr in EXPRS:
+        lines.append(f"$ {printers.typst(expr)} $")
+    src = tmp_path / "all.typ"
+    src.write_text("\n".join(lines), encoding="utf-8")
+    pdf = typst.compile(str(src))
+    assert pdf[:5] == b"%PDF-"
+
+
+def test_text_printer_shapes():
+    B, N, S, F = (R[n].sym for n in ("batch", "params_active", "chips", "peak_flops"))
+    assert printers.text(2 * B * N / (S * F)) == "2·B·N_active/(S·F)"
+    assert printers.text(sp.Max(B, N)) in ("max(B, N_active)",)
+    assert printers.text(sp.sqrt(B)) == "√(B)"
+    assert printers.text(1 - 1 / S) == "1 − 1/S"
+
+
+def test_typst_strings_cannot_inject():
+    s = printers.typst_str('a"b\\c #x $y$')
+    assert s == '"a\\"b\\\\c #x $y$"'

@@ -1,0 +1,120 @@
+"""`python build.py`: the HTML page and the PDF, built the way a user builds them."""
+import hashlib
+import re
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from conftest import ROOT, run_cli
+
+SECTION_TITLES = None
+
+
+def _titles():
+    from derivations import REGISTRY
+    return [s.title for s in REGISTRY.sections.values()]
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    out = tmp_path_factory.mktemp("build")
+    r = run_cli("--out", str(out))
+    assert r.returncode == 0, r.stderr
+    return out, r
+
+
+def test_build_writes_every_output(built):
+    out, r = built
+    for f in ("report.html", "report.pdf", "results.json"):
+        assert (out / f).stat().st_size > 1000, f
+    svgs = sorted(p.name for p in (out / "figures").glob("*.svg"))
+    assert {"step_time_vs_batch.svg", "cost_vs_batch.svg", "hardware_by_year.svg", "context_sweep.svg"} <= set(svgs)
+    for stage in ("load", "check", "evaluate", "audit", "figures", "render", "pdf", "write"):
+        assert re.search(rf"^\s+{stage}\s+\d+\.\d\d s$", r.stderr, re.M), stage
+
+
+def test_html_is_self_contained(built):
+    html = (built[0] / "report.html").read_text()
+    assert "<script" not in html.lower()
+    # nothing is fetched: no external src, stylesheet, import or url(); plain <a> links are fine
+    assert not re.search(r"""\bsrc\s*=\s*["']?(https?:)?//""", html, re.I)
+    assert "<link" not in html.lower() and "@import" not in html
+    assert not re.search(r"url\((?!#)", html)  # SVG clip paths use url(#id): internal only
+    assert html.count("<svg") >= 5          # figures inline
+    assert html.count("<math") > 50          # formulas as MathML
+    for t in _titles():
+        assert t.replace("'", "&#39;") in html or t in html
+
+
+def test_results_json_has_values_inputs_and_sources(built):
+    import json
+    d = json.loads((built[0] / "results.json").read_text())
+    pair = d["results"]["h100-sxm|deepseek-v3"]
+    assert pair["values"]["balance_batch"]["unit"] == "sequence"
+    assert pair["inputs"]["hbm_bandwidth"]["source"].startswith("hardware.yaml: h100-sxm.hbm_bandwidth")
+    assert "rental_price" in str(d["results"]["gb200-nvl72|deepseek-v3"]["not_applicable"])
+    assert d["quantities"]["balance_batch"]["sympy"]
+
+
+def test_pdf_text_has_sections_and_numbers(built):
+    from pypdf import PdfReader
+    from chalkboard.data import load
+    from chalkboard.evaluate import Scenario
+    from chalkboard.fmt import fmt
+
+    text = "\n".join(p.extract_text() for p in PdfReader(str(built[0] / "report.pdf")).pages)
+    flat = re.sub(r"\s+", " ", text)
+    for t in _titles():
+        assert re.sub(r"\s+", " ", t) in flat, t
+    sc = Scenario(load(ROOT), "gb200-nvl72", "deepseek-v3")
+    for n in ("step_time", "latency_floor", "balance_batch", "drain_time", "kv_bytes_per_token"):
+        number = fmt(sc.value(n)).split(" ")[0]
+        assert number in flat, (n, number)
+    assert "Audit of the lecture" in flat or not (ROOT / "claims.yaml").exists()
+
+
+def _sha(p):
+    return hashlib.sha256(p.read_bytes()).hexdigest()
+
+
+def test_two_builds_are_byte_identical(built, tmp_path):
+    r = run_cli("--out", str(tmp_path), "--no-pdf")
+    assert r.returncode == 0, r.stderr
+    for f in ("report.html", "results.json", "figures/step_time_vs_batch.svg"):
+        assert _sha(built[0] / f) == _sha(tmp_path / f), f
+
+
+def test_failed_build_leaves_previous_report_untouched(built, tmp_path):
+    out = tmp_path / "out"
+    shutil.copytree(built[0], out)
+    before = {p: _sha(p) for p in out.rglob("*") if p.is_file()}
+    bad = tmp_path / "hardware.yaml"
+    bad.write_text((ROOT / "hardware.yaml").read_text().replace('"3.35 TB/s"', '"3.35 TFLOP/s"', 1))
+    r = run_cli("--out", str(out), "--hardware-file", str(bad))
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    after = {p: _sha(p) for p in out.rglob("*") if p.is_file()}
+    assert before == after
+
+
+MARKUP = '<script>alert(1)</script> #set $x$ *b* @ref'
+
+
+def test_markup_in_names_is_shown_literally(tmp_path):
+    proj = tmp_path / "proj"
+    shutil.copytree(ROOT, proj, ignore=shutil.ignore_patterns(".git", "build", "__pycache__", ".pytest_cache"))
+    hw = proj / "hardware.yaml"
+    text = hw.read_text()
+    text = re.sub(r'(\n  h100-sxm:\n    name: )"[^"\n]*"', lambda m: m.group(1) + '"' + MARKUP.replace('"', '\\"') + '"', text, count=1)
+    assert MARKUP in text
+    hw.write_text(text)
+    r = run_cli("--hardware", "h100-sxm", "--out", str(tmp_path / "out"), root=proj)
+    assert r.returncode == 0, r.stderr
+    html = (tmp_path / "out" / "report.html").read_text()
+    assert "<script>" not in html
+    assert "&lt;script&gt;alert(1)&lt;/script&gt; #set $x$ *b* @ref" in html
+    from pypdf import PdfReader
+    pdf_text = " ".join(p.extract_text() for p in PdfReader(str(tmp_path / "out" / "report.pdf")).pages)
+    assert "<script>alert(1)</script>" in pdf_text
+    assert "#set $x$ *b* @ref" in re.sub(r"\s+", " ", pdf_text)
