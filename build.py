@@ -64,7 +64,8 @@ def cmd_check(args) -> int:
     print(f"  data            : {len(data.hardware)} hardware entries, {len(data.models)} models, "
           f"{len(data.sources)} sources, every value parsed to its declared dimension")
     print(f"  evaluations     : {res.count_ok} numbers over {len(data.hardware)} x {len(data.models)} "
-          f"hardware x model pairs; {res.count_na} not applicable (input not published)")
+          f"hardware x model pairs; {res.count_na} not applicable (an input not published, "
+          f"or outside the formula's domain)")
     if res.errors:
         for e in res.errors[:20]:
             print(f"  FAIL evaluation: {e}")
@@ -220,10 +221,13 @@ def main(argv=None) -> int:
         argv = ["build", *argv]  # no command: build the report
     args = parser.parse_args(argv)
     from chalkboard.data import DataError
-    from chalkboard.evaluate import InputError, MissingInput
+    from chalkboard.evaluate import InputError, MissingInput, NotApplicable
     try:
         return args.func(args)
     except (DataError, InputError, UserError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except NotApplicable as e:
         print(f"error: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except MissingInput as e:

@@ -13,9 +13,12 @@ import sympy as sp
 
 from derivations import KV_BYTES_BY_ATTENTION, REGISTRY
 from derivations.inputs import NUMBER_FORMATS
-from units import Quantity, UnitParseError, parse
+from units import Quantity, UnitParseError, parse, unit as parse_unit
 
 from .data import FORMATS_ORDER, Data, DataError
+
+
+_ONE = parse_unit("")
 
 
 class DimensionMismatch(Exception):
@@ -26,6 +29,10 @@ class DimensionMismatch(Exception):
 
 class MissingInput(Exception):
     """An input the chosen hardware or model does not provide (e.g. no rental price)."""
+
+
+class NotApplicable(MissingInput):
+    """A derived value outside its domain (e.g. a balance batch past the context crossover)."""
 
 
 class InputError(Exception):
@@ -42,7 +49,7 @@ def walk(expr: sp.Expr, leaf, where: str = "expression"):
     if isinstance(expr, sp.Symbol):
         return leaf(expr)
     if expr.is_Number:
-        return Quantity(float(expr), "")
+        return Quantity(float(expr), _ONE)
     args = [walk(a, leaf, where) for a in expr.args]
     if isinstance(expr, (sp.Add, sp.Max, sp.Min)):
         first = args[0]
@@ -251,7 +258,9 @@ class Scenario:
         if q.is_input:
             return self.input(name)
         val = walk(q.expr, lambda s: self.value(REGISTRY.q(s).name), where=name)
-        val = val.to(q.unit) if q.unit else val.to("")
+        val = val.to(parse_unit(q.unit))
+        if q.valid and not val.magnitude > 0:
+            raise NotApplicable(f"{name} is not applicable: {q.valid}")
         self._cache[name] = val
         return val
 

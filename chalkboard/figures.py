@@ -14,7 +14,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from .evaluate import MissingInput, Scenario  # noqa: E402
+from .evaluate import MissingInput, NotApplicable, Scenario  # noqa: E402
 
 plt.rcParams.update({
     "svg.hashsalt": "chalkboard",      # deterministic ids: two builds give identical SVG
@@ -56,7 +56,10 @@ def step_time_vs_batch(data, hw, model, overrides=None) -> str:
     """
     base = Scenario(data, hw, model, dict(overrides or {}))
     b_ref = base.value("balance_batch").to("sequence").magnitude
-    b_kv = base.value("balance_batch_kv").to("sequence").magnitude if base.value("mfu_large_batch").magnitude >= 1 else None
+    try:
+        b_kv = base.value("balance_batch_kv").to("sequence").magnitude
+    except NotApplicable:
+        b_kv = None
     bs = np.linspace(0, max(3 * b_ref, 64), 241)[1:]
     r = _sweep(data, hw, model, ("compute_time", "weight_fetch_time", "kv_fetch_time", "step_time"),
                "batch", bs, "sequence", overrides, to="ms")
@@ -95,7 +98,10 @@ def cost_vs_batch(data, hw, model, overrides=None) -> str:
     """(2) Cost per token vs batch, log-log, with the floor and the knee (the balance batch)."""
     base = Scenario(data, hw, model, dict(overrides or {}))
     floor = base.value("cost_floor").to("USD/Mtoken").magnitude
-    knee = base.value("balance_batch_kv") if base.value("mfu_large_batch").magnitude >= 1 else base.value("balance_batch")
+    try:
+        knee = base.value("balance_batch_kv")
+    except NotApplicable:
+        knee = base.value("balance_batch")
     bs = np.logspace(0, 5, 121)
     cost = _sweep(data, hw, model, ("cost_per_token",), "batch", bs, "sequence", overrides,
                   to="USD/Mtoken")["cost_per_token"]

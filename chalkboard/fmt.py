@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import math
 
-from units import Quantity
+from units import dimensionality, unit as parse_unit
 
 # Preferred display units by dimension (first that gives a magnitude >= 1 wins for times).
 _BY_DIM = [
@@ -23,17 +23,17 @@ _TIMES = ("s", "ms", "µs", "ns")
 
 def display_unit(q) -> str:
     dim = q.dimensionality
-    if dim == Quantity(1, "s").dimensionality:
+    if dim == dimensionality("s"):
         mag = q.to("s").magnitude
         for u, scale in zip(_TIMES, (1, 1e-3, 1e-6, 1e-9)):
             if abs(mag) >= scale:
                 return u
         return "ns"
-    if dim == Quantity(1, "byte").dimensionality:
+    if dim == dimensionality("byte"):
         mag = q.to("byte").magnitude
         return "TB" if mag >= 1e12 else "GB" if mag >= 1e9 else "MB" if mag >= 1e6 else "byte"
     for src, dst in _BY_DIM:
-        if dim == Quantity(1, src).dimensionality:
+        if dim == dimensionality(src):
             return dst
     text = f"{q.units:~P}"
     return text[1:] if text.startswith("1/") else text  # "1/token" reads as "/token"
@@ -56,7 +56,7 @@ def sig(x: float, digits: int = 3) -> str:
 
 
 def unit_text(u) -> str:
-    return f"{Quantity(1, u).units:~P}" if isinstance(u, str) else f"{u:~P}"
+    return f"{parse_unit(u):~P}" if isinstance(u, str) else f"{u:~P}"
 
 
 def split(q, unit: str | None = None) -> tuple[float, str]:
@@ -64,8 +64,7 @@ def split(q, unit: str | None = None) -> tuple[float, str]:
     if q.dimensionless:
         return float(q.to("").magnitude), ""
     u = unit or display_unit(q)
-    return float(q.to(u.lstrip("/") if u.startswith("/") else u).magnitude if not u.startswith("/")
-                 else q.to("1" + u).magnitude), u
+    return float(q.to(parse_unit("1" + u if u.startswith("/") else u)).magnitude), u
 
 
 def fmt(q, unit: str | None = None, digits: int = 3) -> str:

@@ -60,6 +60,9 @@ def _node(e, values=None):
     if isinstance(e, sp.Mul):
         c, rest = e.as_coeff_Mul()
         if c < 0:
+            n, d = sp.fraction(e, exact=True)
+            if isinstance(d, sp.Add):  # −a/(b − c) reads better as a/(c − b)
+                return ("frac", _node(-n, values), _node(sp.expand(-d), values))
             return ("neg", _node(-e, values))
         n, d = sp.fraction(e, exact=True)
         if d != 1:

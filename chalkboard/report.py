@@ -13,7 +13,7 @@ import sympy as sp
 from derivations import REGISTRY
 
 from . import printers
-from .evaluate import DimensionMismatch, MissingInput, Scenario
+from .evaluate import DimensionMismatch, MissingInput, NotApplicable, Scenario
 from .fmt import fmt, sig, split
 from .figures import FIGURES
 
@@ -163,9 +163,10 @@ def summary(data, model_id: str) -> dict:
         s_moe = Scenario(data, hid, model_id)
         floor = _cell(s_moe, "latency_floor", href="#sec-latency_cost")
         try:
-            if s_moe.value("max_batch_capacity").magnitude <= 0:
-                floor["text"] += " †"
-                floor["title"] = "the weights do not fit in the scale-up domain's HBM"
+            s_moe.value("max_batch_capacity")
+        except NotApplicable:
+            floor["text"] += " †"
+            floor["title"] = "the weights do not fit in the scale-up domain's HBM"
         except MissingInput:
             pass
         rows.append({"id": hid, "name": h.name, "cells": [

@@ -35,6 +35,7 @@ class Quantity:
     how: str = "defined"      # "defined", or how SymPy obtained it ("solved ...", "limit ...")
     section: str | None = None
     note: str | None = None
+    valid: str | None = None  # derived: the value must be positive; else "not applicable: <valid>"
 
     @property
     def is_input(self) -> bool:

@@ -51,4 +51,11 @@ B_star_kv = R.derived(
     "balance_batch_kv", R.solve(eq_balance_kv, B), "sequence",
     "batch at which compute time equals weight plus KV fetch; grows without bound as the "
     "context nears the crossover", "B", "*KV",
-    how="solved compute_time = weight_fetch_time + kv_fetch_time for batch")
+    how="solved compute_time = weight_fetch_time + kv_fetch_time for batch",
+    valid="the context is at or past the crossover, so no batch is compute-bound")
+
+R.derived(
+    "balance_growth_on_doubling", R.closed_form("balance_batch").subs(N_total, 2 * N_total)
+    / R.closed_form("balance_batch"), "",
+    "how many times the balance batch grows when total parameters double at fixed active ones",
+    "g", "B*", how="balance_batch at 2·N_total over balance_batch at N_total")

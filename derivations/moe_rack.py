@@ -51,6 +51,8 @@ def _expert_chips(experts: float, domain: float) -> float:
     return float(max(n for n in range(1, min(e, d) + 1) if e % n == 0))
 
 
+R.derived("expert_ratio", E / k, "",
+          "routed experts per expert a token uses: the lecture's expert sparsity ('1 in 32')", "s", "E")
 epc = R.derived("experts_per_chip", E / S_E, "1/chip", "routed experts on each chip", "E", "chip")
 tpe = R.derived("tokens_per_expert", B * delta * k / E, "token",
                 "tokens each expert processes per step, if routing is balanced", "T", "E")

@@ -33,4 +33,5 @@ thr_chip = R.derived(
     "tokens per second per chip", "Θ", "chip")
 B_cap = R.derived(
     "max_batch_capacity", (S * C_hbm - N_total * beta_w) / (L * b_kv), "sequence",
-    "largest batch whose KV cache fits in the HBM left after the weights", "B", "cap")
+    "largest batch whose KV cache fits in the HBM left after the weights", "B", "cap",
+    valid="the weights alone do not fit in the chips' HBM")

@@ -6,6 +6,7 @@ quantity from another registry is an error in Pint, which keeps the project hone
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from pathlib import Path
 
 import pint
@@ -27,6 +28,18 @@ class UnitParseError(ValueError):
 
 
 def parse(text: str | int | float) -> pint.Quantity:
+    """Parse '989 TFLOP/s' (or a bare number) into a Quantity of this registry (cached; treat as immutable)."""
+    if isinstance(text, str):
+        return _parse_str(text)
+    return _parse(text)
+
+
+@lru_cache(maxsize=4096)
+def _parse_str(text: str) -> pint.Quantity:
+    return _parse(text)
+
+
+def _parse(text: str | int | float) -> pint.Quantity:
     """Parse '989 TFLOP/s' (or a bare number) into a Quantity of this registry.
 
     Numbers are parsed by Pint, never by YAML; a string with anything Pint does
@@ -52,12 +65,19 @@ def parse(text: str | int | float) -> pint.Quantity:
     return q
 
 
+@lru_cache(maxsize=None)
 def unit(text: str) -> pint.Unit:
-    """Parse a unit expression ('byte/s/chip') into a Unit of this registry."""
+    """Parse a unit expression ('byte/s/chip') into a Unit of this registry (cached)."""
     try:
         return Quantity(1, text).units if text else Unit("")
     except Exception as e:
         raise UnitParseError(f"unknown unit {text!r} ({e})") from None
+
+
+@lru_cache(maxsize=None)
+def dimensionality(text: str):
+    """The dimensionality of a unit expression (cached): compare, don't convert."""
+    return unit(text).dimensionality
 
 
 def same_dimension(a, b) -> bool:
