@@ -146,7 +146,7 @@ def cmd_audit(args) -> int:
 
 
 def cmd_build(args) -> int:
-    from chalkboard.build import BuildError, build
+    from chalkboard.build import BuildError, build  # noqa: I001  (imports data only; derivations load in a timed stage)
 
     args.set_pairs = _parse_sets(args.set)
     try:
@@ -221,7 +221,7 @@ def main(argv=None) -> int:
         argv = ["build", *argv]  # no command: build the report
     args = parser.parse_args(argv)
     from chalkboard.data import DataError
-    from chalkboard.evaluate import InputError, MissingInput, NotApplicable
+    from chalkboard.errors import InputError, MissingInput, NotApplicable
     try:
         return args.func(args)
     except (DataError, InputError, UserError) as e:

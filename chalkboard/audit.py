@@ -307,11 +307,13 @@ class Audit:
             ml = None
             if c.quantity and not REGISTRY[c.quantity].is_input:
                 ml = printers.mathml(REGISTRY.closed_form(c.quantity), lhs=REGISTRY[c.quantity])
-            claims.append({"id": c.id, "where": ", ".join(c.where), "quote": c.quote, "claim": c.claim,
+            short = ", ".join(w.split("_", 1)[0] + w[w.index(".txt") + 4:] for w in c.where)
+            claims.append({"id": c.id, "where": short, "quote": c.quote, "claim": c.claim,
                            "claimed_text": c.claimed_text or "–", "computed_text": v.computed_text,
                            "verdict": v.verdict, "detail": v.detail, "sensitivity": v.sensitivity,
                            "note": c.note, "mathml": ml})
-        return {"intro": f"{len(self.verdicts)} checkable statements from the two seed transcripts, "
+        return {"intro": f"{len(self.verdicts)} checkable statements from the two seed transcripts "
+                         "(places as 004:LINE and 000@M:SS in lecture/seeds/), "
                          "each with its corrected reading, tested against the derivations and data. "
                          "Verdicts are computed at build time; a rule of thumb is judged on the median "
                          "over every chip.",

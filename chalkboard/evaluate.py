@@ -16,6 +16,7 @@ from derivations.inputs import NUMBER_FORMATS
 from units import Quantity, UnitParseError, parse, unit as parse_unit
 
 from .data import FORMATS_ORDER, Data, DataError
+from .errors import InputError, MissingInput, NotApplicable  # noqa: F401  (re-exported)
 
 
 _ONE = parse_unit("")
@@ -25,18 +26,6 @@ class DimensionMismatch(Exception):
     def __init__(self, where: str, a, da, b, db):
         self.where, self.terms = where, (a, b)
         super().__init__(f"{where}: cannot combine {a} [{da}] with {b} [{db}]")
-
-
-class MissingInput(Exception):
-    """An input the chosen hardware or model does not provide (e.g. no rental price)."""
-
-
-class NotApplicable(MissingInput):
-    """A derived value outside its domain (e.g. a balance batch past the context crossover)."""
-
-
-class InputError(Exception):
-    """A bad --set override or an unknown id: one line for the user."""
 
 
 def _dims(q):

@@ -67,6 +67,13 @@ def split(q, unit: str | None = None) -> tuple[float, str]:
     return float(q.to(parse_unit("1" + u if u.startswith("/") else u)).magnitude), u
 
 
+_PLURAL = {"sequence": "sequences", "token": "tokens", "parameter": "parameters", "chip": "chips",
+           "die": "dies", "cable": "cables"}
+
+
 def fmt(q, unit: str | None = None, digits: int = 3) -> str:
     mag, u = split(q, unit)
-    return f"{sig(mag, digits)} {u}".strip()
+    text = sig(mag, digits)
+    if u in _PLURAL and text != "1":
+        u = _PLURAL[u]  # "2,000 sequences", "72 chips"
+    return f"{text} {u}".strip()

@@ -1,0 +1,13 @@
+"""Errors a user can act on; build.py turns each into one line and exit status 2."""
+
+
+class MissingInput(Exception):
+    """An input the chosen hardware or model does not provide (e.g. no rental price)."""
+
+
+class NotApplicable(MissingInput):
+    """A derived value outside its domain (e.g. a balance batch past the context crossover)."""
+
+
+class InputError(Exception):
+    """A bad --set override or an unknown id: one line for the user."""
