@@ -82,9 +82,9 @@ def _parse_claimed(label, cid, raw):
             if lo.dimensionality != hi.dimensionality:
                 raise DataError(label, cid, "claimed", "the two ends of the range differ in dimension")
             hi = hi.to(lo.units)
-            return (lo, hi), f"{raw[0]} – {raw[1]}"
+            return (lo, hi), f"{fmt(lo)} – {fmt(hi)}"
         q = parse(str(raw))
-        return (q, q), str(raw)
+        return (q, q), fmt(q, f"{q.units:~P}" if not q.dimensionless else None)
     except UnitParseError as e:
         raise DataError(label, cid, "claimed", str(e)) from None
 

@@ -45,14 +45,16 @@ def sig(x: float, digits: int = 3) -> str:
         return f"{x:g}"
     mag = abs(x)
     if mag >= 1e7 or mag < 1e-4:
-        return f"{x:.{digits - 1}e}".replace("e+0", "e").replace("e+", "e").replace("e-0", "e-")
+        m, e = f"{x:.{digits - 1}e}".split("e")
+        m = m.rstrip("0").rstrip(".") if "." in m else m
+        return f"{m}e{int(e)}"
     if mag >= 1 and abs(x - round(x)) < 1e-9 * mag:
         return f"{int(round(x)):,}"  # whole numbers: no trailing zeros
     decimals = max(0, digits - 1 - int(math.floor(math.log10(mag))))
     r = round(x, decimals)
     if decimals == 0:
         return f"{int(round(r)):,}"
-    return f"{r:,.{decimals}f}"
+    return f"{r:,.{decimals}f}".rstrip("0").rstrip(".")  # 2.5, not 2.50
 
 
 def unit_text(u) -> str:

@@ -129,11 +129,15 @@ def notation() -> list[dict]:
 
 
 def _cell(sc, name, unit=None, href=None):
+    """A computed cell; with ``unit`` the number alone (the column header names the unit)."""
     try:
         v = sc.value(name)
+    except NotApplicable as e:
+        return {"text": "n/a", "href": None, "title": str(e)}
     except (MissingInput, DimensionMismatch):
         return {"text": "–", "href": None, "title": "not published"}
-    return {"text": fmt(v, unit), "href": href, "title": None}
+    text = sig(split(v, unit)[0]) if unit else fmt(v)
+    return {"text": text, "href": href, "title": None}
 
 
 def _data_cell(entry, fld, unit):
@@ -150,8 +154,8 @@ def _data_cell(entry, fld, unit):
 
 SUMMARY_COLUMNS = [
     ("Chip", None), ("Launch", None), ("bf16 TFLOP/s", None), ("fp8 TFLOP/s", None), ("fp4 TFLOP/s", None),
-    ("HBM GB", None), ("HBM TB/s", None), ("Drain time", "schedule"), ("R at bf16", "balance"),
-    ("B* dense", "balance"), ("B* MoE", "balance"), ("Latency floor", "latency_cost"),
+    ("HBM GB", None), ("HBM TB/s", None), ("Drain time ms", "schedule"), ("R at bf16 tokens", "balance"),
+    ("B* dense sequences", "balance"), ("B* MoE sequences", "balance"), ("Latency floor", "latency_cost"),
 ]
 
 
@@ -191,10 +195,10 @@ def network_table(data) -> list[dict]:
         sc = Scenario(data, hid, next(iter(data.models)))
         rows.append({"id": hid, "cells": [
             _data_cell(h, "scaleup_domain", "chip"),
-            _cell(sc, "domain_dies", "die", "#sec-moe_rack"),
+            _cell(sc, "domain_dies", "die", "#sec-moe_rack"),  # header: "Domain (dies)"
             _data_cell(h, "scaleup_bandwidth", "GB/s"),
             _data_cell(h, "scaleout_bandwidth", "GB/s"),
-            _cell(sc, "scaleup_scaleout_ratio", None, "#sec-moe_rack"),
+            _cell(sc, "scaleup_scaleout_ratio", "", "#sec-moe_rack"),
         ]})
     return rows
 
