@@ -127,7 +127,7 @@ def cmd_list(args) -> int:
         print(f"{eid}  {name['value']}")
         for k, v in fields.items():
             if isinstance(v, dict) and "source" in v:
-                print(f"    {k:<19} {v['value']:<16} {v['unit']:<14} {v['source']}")
+                print(f"    {k:<19} {v['text']:<18} {v['source']} (as of {v['as_of']})")
             else:
                 print(f"    {k:<19} {v['value'] if isinstance(v, dict) else v}")
     return 0

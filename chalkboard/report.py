@@ -11,6 +11,7 @@ import string
 import sympy as sp
 
 from derivations import REGISTRY
+from derivations._core import CHAPTERS
 
 from . import printers
 from .evaluate import DimensionMismatch, MissingInput, NotApplicable, Scenario
@@ -96,7 +97,9 @@ def sections(sc: Scenario, figures: dict[str, str]) -> list[dict]:
                             f"add one with --set rental_price=...)")
             figs.append({"name": n, "caption": caption, "svg": svg})
         out.append({
-            "id": s.id, "title": s.title, "start": s.start, "chapter": s.chapter,
+            "id": s.id, "title": s.title, "chapter": s.chapter,
+            "start": "chapter “{}” ({}){}".format(*CHAPTERS[s.chapter],
+                                                  "; seeds " + ", ".join(s.seeds) if s.seeds else ""),
             "question": s.question, "takeaway": takeaway(sc, s.takeaway),
             "equations": [_equation(REGISTRY.equations[e]) for e in s.equations],
             "steps": [_step(sc, q) for q in derived],

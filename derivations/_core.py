@@ -56,11 +56,18 @@ class Equation:
     identity: bool = False    # True: both sides must also agree symbolically (a derivation step)
 
 
+# The lecture's chapters (shared/lecture README's chapter map): title and start time.
+CHAPTERS = {
+    "batch": ("How batch size affects token cost and speed", "0:00"),
+    "moe": ("How MoE models are laid out across GPU racks", "0:32"),
+}
+
+
 @dataclass
 class Section:
     id: str
     title: str
-    start: str                # lecture timestamp, "0:07"
+    seeds: tuple              # places in the seeds it rests on: "004:93", "000@1:49"
     question: str
     takeaway: str             # may hold {quantity} placeholders, filled with computed values
     chapter: str = "batch"
@@ -79,11 +86,13 @@ class Registry:
         self._current: Section | None = None
 
     # -- declaring ------------------------------------------------------------------------
-    def section(self, id: str, title: str, start: str, question: str, takeaway: str,
+    def section(self, id: str, title: str, seeds: tuple, question: str, takeaway: str,
                 chapter: str = "batch", featured: tuple[str, ...] = ()) -> Section:
         if id in self.sections:
             raise ValueError(f"section {id!r} declared twice")
-        s = Section(id, title, start, question, takeaway, chapter, featured=list(featured))
+        if chapter not in CHAPTERS:
+            raise ValueError(f"section {id!r}: unknown chapter {chapter!r}")
+        s = Section(id, title, tuple(seeds), question, takeaway, chapter, featured=list(featured))
         self.sections[id] = s
         self._current = s
         return s

@@ -1,4 +1,4 @@
-"""0:12 -- The hardware ratio and the balance batch.
+"""The hardware ratio and the balance batch.
 
 Seed 004 lines 73, 75, 71, 65: set memory time equal to compute time and solve for the
 batch. The hardware parameters collect into one ratio, "around 300" on most GPUs, nearly
@@ -11,7 +11,8 @@ from .inputs import R, B, F, W, beta_w, c_F, delta, N_total, N_active, E, k
 from .roofline import t_compute, t_weights, t_mem
 
 R.section(
-    "balance", "How large must the batch be to keep the chip busy?", "0:12",
+    "balance", "How large must the batch be to keep the chip busy?",
+    seeds=("004:75", "004:73", "004:71", "004:65"),
     question="At what batch does the time to compute equal the time to fetch the weights, "
              "and how does that depend on the chip and on the model's sparsity?",
     takeaway="{hardware} has a hardware ratio of {hardware_ratio}; {model}'s sparsity "

@@ -1,4 +1,4 @@
-"""0:20 -- Context length: where the KV fetch overtakes compute.
+"""Context length: where the KV fetch overtakes compute.
 
 Seed 004 lines 87, 89, 91, 85: the KV fetch grows linearly with batch, like compute; their
 slopes match at one context length, "equally memory bound and compute bound". Beyond it no
@@ -11,7 +11,8 @@ from .inputs import R, B, L, S, W, b_kv, k_sel, b_idx, L_ref
 from .roofline import t_compute, t_kv, t_mem
 
 R.section(
-    "context", "How long can the context get before memory wins?", "0:20",
+    "context", "How long can the context get before memory wins?",
+    seeds=("004:87", "004:89", "004:91", "004:85"),
     question="At what context length does reading the KV cache cost as much per sequence as "
              "computing its token, and what utilisation is left beyond it?",
     takeaway="On {hardware}, {model}'s KV fetch matches compute at {context_crossover}; "

@@ -1,4 +1,4 @@
-"""0:16 -- KV-cache bytes per token, from the architecture.
+"""KV-cache bytes per token, from the architecture.
 
 The KV term of the roofline needs bytes per token of context. Multi-head and grouped-query
 attention cache one key and one value vector per KV head per layer; DeepSeek's multi-head
@@ -8,7 +8,8 @@ from .inputs import (R, n_layers, n_kv_heads, d_head, d_latent, d_rope, beta_kv,
                      n_kv_vec, n_lat_vec)
 
 R.section(
-    "kv_cache", "How many bytes does one token of context cost?", "0:16",
+    "kv_cache", "How many bytes does one token of context cost?",
+    seeds=(),
     question="How many bytes of KV cache does each token of context add, for a given "
              "attention architecture?",
     takeaway="{model} caches {kv_bytes_per_token} per token of context.",

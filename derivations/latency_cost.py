@@ -1,4 +1,4 @@
-"""0:07 -- Latency and cost per token as the batch grows.
+"""Latency and cost per token as the batch grows.
 
 Seed 004 lines 93, 97 (the latency plot: a floor at small batch, then linear growth) and
 lines 81, 83 (cost per token: starts "almost at infinity" at batch 1, falls as the weight
@@ -10,7 +10,8 @@ from .inputs import R, B, S, delta, price
 from .roofline import t_step
 
 R.section(
-    "latency_cost", "What does batch size do to latency and cost?", "0:07",
+    "latency_cost", "What does batch size do to latency and cost?",
+    seeds=("004:93", "004:97", "004:81", "004:83"),
     question="How fast can one user be served, and how cheap can a token get, as the batch "
              "goes from 1 to very large?",
     takeaway="{model} on {hardware}: no batch is faster than {latency_floor} per token "

@@ -1,9 +1,9 @@
-"""0:32 -- Mixture of experts on a rack: expert parallelism and the all-to-all.
+"""Mixture of experts on a rack: expert parallelism and the all-to-all.
 
-Seed 004 lines 33, 21, 19, 23, 27, 31 and 29: put different experts on different GPUs
+Seed 004 lines 33, 31, 29, 19, 17, 25, 23 and 13: put different experts on different GPUs
 (expert parallelism). DeepSeek's 256 experts on a 72-GPU rack do not divide, so use 64
 GPUs, 4 experts each (line 33). Every token is sent to its k experts and the results come
-back (dispatch and combine, line 21): an all-to-all that is fast inside one scale-up domain
+back (dispatch and combine, line 31): an all-to-all that is fast inside one scale-up domain
 (NVLink, "two hops" through the switches) and "about eight times slower" over the
 scale-out network (line 19). Spread one layer over two racks and half the traffic leaves
 the rack (line 17), so "one rack bounds the size of an expert layer" (line 25).
@@ -15,7 +15,8 @@ from .inputs import (R, B, S, C_hbm, W, W_up, W_out, D_up, E, k, d_model, beta_w
 from .roofline import t_step
 
 R.section(
-    "moe_rack", "How is a mixture-of-experts layer laid out on a rack?", "0:32",
+    "moe_rack", "How is a mixture-of-experts layer laid out on a rack?",
+    seeds=("004:33", "004:31", "004:19", "004:17", "004:25", "004:23", "004:13"),
     chapter="moe",
     question="How many experts go on each GPU, how much all-to-all traffic does a step make, "
              "and what happens when one MoE layer spans more than one rack?",
@@ -41,7 +42,7 @@ t_target = R.workload("target_step_time", "s", "the step time a service aims for
                       default="20 ms", source="the lecture's common 20 ms step (seed 004, line 63)")
 c_a2a = R.constant("a2a_vectors_per_token", "2 /token",
                    "activation vectors each token sends per expert: one out (dispatch), one back (combine)",
-                   "c", "a2a", source="the lecture's dispatch and combine (seed 004, line 21)")
+                   "c", "a2a", source="the lecture's dispatch and combine (seed 004, line 31)")
 
 
 @R.rule("expert_chips", ("experts", "scaleup_domain"),

@@ -1,4 +1,4 @@
-"""0:02 -- The roofline of one decode step: compute time against memory time.
+"""The roofline of one decode step: compute time against memory time.
 
 Seed 000 @ 1:49 sets it up: "the time must be greater than or equal to" the larger of the
 time to fetch memory (the weights, then the KV cache) and the time to compute. S chips
@@ -10,7 +10,8 @@ import sympy as sp
 from .inputs import R, B, L, S, F, W, N_total, N_active, beta_w, b_kv, c_F, delta
 
 R.section(
-    "roofline", "How long does one decode step take?", "0:02",
+    "roofline", "How long does one decode step take?",
+    seeds=("000@1:49",),
     question="For a batch of B sequences, each gaining one token, what is the least time one "
              "step can take on S chips?",
     takeaway="At the lecture's batch of {batch} on {hardware}, one step of {model} takes at "

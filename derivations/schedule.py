@@ -1,4 +1,4 @@
-"""0:24 -- HBM drain time, the train schedule, and throughput.
+"""HBM drain time, the train schedule, and throughput.
 
 Seed 004 lines 57, 59, 61, 63, 53: a step should read all of HBM about once, so the step
 time is near capacity / bandwidth, "about 15 milliseconds" on Rubin (288 GB / 20 TB/s).
@@ -9,7 +9,8 @@ from .inputs import R, B, S, C_hbm, W, delta, N_total, beta_w, L, b_kv
 from .roofline import t_step
 
 R.section(
-    "schedule", "How often does a batch leave, and how many tokens per second is that?", "0:24",
+    "schedule", "How often does a batch leave, and how many tokens per second is that?",
+    seeds=("004:57", "004:59", "004:61", "004:63", "004:53"),
     question="How long does it take to read all of HBM once, what queueing delay does a "
              "fixed step impose, and what throughput does one model copy give?",
     takeaway="{hardware} drains its HBM in {drain_time}; with steps of {step_time}, "

@@ -26,13 +26,13 @@ def test_judge_bands():
 def _claims(tmp_path, data, body):
     p = tmp_path / "claims.yaml"
     p.write_text(textwrap.dedent(body))
-    return load_claims(p, "claims.yaml", data)
+    return load_claims(p, "claims.yaml", data, seeds.places(SEED_DIR))
 
 
 SYNTHETIC = """
 claims:
   - id: holds
-    where: "004_c06f65e5a6f00c72.txt:45"
+    where: "004_c06f65e5a6f00c72.txt:57"
     quote: "288 gigabytes divided by 20 terabytes per second"
     claim: "Rubin drains its HBM in about 15 ms."
     kind: derivable
@@ -41,7 +41,7 @@ claims:
     claimed: "15 ms"
     tolerance: 0.3
   - id: off-by-two
-    where: "004_c06f65e5a6f00c72.txt:45"
+    where: "004_c06f65e5a6f00c72.txt:57"
     quote: "x"
     claim: "Rubin drains its HBM in 30 ms (twice the real figure)."
     kind: derivable

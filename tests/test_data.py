@@ -84,7 +84,7 @@ def test_kv_bytes_deepseek_v3_mla(data):
 
 
 def test_rubin_drain_time_near_the_lectures_15_ms(data):
-    # Seed 004 line 45: "288 gigabytes divided by 20 terabytes per second ... about 15 milliseconds".
+    # Seed 004 line 57: "288 gigabytes divided by 20 terabytes per second ... about 15 milliseconds".
     sc = Scenario(data, "rubin", "deepseek-v3")
     assert sc.value("drain_time").to("ms").magnitude == pytest.approx(288 / 20, rel=0.25)
 
