@@ -77,7 +77,7 @@ def cmd_check(args) -> int:
 
 
 def cmd_eval(args) -> int:
-    from chalkboard.evaluate import Scenario
+    from chalkboard.evaluate import Scenario, unused_overrides
     from chalkboard.results import describe
     from derivations import REGISTRY
 
@@ -88,6 +88,11 @@ def cmd_eval(args) -> int:
     data = _load(args)
     sc = Scenario(data, args.hardware, args.model, _parse_sets(args.set))
     d = describe(sc, args.quantity)
+    unused = unused_overrides(sc)
+    if unused:
+        d["unused_overrides"] = unused
+        print(f"note: --set {', '.join(unused)} not used by {args.quantity} "
+              f"(computing in {sc.format})", file=sys.stderr)
     if args.json:
         print(json.dumps(d, indent=2, ensure_ascii=False))
         return 0

@@ -6,6 +6,7 @@ date. Any problem raises DataError naming the file, the entry and the field.
 """
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,6 +18,25 @@ from units import Quantity, UnitParseError, parse
 ID_RE = re.compile(r"^[a-z0-9]+(?:[.-][a-z0-9]+)*$")
 FORMATS_ORDER = ("fp4", "fp8", "bf16")  # narrow to wide
 ATTENTIONS = ("mha", "gqa", "mla")
+
+
+class UniqueKeyLoader(yaml.SafeLoader):
+    """PyYAML's safe loader, except that a key given twice in one mapping is an error."""
+
+
+def _no_duplicates(loader, node, deep=False):
+    seen = set()
+    for key_node, _ in node.value:
+        key = loader.construct_object(key_node, deep=deep)
+        if key in seen:
+            mark = key_node.start_mark
+            raise yaml.constructor.ConstructorError(
+                None, None, f"duplicate key {key!r} (line {mark.line + 1})", mark)
+        seen.add(key)
+    return loader.construct_mapping(node, deep=deep)
+
+
+UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _no_duplicates)
 
 
 class DataError(Exception):
@@ -67,7 +87,7 @@ class Entry:
 HARDWARE_FIELDS = {
     "launch_year": ("", True),
     "dies_per_package": ("die", False),
-    "flops_bf16": ("FLOP/s", True),
+    "flops_bf16": ("FLOP/s", False),   # at least one flops_* field is required
     "flops_fp8": ("FLOP/s", False),
     "flops_fp4": ("FLOP/s", False),
     "hbm_capacity": ("byte", True),
@@ -98,6 +118,8 @@ MODEL_FIELDS = {
     "moe_layers": ("", False),
     "d_expert": ("", False),
 }
+MAY_BE_ZERO = {"shared_experts"}  # a count that is legitimately zero (Qwen3 has no shared expert)
+
 MODEL_CHOICES = {"weight_format": (FORMATS_ORDER, True), "kv_format": (FORMATS_ORDER, False),
                  "attention": (ATTENTIONS, True)}
 MODEL_TAGS = {"name": True, "source": False, "note": False, "label": False}
@@ -119,7 +141,7 @@ def _read_yaml(path: Path, label: str):
     except OSError as e:
         raise DataError(label, None, None, f"cannot read ({e.strerror})") from None
     try:
-        doc = yaml.safe_load(text)
+        doc = yaml.load(text, Loader=UniqueKeyLoader)
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
@@ -167,14 +189,20 @@ def _value(label, eid, fname, raw, default_source, sources, expected, per_chip):
     except UnitParseError as e:
         raise DataError(label, eid, fname, str(e)) from None
     want = Quantity(1, expected)
-    if q.dimensionality != want.dimensionality:
+    stated_per_chip = per_chip and q.dimensionality == (want / Quantity(1, "chip")).dimensionality
+    if q.dimensionality != want.dimensionality and not stated_per_chip:
         got = f"{q.units:~P}" or "a bare number"
         raise DataError(label, eid, fname,
-                        f"wrong dimension: {text!r} is {got}, expected {expected or 'a bare number'}")
+                        f"wrong dimension: {text!r} is {got}, expected {expected or 'a bare number'}"
+                        + (" (per chip)" if per_chip else ""))
+    if stated_per_chip:  # "989 TFLOP/s/chip" says per chip itself
+        q = q * Quantity(1, "chip")
     q = q.to(expected) if expected else q
+    if not math.isfinite(q.magnitude):
+        raise DataError(label, eid, fname, f"must be a finite number (got {text!r})")
     if q.magnitude < 0:
         raise DataError(label, eid, fname, f"must not be negative (got {text!r})")
-    if q.magnitude == 0 and expected:
+    if q.magnitude == 0 and fname not in MAY_BE_ZERO:
         raise DataError(label, eid, fname, f"must be positive (got {text!r})")
     if per_chip:
         q = q / Quantity(1, "chip")
@@ -259,6 +287,8 @@ def load(root: Path, hardware_file: str = "hardware.yaml", models_file: str = "m
     for h in hardware.values():
         if h.tags.get("per") not in ("package", "die"):
             raise DataError(hardware_file, h.id, "per", "must be 'package' or 'die'")
+        if not any(f"flops_{f}" in h.values for f in FORMATS_ORDER):
+            raise DataError(hardware_file, h.id, "flops_bf16", "missing (give at least one of flops_bf16, flops_fp8, flops_fp4)")
     m_doc = _read_yaml(root / models_file, models_file)
     m_sources = _sources(m_doc, models_file)
     models = _entries(m_doc, models_file, "models", "model", MODEL_FIELDS, MODEL_TAGS,

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import math
+
 import sympy as sp
 
 from derivations import KV_BYTES_BY_ATTENTION, REGISTRY
@@ -90,11 +92,12 @@ class InputRecord:
     note: str | None = None
 
 
-def _compute_format(hw, wanted: str) -> tuple[str, str | None]:
-    """The number format the chip computes in: the model's, else the next wider it supports."""
+def _compute_format(hw, wanted: str, overrides=()) -> tuple[str, str | None]:
+    """The number format the chip computes in: the model's, else the next wider it supports
+    (a rate given with --set counts as supported)."""
     order = FORMATS_ORDER[FORMATS_ORDER.index(wanted):]
     for f in order:
-        if f"flops_{f}" in hw.values:
+        if f"flops_{f}" in hw.values or f"flops_{f}" in overrides:
             note = None if f == wanted else f"{hw.id} has no {wanted} rate; its {f} rate is used"
             return f, note
     raise MissingInput(f"{hw.id} lists no FLOP/s for {wanted} or wider")
@@ -115,7 +118,9 @@ class Scenario:
         fmt = self.overrides.pop("format", None) or self.model.tags["weight_format"]
         self.format = fmt
         self._cache: dict[str, object] = {}
+        self._fixed: dict[str, object] = {}
         self.records: dict[str, InputRecord] = {}
+        self.used: set[str] = set()      # overrides that some evaluation read
 
     # -- overrides ------------------------------------------------------------------------
     def _parse_overrides(self, raw: dict[str, str]) -> dict:
@@ -156,9 +161,13 @@ class Scenario:
                 if v.dimensionality == per_chip:
                     v = v / Quantity(1, "chip")
                 else:
-                    raise InputError(f"--set {name}={text}: wrong dimension, expected {unit}")
+                    raise InputError(f"--set {name}={text}: wrong dimension, expected {unit or 'a bare number'}")
+            if not math.isfinite(v.magnitude):
+                raise InputError(f"--set {name}={text}: must be a finite number")
             if v.magnitude < 0:
                 raise InputError(f"--set {name}={text}: must not be negative")
+            if v.magnitude == 0:
+                raise InputError(f"--set {name}={text}: must be positive (it divides, or counts something)")
             out[key] = v.to(unit) if not v.dimensionless else v
         return out
 
@@ -180,16 +189,26 @@ class Scenario:
             return self._cache[name]
         q = REGISTRY[name]
         if name in self.overrides:
+            self.used.add(name)
             val = self._record(name, self.overrides[name], "--set")
-        elif name == "peak_flops" and f"flops_{self.format}" in self.overrides:
-            val = self._record(name, self.overrides[f"flops_{self.format}"], "--set")
+        elif name == "peak_flops" and any(k.startswith("flops_") for k in self.overrides):
+            fmt, note = _compute_format(self.hw, self.format, self.overrides)
+            if f"flops_{fmt}" in self.overrides:
+                self.used.add(f"flops_{fmt}")
+                val = self._record(name, self.overrides[f"flops_{fmt}"], "--set", note=note)
+            else:
+                val = self._from_value(name, self.hw, f"flops_{fmt}", note)
         elif q.origin == "constant":
             val = self._record(name, parse(q.default), f"constant: {q.source}")
         elif q.origin == "workload":
             if q.default and q.default.startswith("=rule:"):
                 fn, args, desc = REGISTRY.rules[q.default[6:]]
                 mags = [self.input(a).to(REGISTRY[a].unit or "").magnitude for a in args]
-                val = self._record(name, Quantity(fn(*mags), q.unit), f"workload default: {desc}")
+                try:
+                    result = fn(*mags)
+                except ValueError as e:
+                    raise InputError(f"cannot choose {name} for {self.hw.id} x {self.model.id}: {e}") from None
+                val = self._record(name, Quantity(result, q.unit), f"workload default: {desc}")
             elif q.default and q.default.startswith("="):
                 ref = q.default[1:]
                 val = self.input(ref)
@@ -233,9 +252,11 @@ class Scenario:
             v = Quantity(v.magnitude, q.unit)
         if v.dimensionality != want.dimensionality:
             raise InputError(f"{name}={value}: wrong dimension, expected {q.unit}")
+        self._fixed[name] = v.to(q.unit) if q.unit else v
         for n in [n for n in self._cache if not REGISTRY[n].is_input]:
             del self._cache[n]
-        self._cache[name] = v.to(q.unit) if q.unit else v
+        self._cache.update(self._fixed)
+        self._cache[name] = self._fixed[name]
         if q.is_input:
             self._record(name, self._cache[name], "fixed by the claim")
 
@@ -246,8 +267,14 @@ class Scenario:
         q = REGISTRY[name]
         if q.is_input:
             return self.input(name)
-        val = walk(q.expr, lambda s: self.value(REGISTRY.q(s).name), where=name)
-        val = val.to(parse_unit(q.unit))
+        try:
+            val = walk(q.expr, lambda s: self.value(REGISTRY.q(s).name), where=name)
+            val = val.to(parse_unit(q.unit))
+        except (ArithmeticError, ValueError) as e:
+            raise InputError(f"cannot evaluate {name} for {self.hw.id} x {self.model.id}: "
+                             f"{type(e).__name__} ({e}); check the inputs it reads") from None
+        if not math.isfinite(val.magnitude):
+            raise InputError(f"cannot evaluate {name}: the result is not finite; check the inputs it reads")
         if q.valid and not val.magnitude > 0:
             raise NotApplicable(f"{name} is not applicable: {q.valid}")
         self._cache[name] = val
@@ -265,3 +292,8 @@ class Scenario:
     def bound(self) -> str:
         """'compute' or 'memory': which side of the roofline sets the step time."""
         return "compute" if self.value("compute_time") >= self.value("memory_time") else "memory"
+
+
+def unused_overrides(sc: Scenario) -> list[str]:
+    """--set names that no evaluation read (e.g. flops_fp8 while computing in bf16)."""
+    return sorted(k for k in sc.overrides if k not in sc.used)

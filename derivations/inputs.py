@@ -49,7 +49,16 @@ B = R.workload("batch", "sequence", "sequences decoded together in one step", "B
 L = R.workload("context", "token/sequence", "context length of each sequence", "L",
                default="8192 token/sequence")
 S = R.workload("chips", "chip", "chips that serve one copy of the model", "S",
-               default="=scaleup_domain")
+               default="=rule:serving_chips")
+S_rack = R.workload("rack_chips", "chip", "most chips one copy of the model is spread over: one rack", "S", "rack",
+                    default="72 chip",
+                    source="the lecture's unit of serving, a 72-GPU Blackwell NVL72 rack (000@1:49)")
+
+
+@R.rule("serving_chips", ("scaleup_domain", "rack_chips"),
+        "the chip's scale-up domain, but no more than one rack (rack_chips): a TPU pod spans many racks")
+def _serving_chips(domain: float, rack: float) -> float:
+    return min(domain, rack)
 k_sel = R.workload("attn_topk", "token/sequence",
                    "tokens a top-k sparse attention reads per sequence", "k", "sel",
                    default="2048 token/sequence",

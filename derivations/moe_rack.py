@@ -49,6 +49,8 @@ c_a2a = R.constant("a2a_vectors_per_token", "2 /token",
         "the largest number of chips not above the scale-up domain that divides the experts evenly")
 def _expert_chips(experts: float, domain: float) -> float:
     e, d = int(round(experts)), int(round(domain))
+    if e < 1 or d < 1 or e != experts:
+        raise ValueError(f"needs a whole number of experts (got {experts:g}) and a domain of at least one chip")
     return float(max(n for n in range(1, min(e, d) + 1) if e % n == 0))
 
 

@@ -5,8 +5,10 @@ time is near capacity / bandwidth, "about 15 milliseconds" on Rubin (288 GB / 20
 A batch departs every step like a train: a request waits at worst two steps, on average
 half a step before its step begins. Throughput is batch over step time.
 """
+import sympy as sp
+
 from .inputs import R, B, S, C_hbm, W, delta, N_total, beta_w, L, b_kv
-from .roofline import t_step
+from .roofline import t_compute, t_step
 
 R.section(
     "schedule", "How often does a batch leave, and how many tokens per second is that?",
@@ -36,3 +38,16 @@ B_cap = R.derived(
     "max_batch_capacity", (S * C_hbm - N_total * beta_w) / (L * b_kv), "sequence",
     "largest batch whose KV cache fits in the HBM left after the weights", "B", "cap",
     valid="the weights alone do not fit in the chips' HBM")
+
+# The lecture's rule of thumb (line 59): use all the HBM, weights plus KV cache. Then every
+# step reads the whole HBM once, and the memory time is the drain time.
+L_fill = R.derived(
+    "context_to_fill_hbm", (S * C_hbm - N_total * beta_w) / (B * b_kv), "token/sequence",
+    "context at which the batch's KV cache fills the HBM left after the weights", "L", "full",
+    valid="the weights alone do not fit in the chips' HBM")
+t_full = R.derived(
+    "full_hbm_step_time", sp.Max(t_compute, t_drain), "s",
+    "step time when weights and KV cache fill the HBM: compute, or one read of all HBM", "t", "full")
+R.derived(
+    "full_hbm_throughput", B * delta / t_full, "token/s",
+    "tokens per second from one copy when weights and KV cache fill the HBM", "Θ", "full")

@@ -52,8 +52,11 @@ def _parse(text: str | int | float) -> pint.Quantity:
     s = str(text).strip()
     if not s:
         raise UnitParseError("empty value")
-    if not _NUMBER.match(s):
+    m = _NUMBER.match(s)
+    if not m:
         raise UnitParseError(f"{s!r} does not start with a number")
+    if re.search(r"(?<![*^\d.eE+-])\d", s[m.end(3) if m.group(3) else m.end(1):]):
+        raise UnitParseError(f"{s!r} has more than one number (write one number, then its unit)")
     try:
         q = Quantity(s)
     except (pint.UndefinedUnitError, pint.errors.DefinitionSyntaxError) as e:
