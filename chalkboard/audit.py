@@ -403,6 +403,14 @@ def _band_detail(detail: str, verdict: str, claim: Claim) -> str:
 class Audit:
     verdicts: list[Verdict]
 
+    def rule_of_thumb(self, quantity: str):
+        """The claimed value of the rule of thumb about ``quantity`` (for reference lines), or None."""
+        for v in self.verdicts:
+            c = v.claim
+            if c.kind == "rule_of_thumb" and c.quantity == quantity and c.claimed and not c.relative_to:
+                return c.claimed[0]
+        return None
+
     def counts(self):
         return [(v, sum(1 for x in self.verdicts if x.verdict == v)) for v in VERDICTS]
 

@@ -110,7 +110,7 @@ def _replace_dir(target: Path, files: dict[str, str]) -> None:
 
 
 def build(root: Path, args) -> int:
-    from .data import load
+    from .data import DataError, load
 
     t_start = time.perf_counter()
     timings = []
@@ -139,16 +139,25 @@ def build(root: Path, args) -> int:
         raise BuildError("dimension check failed: " + "; ".join(rep.failures))
     t = stage("check", t)
     overrides = dict(getattr(args, "set_pairs", {}) or {})
-    res = evaluate_all(data)
+    res = evaluate_all(data, overrides)
     if res.errors:
         raise BuildError("evaluation failed: " + res.errors[0])
     sc = Scenario(data, args.hardware, args.model, overrides)
     sc.value("step_time")
     t = stage("evaluate", t)
     claims_path = root / args.claims_file
-    audit = run_audit(data, claims_path, args.claims_file) if claims_path.exists() else None
+    if claims_path.exists():
+        audit = run_audit(data, claims_path, args.claims_file)
+    elif args.claims_file != "claims.yaml":
+        raise DataError(args.claims_file, None, None, "file not found")
+    else:
+        audit = None  # no claims file: the report has no audit section
     t = stage("audit", t)
-    figures = draw_all(data, args.hardware, args.model, overrides)
+    refs = {}
+    for q in ("drain_time", "hardware_ratio"):
+        if audit is not None and audit.rule_of_thumb(q) is not None:
+            refs[q] = audit.rule_of_thumb(q)
+    figures = draw_all(data, args.hardware, args.model, overrides, refs)
     t = stage("figures", t)
     html_env, typ_env = environments(root)
     ctx = context(data, sc, figures, audit=audit.for_report() if audit else None,

@@ -61,16 +61,16 @@ def step_time_vs_batch(data, hw, model, overrides=None) -> str:
     except NotApplicable:
         b_kv = None
     bs = np.linspace(0, max(3 * b_ref, 64), 241)[1:]
-    r = _sweep(data, hw, model, ("compute_time", "weight_fetch_time", "kv_fetch_time", "step_time"),
-               "batch", bs, "sequence", overrides, to="ms")
-    t_c, t_w, t_kv, t_step = r["compute_time"], r["weight_fetch_time"], r["kv_fetch_time"], r["step_time"]
+    r = _sweep(data, hw, model, ("compute_time", "weight_fetch_time", "memory_time", "step_time",
+                                 "step_time_weights_only"), "batch", bs, "sequence", overrides, to="ms")
+    t_c, t_w, t_mem, t_step = r["compute_time"], r["weight_fetch_time"], r["memory_time"], r["step_time"]
     ctx = base.value("context").to("token/sequence").magnitude
     fig, ax = plt.subplots(figsize=(6.4, 3.9))
     ax.plot(bs, t_c, color=C["compute"], label="compute  $t_{compute}$ (slope: FLOPs)")
     ax.plot(bs, t_w, color=C["weights"], ls="--", label="weight fetch  $t_{weights}$ (the latency floor)")
-    ax.plot(bs, t_w + t_kv, color=C["mem"], ls=":", lw=1.6,
+    ax.plot(bs, t_mem, color=C["mem"], ls=":", lw=1.6,
             label=f"weights + KV fetch  $t_{{mem}}$ at context {ctx:,.0f}")
-    ax.plot(bs, np.maximum(t_c, t_w), color="#777", lw=1, ls=(0, (6, 2)), label="step time with KV ignored")
+    ax.plot(bs, r["step_time_weights_only"], color="#777", lw=1, ls=(0, (6, 2)), label="step time with KV ignored")
     ax.plot(bs, t_step, color=C["step"], lw=2.2, label="step time = max(compute, memory)")
     ax.annotate(f"latency floor {t_w[0]:.3g} ms", (bs[-1], t_w[0]), ha="right", va="top", fontsize=8,
                 color=C["weights"], xytext=(0, -3), textcoords="offset points")
@@ -117,27 +117,40 @@ def cost_vs_batch(data, hw, model, overrides=None) -> str:
     return _svg(fig)
 
 
-def hardware_by_year(data, model) -> str:
-    """(3) Drain time and hardware ratio R for every chip, by launch year; 20 ms and 300 marked."""
+def hardware_by_year(data, model, refs: dict | None = None) -> str:
+    """(3) Drain time and hardware ratio R for every chip, by launch year.
+
+    ``refs`` maps 'drain_time' and 'hardware_ratio' to the lecture's claimed values (from
+    claims.yaml: "about 20 ms", "around 300"), drawn as reference lines.
+    """
+    refs = refs or {}
     rows = []
     for hid, h in data.hardware.items():
         sc = Scenario(data, hid, model, {"format": "bf16"})
         year = int(h.values["launch_year"].quantity.magnitude)
-        rows.append((year, hid, sc.value("drain_time").to("ms").magnitude,
-                     sc.value("hardware_ratio").to("token").magnitude))
+        try:
+            ratio = sc.value("hardware_ratio").to("token").magnitude
+        except MissingInput:  # no published bf16 rate
+            ratio = float("nan")
+        rows.append((year, hid, sc.value("drain_time").to("ms").magnitude, ratio))
     rows.sort(key=lambda r: (r[0], r[1]))  # barh draws the first row at the bottom
     labels = [f"{hid} ({year})" for year, hid, *_ in rows]
     y = np.arange(len(rows))
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(7.6, 0.28 * len(rows) + 1.2), sharey=True)
-    for ax, i, ref, label, xlab in ((a1, 2, 20, "lecture: about 20 ms", "HBM drain time (ms)"),
-                                    (a2, 3, 300, "lecture: about 300", "hardware ratio R at bf16 (tokens)")):
+    panels = ((a1, 2, "drain_time", "ms", "HBM drain time (ms)"),
+              (a2, 3, "hardware_ratio", "token", "hardware ratio R at bf16 (tokens)"))
+    for ax, i, name, unit, xlab in panels:
         vals = [r[i] for r in rows]
-        ax.barh(y, vals, color="#1f77b4", height=0.6)
+        ax.barh(y, np.nan_to_num(vals), color="#1f77b4", height=0.6)
         for yy, v in zip(y, vals):
-            ax.annotate(f"{v:.3g}", (v, yy), xytext=(2, 0), textcoords="offset points", va="center", fontsize=6.5)
-        ax.axvline(ref, color="#d62728", ls="--", lw=1, label=label)
+            label = "no bf16 rate published" if np.isnan(v) else f"{v:.3g}"
+            ax.annotate(label, (0 if np.isnan(v) else v, yy), xytext=(2, 0), textcoords="offset points",
+                        va="center", fontsize=6.5)
+        if name in refs:
+            ref = refs[name].to(unit).magnitude
+            ax.axvline(ref, color="#d62728", ls="--", lw=1, label=f"lecture: about {ref:g} {unit}")
+            ax.legend(fontsize=7, frameon=False, loc="lower right")
         ax.set_xlabel(xlab)
-        ax.legend(fontsize=7, frameon=False, loc="lower right")
         ax.grid(axis="y", visible=False)
     a1.set_yticks(y, labels, fontsize=7)
     fig.suptitle("Every generation, newest at the top: drain time and hardware ratio", fontsize=9)
@@ -238,7 +251,7 @@ def priced_stand_in(data, hw: str) -> str | None:
     return max(same or priced, key=lambda h: (year(h), h.id)).id
 
 
-def draw_all(data, hw, model, overrides=None) -> dict[str, tuple[str, str]]:
+def draw_all(data, hw, model, overrides=None, refs=None) -> dict[str, tuple[str, str]]:
     """Every figure: name -> (SVG text, hardware id drawn). Figures lacking inputs are left out."""
     out = {}
     for name, (_, fn, _) in FIGURES.items():
@@ -246,7 +259,7 @@ def draw_all(data, hw, model, overrides=None) -> dict[str, tuple[str, str]]:
         if chip is None:
             continue
         try:
-            svg = hardware_by_year(data, model) if fn is None else fn(data, chip, model, overrides)
+            svg = hardware_by_year(data, model, refs) if fn is None else fn(data, chip, model, overrides)
         except MissingInput:
             continue
         out[name] = (svg, chip)

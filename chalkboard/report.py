@@ -10,7 +10,7 @@ import string
 
 import sympy as sp
 
-from derivations import REGISTRY
+from derivations import KV_BYTES_BY_ATTENTION, REGISTRY
 from derivations._core import CHAPTERS
 
 from . import printers
@@ -67,6 +67,11 @@ def _step(sc: Scenario, q) -> dict:
         d["closed_mathml"], d["closed_typst"] = printers.mathml(closed, lhs=q), printers.typst(closed, lhs=q)
     if board != closed:
         d["board_mathml"], d["board_typst"] = printers.mathml(board, lhs=q), printers.typst(board, lhs=q)
+    d["aside"] = None
+    used = KV_BYTES_BY_ATTENTION.get(sc.model.tags.get("attention"))
+    if q.name in KV_BYTES_BY_ATTENTION.values() and q.name != used:
+        d["aside"] = (f"{sc.model.name} uses {sc.model.tags['attention'].upper()} attention, so its numbers use "
+                      f"{used}; this is what its layer and head counts would cache without it.")
     try:
         val = sc.value(q.name)
         text, ml, ty = substituted(sc, q.name)

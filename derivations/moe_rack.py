@@ -7,6 +7,12 @@ back (dispatch and combine, line 31): an all-to-all that is fast inside one scal
 (NVLink, "two hops" through the switches) and "about eight times slower" over the
 scale-out network (line 19). Spread one layer over two racks and half the traffic leaves
 the rack (line 17), so "one rack bounds the size of an expert layer" (line 25).
+
+Model of spreading a layer over n racks: the same S_E expert chips and the same batch are
+split evenly across the racks, routing is uniform, so a fraction 1 − 1/n of each chip's
+all-to-all bytes crosses the scale-out network while the rest stays on the scale-up network;
+the two run in parallel. Tokens whose expert sits on their own chip are counted as traffic too
+(an upper bound that matters only for small domains).
 """
 import sympy as sp
 

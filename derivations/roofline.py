@@ -34,3 +34,9 @@ t_step = R.derived(
     "step_time", sp.Max(t_compute, t_mem), "s",
     "roofline lower bound on one decode step: the larger of compute and memory time",
     "t", "step")
+
+# The lecture's first picture sets the KV cache aside (seed 004, line 75: "For now, I'm going
+# to discard the [KV]"): the step is then the larger of compute and the weight fetch.
+R.derived(
+    "step_time_weights_only", sp.Max(t_compute, t_weights), "s",
+    "step time with the KV fetch set aside, as the lecture first draws it", "t", "step,w")

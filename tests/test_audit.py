@@ -82,7 +82,76 @@ def test_synthetic_verdicts(tmp_path, data):
     assert "dense vs sparse" in t.sensitivity or "sparse" in t.sensitivity
 
 
+BOUNDS = """
+claims:
+  - id: bound-holds
+    where: "004_c06f65e5a6f00c72.txt:17"
+    quote: "x"
+    claim: "Spreading a layer over two racks makes communication bound the step."
+    kind: derivable
+    quantity: comm_to_step
+    applies_to: {hardware: gb200-nvl72, model: deepseek-v3}
+    set: {racks: "2"}
+    claimed: "> 1"
+  - id: bound-fails
+    where: "004_c06f65e5a6f00c72.txt:17"
+    quote: "x"
+    claim: "Inside one rack the all-to-all takes longer than the step (false)."
+    kind: derivable
+    quantity: comm_to_step
+    applies_to: {hardware: gb200-nvl72, model: deepseek-v3}
+    claimed: "> 1"
+    band: 0.1
+  - id: identity-holds
+    where: "004_c06f65e5a6f00c72.txt:93"
+    quote: "x"
+    claim: "The latency floor is the time to read the weights."
+    kind: derivable
+    identity: [latency_floor, weight_fetch_time]
+  - id: identity-fails
+    where: "004_c06f65e5a6f00c72.txt:93"
+    quote: "x"
+    claim: "The latency floor is the compute time (false)."
+    kind: derivable
+    identity: [latency_floor, compute_time]
+  - id: ratio
+    where: "004_c06f65e5a6f00c72.txt:15"
+    quote: "x"
+    claim: "Blackwell's rack is nine times Hopper's 8-GPU tray."
+    kind: derivable
+    quantity: scaleup_domain
+    applies_to: {hardware: gb200-nvl72, relative_to: {hardware: h100-sxm}}
+    claimed: "9"
+    tolerance: 0.01
+    note: "the rack holds {scaleup_domain}"
+"""
+
+
+def test_bounds_identities_and_ratios(tmp_path, data):
+    cs = {c.id: c for c in _claims(tmp_path, data, BOUNDS)}
+    # two racks: half the all-to-all crosses a link 18x slower than NVLink (NVIDIA GB200 NVL72:
+    # 1.8 TB/s NVLink per GPU vs a 400 Gb/s NIC), far longer than the step
+    assert evaluate_claim(data, cs["bound-holds"]).verdict == HOLDS
+    assert evaluate_claim(data, cs["bound-fails"]).verdict == FAILS
+    assert evaluate_claim(data, cs["identity-holds"]).verdict == HOLDS
+    assert evaluate_claim(data, cs["identity-fails"]).verdict == FAILS
+    v = evaluate_claim(data, cs["ratio"])
+    assert v.verdict == HOLDS and v.computed["value"] == pytest.approx(72 / 8)
+    assert v.note == "the rack holds 72 chips"
+
+
+def test_judge_bounds():
+    assert judge(2, 1, 1, 0.3, 0.5, ">") == HOLDS
+    assert judge(0.8, 1, 1, 0.3, 0.5, ">") == ROUGHLY
+    assert judge(0.2, 1, 1, 0.3, 0.5, ">") == FAILS
+    assert judge(0.5, 1, 1, 0.3, 0.5, "<") == HOLDS
+    assert judge(22.000000000000004, 20, 20, 0.1, 0.2) == HOLDS  # on the edge, whatever the rounding
+
+
 @pytest.mark.parametrize("edit,field", [
+    (lambda s: s.replace('set: {format: bf16}', 'set: {format: bf15}', 1), "set"),
+    (lambda s: s.replace("tolerance: 0.2", "tolerance: abc", 1), "tolerance"),
+    (lambda s: s.replace("applies_to: {hardware: rubin}", "applies_to: [rubin]", 1), "applies_to"),
     (lambda s: s.replace("quantity: drain_time", "quantity: nonsense", 1), "quantity"),
     (lambda s: s.replace('claimed: "15 ms"', 'claimed: "15 GB"', 1), "claimed"),
     (lambda s: s.replace("hardware: rubin}", "hardware: rubin-9000}", 1), "applies_to.hardware"),

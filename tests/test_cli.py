@@ -54,12 +54,27 @@ def test_eval_set_reproduces_the_scaling_book_critical_batch(cli):
 
 
 def test_eval_bare_number_takes_declared_unit(cli):
-    r = cli("eval", "step_time", "--hardware", "b200", "--model", "llama-3-70b", "--set", "batch=1",
+    r = cli("eval", "weight_fetch_time", "--hardware", "b200", "--model", "llama-3-70b", "--set", "batch=1",
             "--set", "chips=1", "--json")
+    assert r.returncode == 0, r.stderr
     d = json.loads(r.stdout)
-    # batch 1 on one B200 (8 TB/s, NVIDIA HGX B200 spec): 70.6e9 x 2 bytes / 8e12 B/s = 17.6 ms
-    assert d["value"] == pytest.approx(70.6e9 * 2 / 8e12 * 1e3, rel=0.03)
+    # one B200 (8 TB/s, NVIDIA HGX B200 spec) reading Llama 3 70B (70B parameters, Llama 3 paper)
+    # in bf16: 70e9 x 2 bytes / 8e12 B/s = 17.5 ms
+    assert d["value"] == pytest.approx(70e9 * 2 / 8e12 * 1e3, rel=0.001)
     assert d["unit"] == "ms"
+    assert {i["name"]: i["unit"] for i in d["inputs"]}["chips"] == "chip"
+
+
+def test_flops_override_is_used_where_the_format_falls_back(cli):
+    # DeepSeek-V3 computes in fp8; an A100 has no fp8, so its bf16 rate is used -- also when set.
+    r = cli("eval", "peak_flops", "--hardware", "a100-80gb", "--set", "flops_bf16=1000 TFLOP/s", "--json")
+    assert r.returncode == 0 and json.loads(r.stdout)["value"] == pytest.approx(1000)
+
+
+def test_unused_override_is_reported(cli):
+    r = cli("eval", "peak_flops", "--hardware", "h100-sxm", "--set", "format=bf16", "--set", "flops_fp8=1 PFLOP/s")
+    assert r.returncode == 0
+    assert "note: --set flops_fp8 not used" in r.stderr
 
 
 def test_eval_text_shows_closed_form_and_sources(cli):
@@ -142,6 +157,15 @@ def test_model_missing_field(tmp_path, cli):
     (("eval", "step_time", "--set", "hbm_bandwidth=3 s"), ("hbm_bandwidth", "wrong dimension")),
     (("eval", "step_time", "--set", "hbm_bandwidth=-3 TB/s"), ("hbm_bandwidth", "negative")),
     (("eval", "step_time", "--set", "nonsense=3"), ("nonsense", "unknown input")),
+    (("eval", "step_time", "--set", "hbm_bandwidth=0"), ("hbm_bandwidth", "positive")),
+    (("eval", "step_time", "--set", "chips=0"), ("chips", "positive")),
+    (("eval", "offrack_fraction", "--set", "racks=0"), ("racks", "positive")),
+    (("eval", "step_time", "--set", "batch=1e400"), ("batch", "finite")),
+    (("eval", "step_time", "--set", "batch=10 10"), ("batch", "more than one number")),
+    (("eval", "experts_per_chip", "--set", "experts=0.5"), ("expert_chips", "whole number")),
+    (("eval", "experts_per_chip", "--model", "llama-3-8b"), ("llama-3-8b", "experts")),
+    (("eval", "balance_batch_kv"), ("not applicable", "crossover")),
+    (("audit", "--claims-file", "no-such-claims.yaml"), ("no-such-claims.yaml", "not found")),
     (("eval", "cost_floor", "--hardware", "gb200-nvl72"), ("rental_price",)),
 ])
 def test_bad_cli_input(cli, args, must):

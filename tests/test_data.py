@@ -50,7 +50,7 @@ def test_flops_are_dense_not_sparse(data):
     assert h100.to("TFLOP/s/chip").magnitude == pytest.approx(989, rel=0.01)
     # a format twice as narrow runs about twice as fast on the same chip
     for h in data.hardware.values():
-        if "flops_fp8" in h.values:
+        if "flops_fp8" in h.values and "flops_bf16" in h.values:
             r = (h.values["flops_fp8"].quantity / h.values["flops_bf16"].quantity).to("").magnitude
             assert 1.9 <= r <= 4.5, h.id  # Rubin's fp8 is more than 2x its bf16 rate
 
@@ -90,7 +90,48 @@ def test_rubin_drain_time_near_the_lectures_15_ms(data):
 
 
 def test_tpu_capacity_kept_in_gib(data):
-    # Google quotes v5e HBM as 16 GiB on one page: binary units survive loading.
+    # Google's Cloud TPU v5e page quotes 16 GiB of HBM: binary units survive loading.
     v = data.hardware["tpu-v5e"].values["hbm_capacity"]
-    if "GiB" in v.text:
-        assert v.quantity.to("byte/chip").magnitude == pytest.approx(16 * 2**30)
+    assert v.text == "16 GiB"
+    assert v.quantity.to("byte/chip").magnitude == 16 * 2**30
+
+
+def test_values_may_state_per_chip(tmp_path):
+    from pathlib import Path
+    from chalkboard.data import load
+    root = Path(__file__).resolve().parents[1]
+    (tmp_path / "hardware.yaml").write_text(
+        (root / "hardware.yaml").read_text().replace('"3.35 TB/s"', '"3.35 TB/s/chip"', 1))
+    (tmp_path / "models.yaml").write_text((root / "models.yaml").read_text())
+    d = load(tmp_path)
+    assert d.hardware["h100-sxm"].values["hbm_bandwidth"].quantity.to("TB/s/chip").magnitude == pytest.approx(3.35)
+
+
+def test_duplicate_ids_are_an_error(tmp_path):
+    from pathlib import Path
+    from chalkboard.data import DataError, load
+    root = Path(__file__).resolve().parents[1]
+    text = (root / "models.yaml").read_text()
+    entry = text[text.index("  llama-3-8b:"):text.index("  llama-3-70b:")]
+    (tmp_path / "models.yaml").write_text(text.replace(entry, entry + entry, 1))  # the same id twice
+    (tmp_path / "hardware.yaml").write_text((root / "hardware.yaml").read_text())
+    with pytest.raises(DataError, match="duplicate key 'llama-3-8b'"):
+        load(tmp_path)
+
+
+def test_zero_counts_are_rejected(tmp_path):
+    from pathlib import Path
+    from chalkboard.data import DataError, load
+    root = Path(__file__).resolve().parents[1]
+    text = (root / "models.yaml").read_text()
+    i = text.index("  llama-3-8b:")
+    j = text.index("layers:", i)
+    k = text.index("\n", j)
+    line = text[j:k]
+    import re
+    bad = re.sub(r'"\d+"', '"0"', line, count=1)
+    (tmp_path / "models.yaml").write_text(text[:j] + bad + text[k:])
+    (tmp_path / "hardware.yaml").write_text((root / "hardware.yaml").read_text())
+    with pytest.raises(DataError) as e:
+        load(tmp_path)
+    assert (e.value.entry, e.value.field) == ("llama-3-8b", "layers") and "positive" in e.value.message

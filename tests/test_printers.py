@@ -36,6 +36,8 @@ def test_mathml_is_well_formed_and_names_every_symbol(name, expr):
     for s in expr.free_symbols:
         q = R.q(s)
         assert q.base in text, (name, q.name)
+        if q.sub:  # the subscript is typeset as <msub>base sub</msub>
+            assert f"{q.sub}" in text, (name, q.name)
 
 
 def test_typst_compiles_every_expression(tmp_path):
