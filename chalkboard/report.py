@@ -240,6 +240,7 @@ def context(data, sc: Scenario, figures: dict[str, str], audit=None, check=None)
         "check": check,
         "sources": sources(data),
         "hardware_count": len(data.hardware), "model_count": len(data.models),
+        "rack_chips": fmt(sc.value("rack_chips")),
     }
 
 

@@ -228,3 +228,40 @@ def test_audit_command_text(cli):
     r = cli("audit")
     assert r.returncode == 0
     assert r.stdout.startswith("chalkboard audit:")
+
+
+# -- the real claims: a few verdicts pinned against independently computed figures ------------
+@pytest.fixture(scope="module")
+def verdicts(data):
+    from chalkboard.audit import run_audit
+    audit = run_audit(data, ROOT / "claims.yaml", "claims.yaml")
+    return {v.claim.id: v for v in audit.verdicts}
+
+
+def test_scaleout_eight_times_slower_does_not_hold(verdicts):
+    # GB200 NVL72: NVLink 5 is 1.8 TB/s bidirectional = 900 GB/s per direction per GPU (NVIDIA);
+    # one 400 Gb/s ConnectX-7 NIC per GPU = 50 GB/s: 18x, not 8x. Hopper: 450 / 50 = 9x.
+    v = verdicts["scaleout-about-eight-times-slower"]
+    assert v.verdict == FAILS
+    assert v.computed["values"]["gb200-nvl72"] == pytest.approx(18, rel=0.01)
+    assert v.computed["values"]["h100-sxm"] == pytest.approx(9, rel=0.01)
+
+
+def test_hardware_ratio_about_300_holds_on_the_median(verdicts):
+    # H100 SXM: 989 TFLOP/s bf16 dense / 3.35 TB/s (NVIDIA datasheet) = 295
+    v = verdicts["hardware-ratio-about-300"]
+    assert v.verdict == HOLDS
+    assert v.computed["values"]["h100-sxm"] == pytest.approx(989 / 3.35, rel=0.01)
+    assert "tpu-v6e" in v.computed["outside"]  # Trillium: 918 TFLOP/s / 1.64 TB/s = 560
+
+
+def test_rubin_drain_time_holds(verdicts):
+    # the lecture's own figures: 288 GB / 20 TB/s = 14.4 ms, "about 15 ms"; hardware.yaml has 22 TB/s
+    v = verdicts["rubin-drain-about-15-ms"]
+    assert v.verdict == HOLDS and v.computed["value"] == pytest.approx(288 / 22, rel=0.01)
+
+
+def test_deepseek_sparsity_as_spoken_does_not_hold(verdicts):
+    # DeepSeek-V3 report: 8 routed of 256 experts -> 1 in 32, not 8
+    v = verdicts["deepseek-sparsity-eight"]
+    assert v.verdict == FAILS and v.computed["value"] == 32
