@@ -84,6 +84,7 @@ class Registry:
         self.sections: dict[str, Section] = {}
         self.rules: dict[str, tuple] = {}   # name -> (function, input names, description)
         self._current: Section | None = None
+        self._memo: dict = {}                # closed forms and leaves; cleared on every declaration
 
     # -- declaring ------------------------------------------------------------------------
     def section(self, id: str, title: str, seeds: tuple, question: str, takeaway: str,
@@ -98,6 +99,7 @@ class Registry:
         return s
 
     def _add(self, q: Quantity) -> sp.Symbol:
+        self._memo.clear()
         if q.origin not in ORIGINS:
             raise ValueError(f"{q.name}: unknown origin {q.origin!r}")
         if q.name in self.quantities:
@@ -202,10 +204,11 @@ class Registry:
         it is simplified only where that does not change its shape much (cancel common
         factors), so the printed form stays recognisable.
         """
-        q = self.quantities[name]
-        if q.is_input:
-            return q.sym
-        return _tidy(self.expand(q.expr, keep))
+        key = ("closed", name, keep)
+        if key not in self._memo:
+            q = self.quantities[name]
+            self._memo[key] = q.sym if q.is_input else _tidy(self.expand(q.expr, keep))
+        return self._memo[key]
 
     def expand(self, expr: sp.Expr, keep: tuple[str, ...] = ()) -> sp.Expr:
         """Replace derived symbols in ``expr`` by their definitions until only inputs remain."""
@@ -222,8 +225,11 @@ class Registry:
 
     def leaves(self, name: str) -> list[Quantity]:
         """The input quantities the closed form of ``name`` depends on, in declaration order."""
-        syms = self.closed_form(name).free_symbols
-        return [q for q in self.quantities.values() if q.sym in syms]
+        key = ("leaves", name)
+        if key not in self._memo:
+            syms = self.closed_form(name).free_symbols
+            self._memo[key] = [q for q in self.quantities.values() if q.sym in syms]
+        return self._memo[key]
 
     def with_constants(self, expr: sp.Expr) -> sp.Expr:
         """Replace each named constant by its magnitude: the board's form, e.g. 2·B·N/(S·F)."""
