@@ -236,7 +236,8 @@ def main(argv=None) -> int:
         print(f"error: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except MissingInput as e:
-        print(f"error: cannot evaluate: {e} (supply it with --set)", file=sys.stderr)
+        hint = "" if "--set" in str(e) else " (supply it with --set)"
+        print(f"error: cannot evaluate: {e}{hint}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:
         return 130

@@ -100,7 +100,9 @@ def _compute_format(hw, wanted: str, overrides=()) -> tuple[str, str | None]:
         if f"flops_{f}" in hw.values or f"flops_{f}" in overrides:
             note = None if f == wanted else f"{hw.id} has no {wanted} rate; its {f} rate is used"
             return f, note
-    raise MissingInput(f"{hw.id} lists no FLOP/s for {wanted} or wider")
+    have = [f for f in FORMATS_ORDER if f"flops_{f}" in hw.values]
+    raise MissingInput(f"{hw.id} lists no FLOP/s for {wanted} or wider (it lists {', '.join(have)}; "
+                       f"try --set format={have[-1]}, or give the rate as flops_{wanted})")
 
 
 class Scenario:
