@@ -293,7 +293,7 @@ class Scenario:
 
     def bound(self) -> str:
         """'compute' or 'memory': which side of the roofline sets the step time."""
-        return "compute" if self.value("compute_time") >= self.value("memory_time") else "memory"
+        return "compute" if self.value("mfu").magnitude >= 1 else "memory"  # MFU = min(1, compute/memory)
 
 
 def unused_overrides(sc: Scenario) -> list[str]:
