@@ -231,15 +231,16 @@ def load_claims(path: Path, label: str, data: Data, seed_places: dict | None = N
 
 def _check_scenario(data, claim: Claim, label: str) -> None:
     """Build the claim's first scenario now, so a bad `set` or `given` names claims.yaml."""
-    hid = _hardware_ids(data, claim)[0]
-    for fld, extra in (("set", claim.set), ("given", claim.given)):
+    hid, mid = _hardware_ids(data, claim)[0], _models(claim)[0]
+    try:
+        sc = Scenario(data, hid, mid, dict(claim.set))
+    except (InputError, UnitParseError) as e:
+        raise DataError(label, claim.id, "set", str(e)) from None
+    for name, text in claim.given.items():
         try:
-            sc = Scenario(data, hid, _models(claim)[0], dict(claim.set))
-            if fld == "given":
-                for name, text in claim.given.items():
-                    sc.fix(name, text)
+            sc.fix(name, text)
         except (InputError, UnitParseError) as e:
-            raise DataError(label, claim.id, fld, str(e)) from None
+            raise DataError(label, claim.id, "given", str(e)) from None
 
 
 # -- evaluating --------------------------------------------------------------------------------
@@ -379,7 +380,7 @@ def _evaluate(data, claim: Claim) -> Verdict:
     mkey = min(values, key=lambda k: abs(values[k][0] - med))
     sens = _sensitivity(data, claim, values[mkey][1], values[mkey][0], values[mkey][2])
     what = "chips" if len(_models(claim)) == 1 else "models" if len(ids) == 1 else "chip × model pairs"
-    band = f"the claimed side" if claim.compare else f"±{claim.tolerance:.0%}"
+    band = "the claimed side" if claim.compare else f"±{claim.tolerance:.0%}"
     detail = (f"{claim.quantity}{rel} over {len(values)} {what}: min {sig(vals[0])}, median {sig(med)}, "
               f"max {sig(vals[-1])} {unit_text}; outside {band}: {', '.join(outside) if outside else 'none'}")
     if skipped:

@@ -17,7 +17,7 @@ from derivations import KV_BYTES_BY_ATTENTION, REGISTRY
 from derivations.inputs import NUMBER_FORMATS
 from units import Quantity, UnitParseError, parse, unit as parse_unit
 
-from .data import FORMATS_ORDER, Data, DataError
+from .data import FORMATS_ORDER, Data
 from .errors import InputError, MissingInput, NotApplicable  # noqa: F401  (re-exported)
 
 

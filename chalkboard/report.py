@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import string
 
-import sympy as sp
-
 from derivations import KV_BYTES_BY_ATTENTION, REGISTRY
 from derivations._core import CHAPTERS
 
@@ -244,4 +242,4 @@ def context(data, sc: Scenario, figures: dict[str, str], audit=None, check=None)
     }
 
 
-__all__ = ["context", "substituted", "sp"]
+__all__ = ["context", "substituted"]

@@ -5,7 +5,6 @@ batch. The hardware parameters collect into one ratio, "around 300" on most GPUs
 independent of the number format because halving the bytes doubles the rate (line 73).
 For an MoE model the batch scales with the sparsity N_total/N_active.
 """
-import sympy as sp
 
 from .inputs import R, B, F, W, beta_w, c_F, delta, N_total, N_active, E, k
 from .roofline import t_compute, t_weights, t_mem

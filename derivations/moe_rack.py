@@ -16,7 +16,7 @@ the two run in parallel. Tokens whose expert sits on their own chip are counted 
 """
 import sympy as sp
 
-from .inputs import (R, B, S, C_hbm, W, W_up, W_out, D_up, E, k, d_model, beta_w, delta,
+from .inputs import (R, B, C_hbm, W, W_up, W_out, D_up, E, k, d_model, beta_w, delta,
                      n_racks)
 from .roofline import t_step
 

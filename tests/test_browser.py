@@ -5,7 +5,6 @@ screenshot saved. CI installs Chromium (.ci/run); elsewhere the test is skipped 
 """
 import os
 import shutil
-from pathlib import Path
 
 import pytest
 

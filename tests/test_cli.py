@@ -1,7 +1,6 @@
 """build.py as a user runs it: check, eval, list, and one-line errors for bad input."""
 import json
 import shutil
-from pathlib import Path
 
 import pytest
 

@@ -2,14 +2,11 @@
 import hashlib
 import re
 import shutil
-import subprocess
-import sys
 
 import pytest
 
 from conftest import ROOT, run_cli
 
-SECTION_TITLES = None
 
 
 def _titles():
