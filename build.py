@@ -24,8 +24,7 @@ ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT))
 
 EXIT_BAD_INPUT = 2
-DEFAULT_HARDWARE = "gb200-nvl72"
-DEFAULT_MODEL = "deepseek-v3"
+from chalkboard import FEATURED_HARDWARE as DEFAULT_HARDWARE, FEATURED_MODEL as DEFAULT_MODEL  # noqa: E402
 
 
 class UserError(Exception):

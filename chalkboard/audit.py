@@ -29,8 +29,7 @@ KINDS = ("derivable", "rule_of_thumb", "empirical", "qualitative", "consistency"
 HOLDS, ROUGHLY, FAILS, ND = "holds", "holds roughly", "does not hold", "not derivable"
 VERDICTS = (HOLDS, ROUGHLY, FAILS, ND)
 CSS = {HOLDS: "v-holds", ROUGHLY: "v-roughly", FAILS: "v-fails", ND: "v-nd"}
-DEFAULT_MODEL = "deepseek-v3"      # the lecture's DeepSeek-like MoE
-DEFAULT_HARDWARE = "gb200-nvl72"   # the lecture's Blackwell NVL72 rack
+from . import FEATURED_HARDWARE as DEFAULT_HARDWARE, FEATURED_MODEL as DEFAULT_MODEL  # noqa: E402
 GIB_PER_GB = (parse("1 GiB") / parse("1 GB")).to("").magnitude
 SPARSE_HEADLINE_FACTOR = 2         # 2:4 structured sparsity: the headline FLOP/s is twice the dense rate
 

@@ -23,8 +23,8 @@ class BuildError(Exception):
 
 
 def _typst_str(s) -> str:
-    s = "" if s is None else str(s)
-    return '"' + s.replace("\\", "\\\\").replace('"', '\\"').replace("\n", " ") + '"'
+    from .printers import typst_str  # loads the derivations: imported when rendering, not before
+    return typst_str("" if s is None else str(s))
 
 
 def _typst_text(s) -> str:

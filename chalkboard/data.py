@@ -6,14 +6,13 @@ date. Any problem raises DataError naming the file, the entry and the field.
 """
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
 
-from units import Quantity, UnitParseError, parse
+from units import UnitParseError, conform, magnitude_problem, parse
 
 ID_RE = re.compile(r"^[a-z0-9]+(?:[.-][a-z0-9]+)*$")
 FORMATS_ORDER = ("fp4", "fp8", "bf16")  # narrow to wide
@@ -188,24 +187,13 @@ def _value(label, eid, fname, raw, default_source, sources, expected, per_chip):
         q = parse(text)
     except UnitParseError as e:
         raise DataError(label, eid, fname, str(e)) from None
-    want = Quantity(1, expected)
-    stated_per_chip = per_chip and q.dimensionality == (want / Quantity(1, "chip")).dimensionality
-    if q.dimensionality != want.dimensionality and not stated_per_chip:
-        got = f"{q.units:~P}" or "a bare number"
-        raise DataError(label, eid, fname,
-                        f"wrong dimension: {text!r} is {got}, expected {expected or 'a bare number'}"
-                        + (" (per chip)" if per_chip else ""))
-    if stated_per_chip:  # "989 TFLOP/s/chip" says per chip itself
-        q = q * Quantity(1, "chip")
-    q = q.to(expected) if expected else q
-    if not math.isfinite(q.magnitude):
-        raise DataError(label, eid, fname, f"must be a finite number (got {text!r})")
-    if q.magnitude < 0:
-        raise DataError(label, eid, fname, f"must not be negative (got {text!r})")
-    if q.magnitude == 0 and fname not in MAY_BE_ZERO:
-        raise DataError(label, eid, fname, f"must be positive (got {text!r})")
-    if per_chip:
-        q = q / Quantity(1, "chip")
+    try:
+        q = conform(q, f"{expected}/chip" if per_chip else expected, per_chip=per_chip)
+    except UnitParseError as e:
+        raise DataError(label, eid, fname, f"{text!r}: {e}") from None
+    problem = magnitude_problem(q, allow_zero=fname in MAY_BE_ZERO)
+    if problem:
+        raise DataError(label, eid, fname, f"{problem} (got {text!r})")
     src = sources[sid]
     return Value(q, text, src, str(as_of) if as_of else src.as_of, note)
 

@@ -15,7 +15,7 @@ import sympy as sp
 
 from derivations import KV_BYTES_BY_ATTENTION, REGISTRY
 from derivations.inputs import NUMBER_FORMATS
-from units import Quantity, UnitParseError, parse, unit as parse_unit
+from units import Quantity, UnitParseError, conform, magnitude_problem, parse, unit as parse_unit
 
 from .data import FORMATS_ORDER, Data
 from .errors import InputError, MissingInput, NotApplicable  # noqa: F401  (re-exported)
@@ -155,22 +155,15 @@ class Scenario:
                 v = parse(text)
             except UnitParseError as e:
                 raise InputError(f"--set {name}: {e}") from None
-            want = Quantity(1, unit)
-            if v.dimensionless and not want.dimensionless:
-                v = Quantity(v.magnitude, unit)  # a bare number takes the declared unit
-            elif v.dimensionality != want.dimensionality:
-                per_chip = (Quantity(1, unit) * Quantity(1, "chip")).dimensionality
-                if v.dimensionality == per_chip:
-                    v = v / Quantity(1, "chip")
-                else:
-                    raise InputError(f"--set {name}={text}: wrong dimension, expected {unit or 'a bare number'}")
-            if not math.isfinite(v.magnitude):
-                raise InputError(f"--set {name}={text}: must be a finite number")
-            if v.magnitude < 0:
-                raise InputError(f"--set {name}={text}: must not be negative")
-            if v.magnitude == 0:
-                raise InputError(f"--set {name}={text}: must be positive (it divides, or counts something)")
-            out[key] = v.to(unit) if not v.dimensionless else v
+            try:
+                v = conform(v, unit, per_chip=unit.endswith("/chip"), bare=True)
+            except UnitParseError as e:
+                raise InputError(f"--set {name}={text}: {e}") from None
+            problem = magnitude_problem(v)
+            if problem:
+                raise InputError(f"--set {name}={text}: {problem} (it divides, or counts something)"
+                                 if problem == "must be positive" else f"--set {name}={text}: {problem}")
+            out[key] = v
         return out
 
     # -- inputs ---------------------------------------------------------------------------
@@ -248,13 +241,11 @@ class Scenario:
         if name not in REGISTRY:
             raise InputError(f"unknown quantity {name!r}")
         q = REGISTRY[name]
-        v = parse(value) if isinstance(value, str) else value
-        want = Quantity(1, q.unit)
-        if v.dimensionless and not want.dimensionless:
-            v = Quantity(v.magnitude, q.unit)
-        if v.dimensionality != want.dimensionality:
-            raise InputError(f"{name}={value}: wrong dimension, expected {q.unit}")
-        self._fixed[name] = v.to(q.unit) if q.unit else v
+        try:
+            v = parse(value) if isinstance(value, str) else value
+            self._fixed[name] = conform(v, q.unit, bare=True)
+        except UnitParseError as e:
+            raise InputError(f"{name}={value}: {e}") from None
         for n in [n for n in self._cache if not REGISTRY[n].is_input]:
             del self._cache[n]
         self._cache.update(self._fixed)

@@ -215,7 +215,7 @@ def mathml(expr, lhs=None, display: bool = True) -> str:
 # -- Typst math --------------------------------------------------------------------------------
 def typst_str(s: str) -> str:
     """A Typst string literal: every character shown as itself, nothing interpreted."""
-    return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    return '"' + s.replace("\\", "\\\\").replace('"', '\\"').replace("\n", " ") + '"'
 
 
 def _ty_ident(s: str) -> str:

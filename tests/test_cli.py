@@ -125,11 +125,16 @@ def test_yaml_syntax_error(tmp_path, cli):
     _one_line_error(cli("check", "--hardware-file", f), "hardware.yaml", "YAML syntax error", "line")
 
 
-def test_missing_field(tmp_path, cli):
+@pytest.mark.parametrize("file,entry,field", [
+    ("hardware.yaml", "h100-sxm", "hbm_bandwidth"),
+    ("models.yaml", "llama-3-8b", "params_total"),
+])
+def test_missing_field(tmp_path, cli, file, entry, field):
     import re
-    f = _bad_copy(tmp_path, "hardware.yaml",
-                  lambda s: re.sub(r"(  h100-sxm:\n(?:    .*\n)*?)    hbm_bandwidth:.*\n", r"\1", s, count=1))
-    _one_line_error(cli("check", "--hardware-file", f), "hardware.yaml", "h100-sxm", "hbm_bandwidth", "missing")
+    f = _bad_copy(tmp_path, file,
+                  lambda s: re.sub(rf"(  {entry}:\n(?:    .*\n)*?)    {field}:.*\n", r"\1", s, count=1))
+    flag = "--hardware-file" if file == "hardware.yaml" else "--models-file"
+    _one_line_error(cli("check", flag, f), file, entry, field, "missing")
 
 
 def test_wrong_dimension(tmp_path, cli):
@@ -140,13 +145,6 @@ def test_wrong_dimension(tmp_path, cli):
 def test_negative_bandwidth(tmp_path, cli):
     f = _bad_copy(tmp_path, "hardware.yaml", lambda s: s.replace('"3.35 TB/s"', '"-3.35 TB/s"', 1))
     _one_line_error(cli("check", "--hardware-file", f), "h100-sxm", "hbm_bandwidth", "negative")
-
-
-def test_model_missing_field(tmp_path, cli):
-    import re
-    f = _bad_copy(tmp_path, "models.yaml",
-                  lambda s: re.sub(r"(  llama-3-8b:\n(?:    .*\n)*?)    params_total:.*\n", r"\1", s, count=1))
-    _one_line_error(cli("check", "--models-file", f), "models.yaml", "llama-3-8b", "params_total")
 
 
 @pytest.mark.parametrize("args,must", [

@@ -5,6 +5,7 @@ quantity from another registry is an error in Pint, which keeps the project hone
 """
 from __future__ import annotations
 
+import math
 import re
 from functools import lru_cache
 from pathlib import Path
@@ -91,3 +92,35 @@ def fmt_unit(u) -> str:
     """Short, readable unit text: 'TFLOP/s/chip' rather than 'teraFLOP / second / chip'."""
     s = f"{Unit(u):~P}" if not isinstance(u, str) else f"{unit(u):~P}"
     return s
+
+
+def conform(q: pint.Quantity, target: str, *, per_chip: bool = False, bare: bool = False) -> pint.Quantity:
+    """``q`` converted to the unit ``target``, or UnitParseError saying why it cannot be.
+
+    per_chip: ``target`` is a per-chip unit ("byte/s/chip") and a figure for one chip may omit
+    the "/chip" ("3.35 TB/s"), as spec sheets do. bare: a bare number takes ``target``'s unit
+    ("--set batch=128" means 128 sequences). Every value from a data file, a --set override or
+    a claim goes through here.
+    """
+    want = dimensionality(target)
+    if bare and q.dimensionless and want:
+        return Quantity(q.magnitude, unit(target))
+    if per_chip and q.dimensionality == dimensionality(f"({target}) * chip"):
+        q = q / Quantity(1, "chip")
+    if q.dimensionality != want:
+        got = f"{q.units:~P}" or "a bare number"
+        shown = (target.removesuffix("/chip") + " (per chip)") if per_chip else (target or "a bare number")
+        raise UnitParseError(f"wrong dimension: got {got}, expected {shown}")
+    return q.to(unit(target))
+
+
+def magnitude_problem(q: pint.Quantity, allow_zero: bool = False) -> str | None:
+    """Why ``q`` cannot be a physical input (not finite, negative, zero), or None."""
+    m = q.magnitude
+    if not math.isfinite(m):
+        return "must be a finite number"
+    if m < 0:
+        return "must not be negative"
+    if m == 0 and not allow_zero:
+        return "must be positive"
+    return None
