@@ -91,12 +91,14 @@ def cmd_eval(args) -> int:
     if unused:
         d["unused_overrides"] = unused
         print(f"note: --set {', '.join(unused)} not used by {args.quantity} "
-              f"(computing in {sc.format})", file=sys.stderr)
+              f"(computing in {sc.compute_format})", file=sys.stderr)
     if args.json:
         print(json.dumps(d, indent=2, ensure_ascii=False))
         return 0
     print(f"{d['quantity']} = {d['display']}   ({d['meaning']})")
-    print(f"  on {d['hardware']} x {d['model']}, format {d['format']}")
+    print(f"  on {d['hardware']} x {d['model']}; {sc.formats_text()}")
+    fit = {True: "yes", False: "NO", None: "n/a"}[d["feasible"]]
+    print(f"  feasible   : {fit} ({d['feasibility']})")
     print(f"  definition : {d['symbol']} = {d['definition']}")
     print(f"  closed form: {d['symbol']} = {d['expression']}")
     if d["board_form"] != d["expression"]:

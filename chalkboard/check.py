@@ -40,7 +40,7 @@ def _count_terms(expr) -> int:
 
 def check_definition(registry, q) -> None:
     """Raise DimensionMismatch if ``q``'s definition does not have ``q``'s declared unit."""
-    got = walk(q.expr, placeholders(registry), where=q.name)
+    got = walk(q.expr, placeholders(registry), where=q.name, dims_only=True)
     want = Quantity(1, q.unit)
     if got.dimensionality != want.dimensionality:
         raise DimensionMismatch(q.name, q.expr, str(got.dimensionality) or "dimensionless",
@@ -50,8 +50,8 @@ def check_definition(registry, q) -> None:
 def check_equation(registry, eq) -> bool:
     """Raise on a dimension mismatch; return True if the two sides are also identical."""
     leaf = placeholders(registry)
-    lhs = walk(eq.lhs, leaf, where=eq.name)
-    rhs = walk(eq.rhs, leaf, where=eq.name)
+    lhs = walk(eq.lhs, leaf, where=eq.name, dims_only=True)
+    rhs = walk(eq.rhs, leaf, where=eq.name, dims_only=True)
     if lhs.dimensionality != rhs.dimensionality:
         raise DimensionMismatch(eq.name, eq.lhs, str(lhs.dimensionality), eq.rhs, str(rhs.dimensionality))
     return sp.simplify(registry.expand(eq.lhs) - registry.expand(eq.rhs)) == 0

@@ -15,7 +15,8 @@ import yaml
 from units import UnitParseError, conform, magnitude_problem, parse
 
 ID_RE = re.compile(r"^[a-z0-9]+(?:[.-][a-z0-9]+)*$")
-FORMATS_ORDER = ("fp4", "fp8", "bf16")  # narrow to wide
+FORMATS_ORDER = ("fp4", "fp8", "bf16")  # float formats, narrow to wide: the compute fallback order
+NUMBER_FORMAT_NAMES = ("fp4", "fp8", "bf16", "int4", "int8")
 ATTENTIONS = ("mha", "gqa", "mla")
 
 
@@ -89,6 +90,7 @@ HARDWARE_FIELDS = {
     "flops_bf16": ("FLOP/s", False),   # at least one flops_* field is required
     "flops_fp8": ("FLOP/s", False),
     "flops_fp4": ("FLOP/s", False),
+    "flops_int8": ("FLOP/s", False),   # dense int8 operations per second, counted as FLOP/s
     "hbm_capacity": ("byte", True),
     "hbm_bandwidth": ("byte/s", True),
     "scaleup_bandwidth": ("byte/s", False),
@@ -96,7 +98,7 @@ HARDWARE_FIELDS = {
     "scaleout_bandwidth": ("byte/s", False),
     "rental_price": ("USD/hour", False),
 }
-PER_CHIP = {"dies_per_package", "flops_bf16", "flops_fp8", "flops_fp4", "hbm_capacity", "hbm_bandwidth",
+PER_CHIP = {"dies_per_package", "flops_bf16", "flops_fp8", "flops_fp4", "flops_int8", "hbm_capacity", "hbm_bandwidth",
             "scaleup_bandwidth", "scaleout_bandwidth", "rental_price"}
 HARDWARE_TAGS = {"name": True, "vendor": True, "family": False, "per": True, "note": False,
                  "source": False}
@@ -117,9 +119,11 @@ MODEL_FIELDS = {
     "moe_layers": ("", False),
     "d_expert": ("", False),
 }
-MAY_BE_ZERO = {"shared_experts"}  # a count that is legitimately zero (Qwen3 has no shared expert)
+MAY_BE_ZERO = {"shared_experts"}
+WHOLE_NUMBER_FIELDS = ("layers", "d_model", "n_heads", "n_kv_heads", "d_head", "kv_latent_dim", "kv_rope_dim",
+                       "experts", "experts_per_token", "shared_experts", "moe_layers", "d_expert")  # a count that is legitimately zero (Qwen3 has no shared expert)
 
-MODEL_CHOICES = {"weight_format": (FORMATS_ORDER, True), "kv_format": (FORMATS_ORDER, False),
+MODEL_CHOICES = {"weight_format": (NUMBER_FORMAT_NAMES, True), "kv_format": (NUMBER_FORMAT_NAMES, False),
                  "attention": (ATTENTIONS, True)}
 MODEL_TAGS = {"name": True, "source": False, "note": False, "label": False}
 
@@ -265,6 +269,18 @@ def _check_model(label, m: Entry):
         raise DataError(label, m.id, "experts_per_token", "give experts and experts_per_token together")
     if "experts" in m.values and m.values["experts_per_token"].quantity > m.values["experts"].quantity:
         raise DataError(label, m.id, "experts_per_token", "exceeds experts")
+    if "experts" in m.values:
+        for f in ("moe_layers", "d_expert", "d_model"):
+            if f not in m.values:
+                raise DataError(label, m.id, f, "missing (an MoE model needs it to count its routed parameters)")
+    for f in WHOLE_NUMBER_FIELDS:
+        if f in m.values:
+            x = m.values[f].quantity.magnitude
+            if abs(x - round(x)) > 1e-9:
+                raise DataError(label, m.id, f, f"must be a whole number (got {m.values[f].text!r})")
+    for small, large in (("moe_layers", "layers"), ("n_kv_heads", "n_heads")):
+        if small in m.values and large in m.values and m.values[small].quantity > m.values[large].quantity:
+            raise DataError(label, m.id, small, f"exceeds {large}")
 
 
 def load(root: Path, hardware_file: str = "hardware.yaml", models_file: str = "models.yaml") -> Data:

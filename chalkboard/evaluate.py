@@ -13,7 +13,7 @@ import math
 
 import sympy as sp
 
-from derivations import KV_BYTES_BY_ATTENTION, REGISTRY
+from derivations import ATTENTION_FLOPS_BY_ATTENTION, KV_BYTES_BY_ATTENTION, REGISTRY
 from derivations.inputs import NUMBER_FORMATS
 from units import Quantity, UnitParseError, conform, magnitude_problem, parse, unit as parse_unit
 
@@ -35,13 +35,18 @@ def _dims(q):
     return str(d) if d else "dimensionless"
 
 
-def walk(expr: sp.Expr, leaf, where: str = "expression"):
-    """Evaluate ``expr`` with Pint: ``leaf(symbol)`` gives each symbol's quantity."""
+def walk(expr: sp.Expr, leaf, where: str = "expression", dims_only: bool = False):
+    """Evaluate ``expr`` with Pint: ``leaf(symbol)`` gives each symbol's quantity.
+
+    ``dims_only`` (the dimension check) evaluates logarithms and fractional powers of
+    placeholder magnitudes that may be negative by their absolute value: only the
+    dimensions are compared there.
+    """
     if isinstance(expr, sp.Symbol):
         return leaf(expr)
     if expr.is_Number:
         return Quantity(float(expr), _ONE)
-    args = [walk(a, leaf, where) for a in expr.args]
+    args = [walk(a, leaf, where, dims_only) for a in expr.args]
     if isinstance(expr, (sp.Add, sp.Max, sp.Min)):
         first = args[0]
         for a, term in zip(args[1:], expr.args[1:]):
@@ -64,7 +69,30 @@ def walk(expr: sp.Expr, leaf, where: str = "expression"):
         base, exp = args
         if not exp.dimensionless:
             raise DimensionMismatch(where, expr.args[1], _dims(exp), "an exponent", "dimensionless")
-        return base ** float(sp.nsimplify(expr.args[1])) if expr.args[1].is_Number else base ** exp.magnitude
+        if expr.args[1].is_Number:
+            return base ** float(sp.nsimplify(expr.args[1]))
+        if not base.dimensionless:
+            raise DimensionMismatch(where, expr.args[0], _dims(base), "the base of a symbolic power",
+                                    "dimensionless")
+        b, x = base.to("").magnitude, exp.to("").magnitude
+        if b < 0:
+            if not dims_only:
+                raise ValueError(f"{expr.args[0]} is negative ({b:g}) under a fractional power")
+            b = -b
+        return Quantity(b ** x, _ONE)
+    if isinstance(expr, (sp.log, sp.floor)):
+        (a,), (term,) = args, expr.args
+        if not a.dimensionless:
+            kind = "a logarithm" if isinstance(expr, sp.log) else "floor()"
+            raise DimensionMismatch(where, term, _dims(a), f"the argument of {kind}", "dimensionless")
+        x = a.to("").magnitude
+        if isinstance(expr, sp.floor):
+            return Quantity(float(math.floor(x + 1e-9)), _ONE)  # 1e-9: 2.9999999999 counts as 3
+        if x <= 0:
+            if not dims_only:
+                raise ValueError(f"the logarithm of {term} = {x:g} is undefined")
+            x = abs(x) or 1.0
+        return Quantity(math.log(x), _ONE)
     raise TypeError(f"{where}: cannot evaluate {type(expr).__name__} ({expr})")
 
 
@@ -92,17 +120,51 @@ class InputRecord:
     note: str | None = None
 
 
-def _compute_format(hw, wanted: str, overrides=()) -> tuple[str, str | None]:
-    """The number format the chip computes in: the model's, else the next wider it supports
-    (a rate given with --set counts as supported)."""
-    order = FORMATS_ORDER[FORMATS_ORDER.index(wanted):]
-    for f in order:
-        if f"flops_{f}" in hw.values or f"flops_{f}" in overrides:
-            note = None if f == wanted else f"{hw.id} has no {wanted} rate; its {f} rate is used"
-            return f, note
-    have = [f for f in FORMATS_ORDER if f"flops_{f}" in hw.values]
-    raise MissingInput(f"{hw.id} lists no FLOP/s for {wanted} or wider (it lists {', '.join(have)}; "
-                       f"try --set format={have[-1]}, or give the rate as flops_{wanted})")
+RATE_FORMATS = ("fp4", "fp8", "int8", "bf16")   # formats a chip may publish a dense rate for
+FORMAT_KEYS = ("format", "weight_format", "kv_format", "compute_format")
+DENSE_MOE_DEFAULTS = {"experts": 1.0, "experts_per_token": 1.0, "moe_layers": 0.0, "d_expert": 0.0}
+WHOLE_NUMBERS = ("layers", "d_model", "n_heads", "n_kv_heads", "d_head", "kv_latent_dim", "kv_rope_dim",
+                 "experts", "experts_per_token", "moe_layers", "d_expert", "scaleup_domain", "racks",
+                 "index_heads", "index_head_dim")
+# pairs (smaller, larger) that a coherent model keeps in order, with what breaking it means
+ORDERED = (("params_active", "params_total", "the sparsity N_total/N_active would be below 1"),
+           ("experts_per_token", "experts", "a token cannot use more experts than there are"),
+           ("moe_layers", "layers", "more MoE layers than layers"),
+           ("n_kv_heads", "n_heads", "more KV heads than query heads"))
+
+
+def _has_rate(hw, f: str, overrides) -> bool:
+    return f"flops_{f}" in hw.values or f"flops_{f}" in overrides
+
+
+def _rates(hw) -> list[str]:
+    return [f for f in RATE_FORMATS if f"flops_{f}" in hw.values]
+
+
+def _compute_format(hw, weight_format: str, explicit: str | None, overrides=()) -> tuple[str, str | None]:
+    """The format the chip computes in and, when it is not the one asked for, a note saying so.
+
+    Asked for explicitly (--set compute_format / format), the chip must publish that rate (or
+    --set gives it). By default: the weight format if the chip has a rate for it (integer
+    weights are dequantised to bf16, the usual weight-only quantisation), else the next wider
+    float format it has -- an explicit fallback, carried in the note.
+    """
+    have = _rates(hw)
+    if explicit is not None:
+        if _has_rate(hw, explicit, overrides):
+            return explicit, None
+        raise MissingInput(f"{hw.id} lists no {explicit} FLOP/s (it lists {', '.join(have) or 'none'}); "
+                           f"use --set compute_format={have[-1] if have else 'bf16'}, or give the rate "
+                           f"with --set flops_{explicit}=...")
+    wanted = weight_format if weight_format in FORMATS_ORDER else "bf16"
+    if _has_rate(hw, wanted, overrides):
+        note = None if wanted == weight_format else f"{weight_format} weights dequantised to bf16 for compute"
+        return wanted, note
+    for f in FORMATS_ORDER[FORMATS_ORDER.index(wanted):]:
+        if _has_rate(hw, f, overrides):
+            return f, f"{hw.id} has no {wanted} rate: computing at its {f} rate"
+    raise MissingInput(f"{hw.id} lists no FLOP/s for {wanted} or wider (it lists {', '.join(have)}); "
+                       f"use --set compute_format={have[-1]}, or give the rate with --set flops_{wanted}=...")
 
 
 class Scenario:
@@ -117,12 +179,32 @@ class Scenario:
                              f"(known: {', '.join(data.models)})")
         self.data, self.hw, self.model = data, data.hardware[hardware_id], data.models[model_id]
         self.overrides = self._parse_overrides(overrides or {})
-        fmt = self.overrides.pop("format", None) or self.model.tags["weight_format"]
-        self.format = fmt
+        o = self.overrides
+        both = o.pop("format", None)
+        self.format = o.pop("weight_format", None) or both or self.model.tags["weight_format"]
+        self.kv_format = o.pop("kv_format", None) or self.model.tags.get("kv_format", "bf16")
+        self.compute_request = o.pop("compute_format", None) or both
+        try:
+            self.compute_format, self.compute_note = _compute_format(self.hw, self.format, self.compute_request, o)
+            self._compute_error = None
+        except MissingInput as e:  # raised when a FLOP/s is read, so rate-free numbers still evaluate
+            self.compute_format, self.compute_note, self._compute_error = None, None, e
+        self.is_dense = "experts" not in self.model.values and "experts" not in o
         self._cache: dict[str, object] = {}
         self._fixed: dict[str, object] = {}
+        self._fits: dict[float, str | None] = {}
         self.records: dict[str, InputRecord] = {}
         self.used: set[str] = set()      # overrides that some evaluation read
+        self._coherent()
+
+    @property
+    def formats(self) -> dict[str, str | None]:
+        return {"weights": self.format, "kv": self.kv_format, "compute": self.compute_format}
+
+    def formats_text(self) -> str:
+        c = self.compute_format or f"none ({self.compute_request or self.format} rate not published)"
+        text = f"weights {self.format}, KV {self.kv_format}, compute {c}"
+        return f"{text} ({self.compute_note})" if self.compute_note else text
 
     # -- overrides ------------------------------------------------------------------------
     def _parse_overrides(self, raw: dict[str, str]) -> dict:
@@ -132,13 +214,14 @@ class Scenario:
             if q.field and not q.field.startswith("<") and q.field != q.name:
                 field_to_q[q.field] = q.name
         for name, text in raw.items():
-            if name == "format":
-                if text not in FORMATS_ORDER:
-                    raise InputError(f"--set format={text}: expected one of {', '.join(FORMATS_ORDER)}")
-                out["format"] = text
+            if name in FORMAT_KEYS:
+                allowed = RATE_FORMATS if name == "compute_format" else tuple(NUMBER_FORMATS)
+                if text not in allowed:
+                    raise InputError(f"--set {name}={text}: expected one of {', '.join(allowed)}")
+                out[name] = text
                 continue
             key = name
-            if name.startswith("flops_") and name[6:] in FORMATS_ORDER:
+            if name.startswith("flops_") and name[6:] in RATE_FORMATS:
                 key = name
                 unit = "FLOP/s/chip"
             elif name in REGISTRY:
@@ -159,12 +242,43 @@ class Scenario:
                 v = conform(v, unit, per_chip=unit.endswith("/chip"), bare=True)
             except UnitParseError as e:
                 raise InputError(f"--set {name}={text}: {e}") from None
-            problem = magnitude_problem(v)
+            problem = magnitude_problem(v, allow_zero=key in ("moe_layers",))
             if problem:
                 raise InputError(f"--set {name}={text}: {problem} (it divides, or counts something)"
                                  if problem == "must be positive" else f"--set {name}={text}: {problem}")
             out[key] = v
         return out
+
+    def _given(self, name: str):
+        """An input's magnitude in its declared unit, from --set or the model or hardware entry, if any."""
+        q = REGISTRY[name]
+        if name in self.overrides:
+            v = self.overrides[name]
+        else:
+            entry = self.model if q.origin == "model" else self.hw if q.origin == "hardware" else None
+            val = entry.get(q.field) if entry is not None and q.field else None
+            if val is None:
+                return None
+            v = val.quantity
+        return v.to(q.unit or "").magnitude
+
+    def _coherent(self) -> None:
+        """--set values that contradict each other or the model are errors naming the conflict."""
+        if not self.overrides:
+            return
+        for name in WHOLE_NUMBERS:
+            if name in self.overrides:
+                v = self._given(name)
+                if abs(v - round(v)) > 1e-9:
+                    raise InputError(f"--set {name}={v:g}: must be a whole number (it counts something)")
+        for small, large, why in ORDERED:
+            if small not in self.overrides and large not in self.overrides:
+                continue
+            a, b = self._given(small), self._given(large)
+            if a is not None and b is not None and a > b * (1 + 1e-12):
+                set_ = small if small in self.overrides else large
+                raise InputError(f"--set {set_}: {small} ({a:g}) exceeds {large} ({b:g}) "
+                                 f"for {self.model.id}: {why}")
 
     # -- inputs ---------------------------------------------------------------------------
     def _record(self, name, value, source, url=None, as_of=None, note=None):
@@ -179,6 +293,15 @@ class Scenario:
         return self._record(name, v.quantity, f"{file}: {entry.id}.{fld}: {v.source.title}",
                             v.source.url, v.as_of, " ".join(x for x in (v.note, note) if x) or None)
 
+    def _peak_flops(self):
+        if self._compute_error is not None:
+            raise self._compute_error
+        fmt = self.compute_format
+        if f"flops_{fmt}" in self.overrides:
+            self.used.add(f"flops_{fmt}")
+            return self._record("peak_flops", self.overrides[f"flops_{fmt}"], "--set", note=self.compute_note)
+        return self._from_value("peak_flops", self.hw, f"flops_{fmt}", self.compute_note)
+
     def input(self, name: str):
         if name in self._cache:
             return self._cache[name]
@@ -186,13 +309,6 @@ class Scenario:
         if name in self.overrides:
             self.used.add(name)
             val = self._record(name, self.overrides[name], "--set")
-        elif name == "peak_flops" and any(k.startswith("flops_") for k in self.overrides):
-            fmt, note = _compute_format(self.hw, self.format, self.overrides)
-            if f"flops_{fmt}" in self.overrides:
-                self.used.add(f"flops_{fmt}")
-                val = self._record(name, self.overrides[f"flops_{fmt}"], "--set", note=note)
-            else:
-                val = self._from_value(name, self.hw, f"flops_{fmt}", note)
         elif q.origin == "constant":
             val = self._record(name, parse(q.default), f"constant: {q.source}")
         elif q.origin == "workload":
@@ -212,18 +328,21 @@ class Scenario:
             else:
                 val = self._record(name, parse(q.default), f"workload default ({q.source or 'lecture'})")
         elif name == "peak_flops":
-            fmt, note = _compute_format(self.hw, self.format)
-            val = self._from_value(name, self.hw, f"flops_{fmt}", note)
+            val = self._peak_flops()
         elif name == "bytes_per_weight":
             b = parse(NUMBER_FORMATS[self.format]) / Quantity(1, "parameter")
-            val = self._record(name, b, f"number format {self.format} ({NUMBER_FORMATS[self.format]} per weight)")
+            val = self._record(name, b, f"weight format {self.format} ({NUMBER_FORMATS[self.format]} per weight)")
         elif name == "bytes_per_kv_number":
-            fmt = self.model.tags.get("kv_format", "bf16")
-            val = self._record(name, parse(NUMBER_FORMATS[fmt]), f"number format {fmt} of {self.model.id}'s KV cache")
-        elif name == "kv_bytes_per_token":
-            via = KV_BYTES_BY_ATTENTION[self.model.tags["attention"]]
+            val = self._record(name, parse(NUMBER_FORMATS[self.kv_format]),
+                               f"KV format {self.kv_format} ({NUMBER_FORMATS[self.kv_format]} per number)")
+        elif name in ("kv_bytes_per_token", "attention_flops_per_token"):
+            table = KV_BYTES_BY_ATTENTION if name == "kv_bytes_per_token" else ATTENTION_FLOPS_BY_ATTENTION
+            via = table[self.model.tags["attention"]]
             val = self._record(name, self.value(via),
                                f"derived: {via} ({self.model.tags['attention']} attention of {self.model.id})")
+        elif name in DENSE_MOE_DEFAULTS and self.is_dense:
+            val = self._record(name, Quantity(DENSE_MOE_DEFAULTS[name], q.unit),
+                               f"{self.model.id} is dense: no routed experts (E = k = 1, no MoE layers)")
         elif q.origin == "hardware":
             val = self._from_value(name, self.hw, q.field)
         elif q.origin == "model":
@@ -248,6 +367,7 @@ class Scenario:
             raise InputError(f"{name}={value}: {e}") from None
         for n in [n for n in self._cache if not REGISTRY[n].is_input]:
             del self._cache[n]
+        self._fits.clear()
         self._cache.update(self._fixed)
         self._cache[name] = self._fixed[name]
         if q.is_input:
@@ -260,6 +380,8 @@ class Scenario:
         q = REGISTRY[name]
         if q.is_input:
             return self.input(name)
+        if q.moe_only and self.is_dense:
+            raise NotApplicable(f"{name} is not applicable: {self.model.id} is a dense model (no routed experts)")
         try:
             val = walk(q.expr, lambda s: self.value(REGISTRY.q(s).name), where=name)
             val = val.to(parse_unit(q.unit))
@@ -285,6 +407,56 @@ class Scenario:
     def bound(self) -> str:
         """'compute' or 'memory': which side of the roofline sets the step time."""
         return "compute" if self.value("mfu").magnitude >= 1 else "memory"  # MFU = min(1, compute/memory)
+
+    # -- does it fit? ---------------------------------------------------------------------
+    def fit(self, batch: float | None = None) -> str | None:
+        """None if the weights and the KV cache of ``batch`` sequences (default: the workload's)
+        fit in the chips' HBM; otherwise the reason, in one sentence. Unknown inputs: None."""
+        b_now = self.value("batch").to("sequence").magnitude
+        batch = b_now if batch is None else batch
+        if batch in self._fits:
+            return self._fits[batch]
+        try:
+            w = self.value("weights_per_chip")
+            kv = self.value("kv_per_chip") * (batch / b_now)
+            cap = self.input("hbm_capacity")
+            chips = self.value("chips").to("chip").magnitude
+        except MissingInput:
+            self._fits[batch] = None
+            return None
+        from .fmt import fmt
+        reason = None
+        if w > cap:
+            reason = (f"does not fit: the weights alone need {fmt(w)} on {chips:g} chips, "
+                      f"more than the {fmt(cap)} of HBM each has")
+        elif w + kv > cap:
+            try:
+                most = f"; at most {fmt(self.value('max_batch_capacity'))} fit"
+            except MissingInput:
+                most = "; not one sequence fits beside the weights"
+            ctx = fmt(self.value("context"))
+            reason = (f"does not fit: weights and the KV cache of {batch:,.0f} sequences of {ctx} need "
+                      f"{fmt(w + kv)}, more than the {fmt(cap)} of HBM ({((w + kv) / cap).to('').magnitude:.0%})"
+                      f"{most}, so a step would read more than the whole HBM")
+        self._fits[batch] = reason
+        return reason
+
+    def flag(self, name: str) -> str | None:
+        """Why the value of ``name`` describes a set-up that does not fit in HBM, or None.
+
+        A quantity that depends on the batch describes the workload's batch; one that depends
+        on the chips but not the batch (the latency floor) describes a batch of one sequence.
+        Measures of the fit itself, and quantities of the chip or model alone, are never flagged.
+        """
+        q = REGISTRY[name]
+        if q.is_input or q.fit_measure:
+            return None
+        syms = REGISTRY.closed_form(name).free_symbols
+        if REGISTRY["batch"].sym in syms:
+            return self.fit()
+        if REGISTRY["chips"].sym in syms:
+            return self.fit(1.0)
+        return None
 
 
 def unused_overrides(sc: Scenario) -> list[str]:

@@ -47,6 +47,10 @@ def _node(e, values=None):
         return ("num", _num(e))
     if isinstance(e, (sp.Max, sp.Min)):
         return ("func", "max" if isinstance(e, sp.Max) else "min", [_node(a, values) for a in _ordered(e.args)])
+    if isinstance(e, sp.log):
+        return ("func", "ln", [_node(e.args[0], values)])
+    if isinstance(e, sp.floor):
+        return ("floor", _node(e.args[0], values))
     if isinstance(e, sp.Add):
         terms = []
         for t in _ordered(e.args):
@@ -140,6 +144,8 @@ def _text(n, ctx=None) -> str:
         return f"√({_text(n[1])})"
     if k == "func":
         return f"{n[1]}(" + ", ".join(_text(a) for a in n[2]) + ")"
+    if k == "floor":
+        return f"⌊{_text(n[1])}⌋"
     raise TypeError(k)
 
 
@@ -197,6 +203,8 @@ def _ml(n, ctx=None) -> str:
     if k == "func":
         args = "<mo>,</mo>".join(_ml(a) for a in n[2])
         return f"<mrow><mi>{n[1]}</mi><mo>(</mo>{args}<mo>)</mo></mrow>"
+    if k == "floor":
+        return f"<mrow><mo>&#x230A;</mo>{_ml(n[1])}<mo>&#x230B;</mo></mrow>"
     raise TypeError(k)
 
 
@@ -257,6 +265,8 @@ def _ty(n, ctx=None) -> str:
         return f"sqrt({_ty(n[1])})"
     if k == "func":
         return f"{n[1]}(" + ", ".join(_ty(a) for a in n[2]) + ")"
+    if k == "floor":
+        return f"floor({_ty(n[1])})"
     raise TypeError(k)
 
 

@@ -21,6 +21,9 @@ class AllResults:
     values: dict[tuple[str, str], dict[str, object]] = field(default_factory=dict)  # (hw, model) -> name -> qty
     missing: dict[tuple[str, str], dict[str, str]] = field(default_factory=dict)
     inputs: dict[tuple[str, str], dict[str, dict]] = field(default_factory=dict)  # input -> value, unit, source
+    fit: dict[tuple[str, str], dict] = field(default_factory=dict)      # feasibility of the workload
+    flags: dict[tuple[str, str], dict[str, str]] = field(default_factory=dict)  # name -> why it does not fit
+    formats: dict[tuple[str, str], dict] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
     count_ok: int = 0
     count_na: int = 0
@@ -44,11 +47,40 @@ def evaluate_all(data: Data, overrides: dict | None = None) -> AllResults:
                     res.errors.append(f"{hid} x {mid}: {n}: {e}")
             res.values[(hid, mid)] = vals
             res.missing[(hid, mid)] = miss
+            res.fit[(hid, mid)] = feasibility(sc)
+            res.flags[(hid, mid)] = {n: r for n in vals if (r := sc.flag(n))}
+            res.formats[(hid, mid)] = {**sc.formats, **({"note": sc.compute_note} if sc.compute_note else {})}
             res.inputs[(hid, mid)] = {
                 n: {**dict(zip(("value", "unit"), split(r.value))), "source": r.source,
                     **({"url": r.url} if r.url else {}), **({"as_of": r.as_of} if r.as_of else {})}
                 for n, r in sorted(sc.records.items())}
     return res
+
+
+def feasibility(sc: Scenario, name: str | None = None) -> dict:
+    """Whether the set-up (or the set-up ``name`` describes) fits: feasible true/false, or null
+    for a quantity of the chip or model alone; the reason when it does not fit."""
+    if name is not None and REGISTRY[name].fit_measure:
+        return {"feasible": None, "reason": "a measure of the fit itself"}
+    if name is not None:
+        syms = REGISTRY.closed_form(name).free_symbols
+        if REGISTRY["batch"].sym not in syms and REGISTRY["chips"].sym not in syms:
+            return {"feasible": None, "reason": "not a set-up: depends on neither the batch nor the chips"}
+        why = sc.flag(name)
+    else:
+        why = sc.fit()
+    if why is not None:
+        return {"feasible": False, "reason": why}
+    try:
+        fill = sc.value("hbm_fill").to("").magnitude
+        b = 1.0 if name is not None and REGISTRY["batch"].sym not in REGISTRY.closed_form(name).free_symbols \
+            else sc.value("batch").to("sequence").magnitude
+        fill = fill if b == sc.value("batch").to("sequence").magnitude else (
+            (sc.value("weights_per_chip") + sc.value("kv_per_chip") * (b / sc.value("batch").to("sequence").magnitude))
+            / sc.input("hbm_capacity")).to("").magnitude
+        return {"feasible": True, "reason": f"weights and KV cache of {b:,.0f} sequences fill {fill:.0%} of each chip's HBM"}
+    except MissingInput as e:
+        return {"feasible": None, "reason": f"unknown: {e}"}
 
 
 def board_form(name: str):
@@ -84,6 +116,9 @@ def describe(sc: Scenario, name: str) -> dict:
         "hardware": sc.hw.id,
         "model": sc.model.id,
         "format": sc.format,
+        "formats": sc.formats,
+        **({"format_note": sc.compute_note} if sc.compute_note else {}),
+        **dict(zip(("feasible", "feasibility"), feasibility(sc, name).values())),
         "definition": printers.text(q.expr) if q.expr is not None else printers.text_symbol(q),
         "expression": printers.text(closed),
         "board_form": printers.text(REGISTRY.with_constants(closed)),

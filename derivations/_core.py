@@ -36,6 +36,8 @@ class Quantity:
     section: str | None = None
     note: str | None = None
     valid: str | None = None  # derived: the value must be positive; else "not applicable: <valid>"
+    moe_only: bool = False    # meaningful only for a mixture-of-experts model (n/a for a dense one)
+    fit_measure: bool = False  # measures the memory fit itself (never flagged as "does not fit")
 
     @property
     def is_input(self) -> bool:
@@ -97,6 +99,11 @@ class Registry:
         self.sections[id] = s
         self._current = s
         return s
+
+    def resume(self, id: str) -> Section:
+        """Declare the next quantities into an earlier section (one topic split over two modules)."""
+        self._current = self.sections[id]
+        return self._current
 
     def _add(self, q: Quantity) -> sp.Symbol:
         self._memo.clear()
@@ -167,6 +174,10 @@ class Registry:
         if len(roots) != 1:
             raise ValueError(f"equation {equation.name}: expected one root for {for_sym}, got {roots}")
         return roots[0]
+
+    def at(self, name: str, subs: dict, keep: tuple[str, ...] = ()) -> sp.Expr:
+        """The closed form of ``name`` with symbols replaced (e.g. the batch by one sequence)."""
+        return self.closed_form(name, keep).xreplace(subs)
 
     def limit(self, expr, sym: sp.Symbol, point, direction: str = "+") -> sp.Expr:
         """SymPy's limit, taken through Max/Min branch by branch (each branch is continuous)."""

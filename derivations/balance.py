@@ -7,7 +7,7 @@ For an MoE model the batch scales with the sparsity N_total/N_active.
 """
 
 from .inputs import R, B, F, W, beta_w, c_F, delta, N_total, N_active, E, k
-from .roofline import t_compute, t_weights, t_mem
+from .roofline import t_compute, t_compute_w, t_weights_all, t_kv
 
 R.section(
     "balance", "How large must the batch be to keep the chip busy?",
@@ -20,8 +20,10 @@ R.section(
               "balance_batch_kv"),
 )
 
+# The lecture's balance point uses its board forms: weight multiplies only, all weights read.
+# (At batches this large every expert is touched, see expert_coverage_batch.)
 eq_balance = R.equation(
-    "compute_equals_weights", t_compute, t_weights,
+    "compute_equals_weights", t_compute_w, t_weights_all,
     "the balance point: compute time equals weight-fetch time")
 
 ratio = R.derived(
@@ -42,16 +44,16 @@ R.equation("balance_batch_is_ratio_times_sparsity", B_star, ratio * sparsity / d
 B_star_E = R.derived(
     "balance_batch_expert", ratio * E / (k * delta), "sequence",
     "batch at which each expert's compute equals its own weight fetch: each expert sees "
-    "B·k/E of the tokens", "B", "E")
+    "B·k/E of the tokens", "B", "E", moe_only=True)
 
 eq_balance_kv = R.equation(
-    "compute_equals_memory", t_compute, t_mem,
-    "the balance point with the KV fetch included")
+    "compute_equals_memory", t_compute, t_weights_all + t_kv,
+    "the balance point with the KV fetch and attention included (all weights read)")
 B_star_kv = R.derived(
     "balance_batch_kv", R.solve(eq_balance_kv, B), "sequence",
-    "batch at which compute time equals weight plus KV fetch; grows without bound as the "
-    "context nears the crossover", "B", "*KV",
-    how="solved compute_time = weight_fetch_time + kv_fetch_time for batch",
+    "batch at which compute time (weights and attention) equals weight plus KV fetch; grows "
+    "without bound as the context nears the crossover", "B", "*KV",
+    how="solved compute_time = weight_fetch_time_all + kv_fetch_time for batch",
     valid="the context is at or past the crossover, so no batch is compute-bound")
 
 R.derived(

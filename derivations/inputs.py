@@ -42,6 +42,13 @@ beta_kv = R.model("bytes_per_kv_number", "byte",
 b_kv = R.model("kv_bytes_per_token", "byte/token",
                "KV-cache bytes per token of context, over all layers", "b", "kv",
                field="<attention>", note="derived from the architecture (section KV cache)")
+a_attn = R.model("attention_flops_per_token", "FLOP/token",
+                 "attention FLOP one new token spends on each cached token of its context, over all layers",
+                 "a", "attn", field="<attention>",
+                 note="derived from the architecture (section KV cache and attention)")
+n_heads = R.model("n_heads", "", "query heads per layer", "h", "q")
+n_moe = R.model("moe_layers", "", "layers whose MLP is a mixture of experts (0 for a dense model)", "n", "MoE")
+d_expert = R.model("d_expert", "", "hidden width of one routed expert's MLP", "d", "E")
 
 # -- workload -----------------------------------------------------------------------------
 B = R.workload("batch", "sequence", "sequences decoded together in one step", "B",
@@ -83,6 +90,22 @@ n_kv_vec = R.constant("kv_vectors_per_token", "2 /token",
 n_lat_vec = R.constant("latent_vectors_per_token", "1 /token",
                        "cached MLA latents per layer per token", "c", "lat",
                        source="DeepSeek-V2 report, multi-head latent attention")
+c_MAC = R.constant("flop_per_mac", "2 FLOP",
+                   "FLOP per multiply-accumulate (a multiply and an add)", "c", "MAC",
+                   source="convention, as for c_F: 1 multiply-accumulate = 2 FLOP")
+n_score = R.constant("score_products", "1 /token",
+                     "score products (query · key) per head per cached token", "c", "qk",
+                     source="attention: one score per head per cached token")
+n_value = R.constant("value_products", "1 /token",
+                     "value products (weight · value) per head per cached token", "c", "pv",
+                     source="attention: each cached value is weighted once per head")
+c_ffn = R.constant("ffn_matrices_per_expert", "3 parameter",
+                   "weights per (model width × expert width) cell of a gated expert: gate, up and down "
+                   "projections", "c", "FFN",
+                   source="SwiGLU experts (DeepSeek-V3, Kimi K2, Qwen3, Mixtral): w1, w2, w3")
+tau = R.constant("one_token", "1 token",
+                 "one token: each token picks its experts independently, so the exponent counts tokens",
+                 "τ", source="uniform, independent routing of each token")
 L_ref = R.constant("sqrt_reference_length", "1 token/sequence",
                    "unit length under the square root: √L counts L in tokens", "L", "ref",
                    source="the lecture's √L (seed 004, line 85)")
@@ -90,4 +113,6 @@ L_ref = R.constant("sqrt_reference_length", "1 token/sequence",
 # -- number formats -----------------------------------------------------------------------
 # Bytes per number for each format (the README's "2 bytes per bf16 number"). The lecture:
 # "FP4 is half a byte" (seed 004, line 73).
-NUMBER_FORMATS = {"bf16": "2 byte", "fp8": "1 byte", "fp4": "0.5 byte"}
+NUMBER_FORMATS = {"bf16": "2 byte", "fp8": "1 byte", "fp4": "0.5 byte", "int8": "1 byte", "int4": "0.5 byte"}
+FLOAT_FORMATS = ("fp4", "fp8", "bf16")    # narrow to wide: chips publish a dense FLOP/s for each
+INTEGER_FORMATS = ("int4", "int8")        # weight-only quantisation: computed in a float format

@@ -17,7 +17,7 @@ the two run in parallel. Tokens whose expert sits on their own chip are counted 
 import sympy as sp
 
 from .inputs import (R, B, C_hbm, W, W_up, W_out, D_up, E, k, d_model, beta_w, delta,
-                     n_racks)
+                     n_racks, n_moe)
 from .roofline import t_step
 
 R.section(
@@ -34,7 +34,6 @@ R.section(
               "moe_capacity_params", "domain_dies", "cables_single_tier"),
 )
 
-n_moe = R.model("moe_layers", "", "layers whose MLP is a mixture of experts", "n", "MoE")
 n_dies = R.hardware("dies_per_package", "die/chip", "compute dies in one package", "n", "die")
 S_E = R.workload("expert_chips", "chip", "chips the experts of one layer are spread over", "S", "E",
                  default="=rule:expert_chips")
@@ -61,32 +60,32 @@ def _expert_chips(experts: float, domain: float) -> float:
 
 
 R.derived("expert_ratio", E / k, "",
-          "routed experts per expert a token uses: the lecture's expert sparsity ('1 in 32')", "s", "E")
-epc = R.derived("experts_per_chip", E / S_E, "1/chip", "routed experts on each chip", "E", "chip")
+          "routed experts per expert a token uses: the lecture's expert sparsity ('1 in 32')", "s", "E", moe_only=True)
+epc = R.derived("experts_per_chip", E / S_E, "1/chip", "routed experts on each chip", "E", "chip", moe_only=True)
 tpe = R.derived("tokens_per_expert", B * delta * k / E, "token",
-                "tokens each expert processes per step, if routing is balanced", "T", "E")
+                "tokens each expert processes per step, if routing is balanced", "T", "E", moe_only=True)
 a2a_tok = R.derived("a2a_bytes_per_token", c_a2a * k * d_model * beta_act, "byte/token",
-                    "all-to-all bytes per token per MoE layer: k activations out and k back", "b", "a2a")
+                    "all-to-all bytes per token per MoE layer: k activations out and k back", "b", "a2a", moe_only=True)
 a2a_chip = R.derived("a2a_bytes_per_chip", B * delta * n_moe * a2a_tok / S_E, "byte/chip",
-                     "all-to-all bytes each chip sends per step, over all MoE layers", "V", "a2a")
+                     "all-to-all bytes each chip sends per step, over all MoE layers", "V", "a2a", moe_only=True)
 f_out = R.derived("offrack_fraction", 1 - 1 / n_racks, "",
                   "share of all-to-all traffic that leaves the rack when a layer spans n racks", "f", "out")
 t_up = R.derived("a2a_time_scaleup", a2a_chip * (1 - f_out) / W_up, "s",
-                 "time to send the in-rack share of the all-to-all over the scale-up network", "t", "up")
+                 "time to send the in-rack share of the all-to-all over the scale-up network", "t", "up", moe_only=True)
 t_out = R.derived("a2a_time_scaleout", a2a_chip * f_out / W_out, "s",
-                  "time to send the off-rack share over the scale-out network", "t", "out")
+                  "time to send the off-rack share over the scale-out network", "t", "out", moe_only=True)
 t_comm = R.derived("comm_time", sp.Max(t_up, t_out), "s",
                    "all-to-all time per step: the slower of the two networks (they run in parallel)",
-                   "t", "comm")
+                   "t", "comm", moe_only=True)
 ratio_net = R.derived("scaleup_scaleout_ratio", W_up / W_out, "",
                       "how many times faster the scale-up network is than scale-out, per chip", "ρ", "net")
 comm_vs_step = R.derived("comm_to_step", t_comm / t_step, "",
                          "all-to-all time over the roofline step time: above 1, communication bounds the step",
-                         "κ")
+                         "κ", moe_only=True)
 cap = R.derived("moe_capacity_params", S_E * C_hbm / beta_w, "parameter",
-                "parameters the HBM of the expert chips can hold", "N", "cap")
+                "parameters the HBM of the expert chips can hold", "N", "cap", moe_only=True)
 bw_params = R.derived("moe_bandwidth_params", S_E * W * t_target / beta_w, "parameter",
-                      "parameters the expert chips can read within the target step time", "N", "bw")
+                      "parameters the expert chips can read within the target step time", "N", "bw", moe_only=True)
 dies = R.derived("domain_dies", D_up * n_dies, "die", "the scale-up domain counted in dies", "D", "die")
 cables = R.derived("cables_single_tier", D_up * links, "cable",
                    "cables from chips to switches in a single-tier switched domain", "K")

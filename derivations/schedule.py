@@ -8,6 +8,7 @@ half a step before its step begins. Throughput is batch over step time.
 import sympy as sp
 
 from .inputs import R, B, S, C_hbm, W, delta, N_total, beta_w, L, b_kv
+from .latency_cost import B_1
 from .roofline import t_compute, t_step
 
 R.section(
@@ -16,8 +17,10 @@ R.section(
     question="How long does it take to read all of HBM once, what queueing delay does a "
              "fixed step impose, and what throughput does one model copy give?",
     takeaway="{hardware} drains its HBM in {drain_time}; with steps of {step_time}, "
-             "{model} serves {throughput} per copy and a request waits at worst {worst_latency}.",
-    featured=("drain_time", "worst_latency", "mean_wait", "throughput", "max_batch_capacity"),
+             "{model} serves {throughput} per copy and a request waits at worst {worst_latency}. "
+             "Weights and KV cache fill {hbm_fill} of the HBM; at most {max_batch_capacity} fit.",
+    featured=("drain_time", "worst_latency", "mean_wait", "throughput", "memory_per_chip",
+              "hbm_fill", "max_batch_capacity"),
 )
 
 t_drain = R.derived(
@@ -34,17 +37,33 @@ thr = R.derived(
 thr_chip = R.derived(
     "throughput_per_chip", B * delta / (t_step * S), "token/s/chip",
     "tokens per second per chip", "Θ", "chip")
+
+# Does the set-up fit? Every weight is held once across the S chips (whether or not a step
+# reads it), and every sequence holds its whole context's KV cache.
+m_w = R.derived(
+    "weights_per_chip", N_total * beta_w / S, "byte/chip",
+    "HBM each chip gives to its share of the weights", "m", "w", fit_measure=True)
+m_kv = R.derived(
+    "kv_per_chip", B * L * b_kv / S, "byte/chip",
+    "HBM each chip gives to its share of the batch's KV cache", "m", "KV", fit_measure=True)
+m_chip = R.derived(
+    "memory_per_chip", m_w + m_kv, "byte/chip",
+    "HBM each chip needs: its share of the weights and of the KV cache", "m", "chip", fit_measure=True)
+R.derived(
+    "hbm_fill", m_chip / C_hbm, "",
+    "share of each chip's HBM the set-up needs: above 1 it does not fit", "φ", "HBM", fit_measure=True)
+B_cap_exact = (S * C_hbm - N_total * beta_w) / (L * b_kv)
 B_cap = R.derived(
-    "max_batch_capacity", (S * C_hbm - N_total * beta_w) / (L * b_kv), "sequence",
-    "largest batch whose KV cache fits in the HBM left after the weights", "B", "cap",
-    valid="the weights alone do not fit in the chips' HBM")
+    "max_batch_capacity", sp.floor(B_cap_exact / B_1) * B_1, "sequence",
+    "largest whole batch whose KV cache fits in the HBM left after the weights", "B", "cap",
+    valid="the weights leave no room for one sequence's KV cache in the chips' HBM", fit_measure=True)
 
 # The lecture's rule of thumb (line 59): use all the HBM, weights plus KV cache. Then every
 # step reads the whole HBM once, and the memory time is the drain time.
 L_fill = R.derived(
     "context_to_fill_hbm", (S * C_hbm - N_total * beta_w) / (B * b_kv), "token/sequence",
     "context at which the batch's KV cache fills the HBM left after the weights", "L", "full",
-    valid="the weights alone do not fit in the chips' HBM")
+    valid="the weights alone do not fit in the chips' HBM", fit_measure=True)
 t_full = R.derived(
     "full_hbm_step_time", sp.Max(t_compute, t_drain), "s",
     "step time when weights and KV cache fill the HBM: compute, or one read of all HBM", "t", "full")

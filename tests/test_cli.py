@@ -159,7 +159,7 @@ def test_negative_bandwidth(tmp_path, cli):
     (("eval", "offrack_fraction", "--set", "racks=0"), ("racks", "positive")),
     (("eval", "step_time", "--set", "batch=1e400"), ("batch", "finite")),
     (("eval", "step_time", "--set", "batch=10 10"), ("batch", "more than one number")),
-    (("eval", "experts_per_chip", "--set", "experts=0.5"), ("expert_chips", "whole number")),
+    (("eval", "experts_per_chip", "--set", "experts=0.5"), ("experts", "whole number")),
     (("eval", "experts_per_chip", "--model", "llama-3-8b"), ("llama-3-8b", "experts")),
     (("eval", "balance_batch_kv"), ("not applicable", "crossover")),
     (("audit", "--claims-file", "no-such-claims.yaml"), ("no-such-claims.yaml", "not found")),

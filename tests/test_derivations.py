@@ -23,8 +23,8 @@ def test_every_derivation_passes_the_dimension_check():
 def test_balance_batch_is_solved_not_typed():
     q = R["balance_batch"]
     assert q.how.startswith("solved")
-    # compute time equals weight fetch time at the solved batch
-    t_c, t_w = R.closed_form("compute_time"), R.closed_form("weight_fetch_time")
+    # the lecture's compute time equals its all-weights fetch time at the solved batch
+    t_c, t_w = R.closed_form("compute_time_weights"), R.closed_form("weight_fetch_time_all")
     at = {sym("batch"): R.closed_form("balance_batch")}
     assert sp.simplify(t_c.subs(at) - t_w.subs(at)) == 0
 
@@ -35,8 +35,15 @@ def test_balance_batch_is_ratio_times_sparsity():
     assert sp.simplify(lhs - rhs) == 0
 
 
-def test_latency_floor_is_the_weight_fetch():
-    assert sp.simplify(R.closed_form("latency_floor") - R.closed_form("weight_fetch_time")) == 0
+def test_latency_floor_is_the_step_time_of_one_sequence():
+    one = {sym("batch"): sym("one_sequence")}
+    assert sp.simplify(R.closed_form("latency_floor") - R.closed_form("step_time").xreplace(one)) == 0
+    # with every constant set to 1, one token reads its own k experts: the memory branch is the
+    # strict weight bound plus one sequence's KV (board form: (N_active·β_w + L·b_kv)/(S·W))
+    board = R.with_constants(R.closed_form("latency_floor"))
+    mem = R.with_constants(R.closed_form("weight_fetch_time_min")
+                           + R.closed_form("kv_fetch_time").xreplace({sym("batch"): 1}))
+    assert any(sp.simplify(a - mem) == 0 for a in board.args)
 
 
 def test_cost_floor_is_the_larger_per_token_slope():
@@ -61,11 +68,13 @@ def test_balance_batch_with_kv_diverges_at_the_crossover():
                     sp.Symbol("x", positive=True), 1, "-") == sp.oo
 
 
-def test_mfu_large_batch_is_crossover_over_context_beyond_it():
+def test_mfu_large_batch_is_the_ratio_of_slopes_beyond_the_crossover():
+    # beyond L* the step is the KV fetch, so MFU -> (compute per sequence) / (KV fetch per sequence)
     expr = R.closed_form("mfu_large_batch")
-    L, Lstar = sym("context"), R.closed_form("context_crossover")
-    assert sp.simplify(expr.subs(L, 2 * Lstar)) == sp.Rational(1, 2)
-    assert sp.simplify(expr.subs(L, Lstar / 2)) == 1
+    L, Lstar, B = sym("context"), R.closed_form("context_crossover"), sym("batch")
+    slopes = sp.diff(R.closed_form("compute_time"), B) / sp.diff(R.closed_form("kv_fetch_time"), B)
+    assert sp.simplify(expr.args[1] - slopes) == 0 if isinstance(expr, sp.Min) else False
+    assert sp.simplify(slopes.subs(L, Lstar)) == 1
 
 
 def test_constants_are_named_quantities_with_units():
@@ -73,8 +82,8 @@ def test_constants_are_named_quantities_with_units():
     assert Quantity(1, R["flop_per_param_token"].unit) == Quantity(1, "FLOP/parameter/token")
     assert R["flop_per_param_token"].default == "2 FLOP/parameter/token"
     # the board form of compute time carries the 2, the declared form carries c_F
-    assert sym("flop_per_param_token") in R.closed_form("compute_time").free_symbols
-    assert R.with_constants(R.closed_form("compute_time")).as_coeff_Mul()[0] == 2
+    assert sym("flop_per_param_token") in R.closed_form("compute_time_weights").free_symbols
+    assert R.with_constants(R.closed_form("compute_time_weights")).as_coeff_Mul()[0] == 2
 
 
 # -- deliberately wrong equations must be caught ----------------------------------------------
