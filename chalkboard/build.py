@@ -73,9 +73,14 @@ def results_json(data, res, registry) -> str:
                               "inputs": [leaf.name for leaf in registry.leaves(q.name)]}
     pairs = {}
     for (hid, mid), vals in res.values.items():
+        flags = res.flags[(hid, mid)]
         pairs[f"{hid}|{mid}"] = {
             "hardware": hid, "model": mid,
-            "values": {n: dict(zip(("value", "unit"), split(v))) for n, v in vals.items()},
+            "feasible": res.fit[(hid, mid)]["feasible"], "feasibility": res.fit[(hid, mid)]["reason"],
+            "formats": res.formats[(hid, mid)],
+            "values": {n: {**dict(zip(("value", "unit"), split(v))),
+                           **({"feasible": False, "infeasible": flags[n]} if n in flags else {})}
+                       for n, v in vals.items()},
             "not_applicable": res.missing[(hid, mid)],
             "inputs": res.inputs[(hid, mid)],
         }

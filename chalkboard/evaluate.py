@@ -409,6 +409,15 @@ class Scenario:
         return "compute" if self.value("mfu").magnitude >= 1 else "memory"  # MFU = min(1, compute/memory)
 
     # -- does it fit? ---------------------------------------------------------------------
+    def fill(self, batch: float | None = None) -> float | None:
+        """Share of each chip's HBM the weights and the KV cache of ``batch`` sequences need."""
+        try:
+            b_now = self.value("batch").to("sequence").magnitude
+            need = self.value("weights_per_chip") + self.value("kv_per_chip") * ((batch or b_now) / b_now)
+            return (need / self.input("hbm_capacity")).to("").magnitude
+        except MissingInput:
+            return None
+
     def fit(self, batch: float | None = None) -> str | None:
         """None if the weights and the KV cache of ``batch`` sequences (default: the workload's)
         fit in the chips' HBM; otherwise the reason, in one sentence. Unknown inputs: None."""

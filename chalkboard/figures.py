@@ -48,6 +48,24 @@ def _sweep(data, hw, model, names, var, values, unit, extra=None, to=""):
     return {n: np.array(v) for n, v in out.items()}
 
 
+def _shade_unfit(ax, base: Scenario, xmax: float) -> None:
+    """Hatch the batches whose weights and KV cache do not fit in the chips' HBM, and say so."""
+    try:
+        cap = base.value("max_batch_capacity").to("sequence").magnitude
+    except NotApplicable:
+        cap = 0.0
+    except MissingInput:
+        return
+    if cap >= xmax:
+        return
+    ax.axvspan(max(cap, 1e-9 if ax.get_xscale() == "log" else 0), xmax, facecolor="none", edgecolor="#b22",
+               hatch="///", lw=0, alpha=0.35,
+               label=f"does not fit in HBM (more than {cap:,.0f} sequences)" if cap >= 1
+               else "does not fit in HBM at any batch")
+    if cap >= 1:
+        ax.axvline(cap, color="#b22", lw=0.9)
+
+
 def step_time_vs_batch(data, hw, model, overrides=None) -> str:
     """(1) Step time vs batch: compute line, weight-fetch floor, KV slope, their max.
 
@@ -60,20 +78,28 @@ def step_time_vs_batch(data, hw, model, overrides=None) -> str:
         b_kv = base.value("balance_batch_kv").to("sequence").magnitude
     except NotApplicable:
         b_kv = None
-    bs = np.linspace(0, max(3 * b_ref, 64), 241)[1:]
-    r = _sweep(data, hw, model, ("compute_time", "weight_fetch_time", "memory_time", "step_time",
+    bs = np.linspace(1, max(3 * b_ref, 64), 240)
+    r = _sweep(data, hw, model, ("compute_time", "weight_fetch_time", "weight_fetch_time_min",
+                                 "weight_fetch_time_all", "memory_time", "step_time",
                                  "step_time_weights_only"), "batch", bs, "sequence", overrides, to="ms")
     t_c, t_w, t_mem, t_step = r["compute_time"], r["weight_fetch_time"], r["memory_time"], r["step_time"]
     ctx = base.value("context").to("token/sequence").magnitude
     fig, ax = plt.subplots(figsize=(6.4, 3.9))
-    ax.plot(bs, t_c, color=C["compute"], label="compute  $t_{compute}$ (slope: FLOPs)")
-    ax.plot(bs, t_w, color=C["weights"], ls="--", label="weight fetch  $t_{weights}$ (the latency floor)")
+    ax.plot(bs, t_c, color=C["compute"], label="compute  $t_{compute}$ (weights and attention)")
+    ax.plot(bs, t_w, color=C["weights"], ls="--", label="weight fetch  $t_{weights}$ (experts touched)")
+    if not np.allclose(r["weight_fetch_time_min"], r["weight_fetch_time_all"]):
+        ax.plot(bs, r["weight_fetch_time_all"], color=C["weights"], lw=0.7, ls=(0, (1, 2)),
+                label="all weights (the lecture's fetch) / only N_active (strict bound)")
+        ax.plot(bs, r["weight_fetch_time_min"], color=C["weights"], lw=0.7, ls=(0, (1, 2)))
     ax.plot(bs, t_mem, color=C["mem"], ls=":", lw=1.6,
             label=f"weights + KV fetch  $t_{{mem}}$ at context {ctx:,.0f}")
-    ax.plot(bs, r["step_time_weights_only"], color="#777", lw=1, ls=(0, (6, 2)), label="step time with KV ignored")
+    ax.plot(bs, r["step_time_weights_only"], color="#777", lw=1, ls=(0, (6, 2)),
+            label="the lecture's first picture (KV, attention ignored)")
     ax.plot(bs, t_step, color=C["step"], lw=2.2, label="step time = max(compute, memory)")
-    ax.annotate(f"latency floor {t_w[0]:.3g} ms", (bs[-1], t_w[0]), ha="right", va="top", fontsize=8,
+    floor = base.value("latency_floor").to("ms").magnitude
+    ax.annotate(f"latency floor (batch 1) {floor:.3g} ms", (bs[-1], floor), ha="right", va="top", fontsize=8,
                 color=C["weights"], xytext=(0, -3), textcoords="offset points")
+    _shade_unfit(ax, base, bs[-1])
     ax.axvline(b_ref, color="#555", lw=0.8, ls="-.")
     ax.annotate(f"balance batch B* = {b_ref:,.0f}\n(KV ignored)", (b_ref, 0), xytext=(4, 18),
                 textcoords="offset points", fontsize=8)
@@ -107,7 +133,8 @@ def cost_vs_batch(data, hw, model, overrides=None) -> str:
                   to="USD/Mtoken")["cost_per_token"]
     fig, ax = plt.subplots(figsize=(6.4, 3.6))
     ax.loglog(bs, cost, color=C["step"], lw=2, label="cost per token")
-    ax.axhline(floor, color=C["compute"], ls="--", lw=1, label=f"floor {floor:.3g} USD per million tokens")
+    _shade_unfit(ax, base, bs[-1])
+    ax.axhline(floor, color=C["compute"], ls="--", lw=1, label=f"floor {floor:.3g} USD per million tokens (as B → ∞)")
     k = knee.to("sequence").magnitude
     ax.axvline(k, color="#555", lw=0.8, ls="-.", label=f"knee: balance batch {k:,.0f}")
     ax.set_xlabel("batch B (sequences)")

@@ -43,12 +43,24 @@ class _Takeaway(string.Formatter):
         return fmt(self.sc.value(key))
 
 
+def placeholders(template: str) -> list[str]:
+    return [f for _, f, _, _ in string.Formatter().parse(template) if f]
+
+
 def takeaway(sc: Scenario, template: str) -> str:
+    """The section's takeaway with its numbers filled, its formats named, and a warning when
+    a number in it describes a set-up that does not fit in HBM."""
     names = {"hardware": sc.hw.name, "model": sc.model.name, "bound": sc.bound()}
     try:
-        return _Takeaway(sc).format(template, **names)
+        text = _Takeaway(sc).format(template, **names)
     except MissingInput as e:
         return f"(not evaluated for this chip and model: {e})"
+    text += f" (Formats: {sc.formats_text()}.)"
+    flags = {sc.flag(n) for n in placeholders(template) if n in REGISTRY}
+    flags.discard(None)
+    if flags:
+        text += " Caution: " + "; ".join(sorted(flags)) + "."
+    return text
 
 
 def _step(sc: Scenario, q) -> dict:
@@ -73,9 +85,10 @@ def _step(sc: Scenario, q) -> dict:
     try:
         val = sc.value(q.name)
         text, ml, ty = substituted(sc, q.name)
-        d.update(result=fmt(val), subst_text=text, subst_mathml=ml, subst_typst=ty, na=None)
+        d.update(result=fmt(val), subst_text=text, subst_mathml=ml, subst_typst=ty, na=None,
+                 flag=sc.flag(q.name))
     except MissingInput as e:
-        d.update(result=None, subst_mathml=None, subst_typst=None, subst_text=None, na=str(e))
+        d.update(result=None, subst_mathml=None, subst_typst=None, subst_text=None, na=str(e), flag=None)
     return d
 
 
@@ -135,14 +148,18 @@ def notation() -> list[dict]:
 
 
 def _cell(sc, name, unit=None, href=None):
-    """A computed cell; with ``unit`` the number alone (the column header names the unit)."""
+    """A computed cell; with ``unit`` the number alone (the column header names the unit).
+    A number for a set-up that does not fit in HBM is marked † with the reason as its title."""
     try:
         v = sc.value(name)
     except NotApplicable as e:
         return {"text": "n/a", "href": None, "title": str(e)}
-    except (MissingInput, DimensionMismatch):
-        return {"text": "–", "href": None, "title": "not published"}
+    except (MissingInput, DimensionMismatch) as e:
+        return {"text": "–", "href": None, "title": f"not published: {e}"}
     text = sig(split(v, unit)[0]) if unit else fmt(v)
+    why = sc.flag(name)
+    if why:
+        return {"text": text + " †", "href": href, "title": why}
     return {"text": text, "href": href, "title": None}
 
 
@@ -161,7 +178,8 @@ def _data_cell(entry, fld, unit):
 SUMMARY_COLUMNS = [
     ("Chip", None), ("Launch", None), ("bf16 TFLOP/s", None), ("fp8 TFLOP/s", None), ("fp4 TFLOP/s", None),
     ("HBM GB", None), ("HBM TB/s", None), ("Drain time ms", "schedule"), ("R at bf16 tokens", "balance"),
-    ("B* dense sequences", "balance"), ("B* MoE sequences", "balance"), ("Latency floor", "latency_cost"),
+    ("B* dense sequences", "balance"), ("MoE formats w/KV/c", None), ("B* MoE sequences", "balance"),
+    ("Latency floor", "latency_cost"),
 ]
 
 
@@ -172,13 +190,20 @@ def summary(data, model_id: str) -> dict:
         s_bf16 = Scenario(data, hid, dense, {"format": "bf16"})
         s_moe = Scenario(data, hid, model_id)
         floor = _cell(s_moe, "latency_floor", href="#sec-latency_cost")
+        f = s_moe.formats
+        fmts = {"text": f"{f['weights']}/{f['kv']}/{f['compute'] or '–'}" + (" ‡" if s_moe.compute_note else ""),
+                "href": None, "title": s_moe.compute_note}
+        b_moe = _cell(s_moe, "balance_batch", "sequence", "#sec-balance")
         try:
-            s_moe.value("max_batch_capacity")
-        except NotApplicable:
-            floor["text"] += " †"
-            floor["title"] = "the weights do not fit in the scale-up domain's HBM"
-        except MissingInput:
-            pass
+            cap = s_moe.value("max_batch_capacity").to("sequence").magnitude
+            if s_moe.value("balance_batch").to("sequence").magnitude > cap:
+                b_moe["text"] += " †"
+                b_moe["title"] = (f"does not fit: at a context of {fmt(s_moe.value('context'))} at most "
+                                  f"{cap:,.0f} sequences fit beside the weights")
+        except MissingInput as e:
+            if isinstance(e, NotApplicable) and b_moe["text"] not in ("–", "n/a"):
+                b_moe["text"] += " †"
+                b_moe["title"] = f"does not fit: {e}"
         rows.append({"id": hid, "name": h.name, "cells": [
             _data_cell(h, "launch_year", None),
             _data_cell(h, "flops_bf16", "TFLOP/s"), _data_cell(h, "flops_fp8", "TFLOP/s"),
@@ -187,8 +212,7 @@ def summary(data, model_id: str) -> dict:
             _cell(s_bf16, "drain_time", "ms", "#sec-schedule"),
             _cell(s_bf16, "hardware_ratio", "token", "#sec-balance"),
             _cell(s_bf16, "balance_batch", "sequence", "#sec-balance"),
-            _cell(s_moe, "balance_batch", "sequence", "#sec-balance"),
-            floor,
+            fmts, b_moe, floor,
         ]})
     return {"columns": [c for c, _ in SUMMARY_COLUMNS], "rows": rows, "dense_model": dense,
             "moe_model": model_id}
@@ -221,7 +245,8 @@ def featured(sc: Scenario) -> dict:
                      "symbol_mathml": printers.mathml(REGISTRY[n].sym, display=False),
                      "value": fmt(sc.value(n)), "source": sc.records[n].source})
     return {"hardware": sc.hw.name, "hardware_id": sc.hw.id, "model": sc.model.name,
-            "model_id": sc.model.id, "format": sc.format, "workload": rows}
+            "model_id": sc.model.id, "format": sc.format, "formats": sc.formats_text(),
+            "workload": rows, "fit": sc.fit(), "fill": f"{sc.value('hbm_fill').to('').magnitude:.0%}"}
 
 
 def context(data, sc: Scenario, figures: dict[str, str], audit=None, check=None) -> dict:

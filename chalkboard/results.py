@@ -60,27 +60,23 @@ def evaluate_all(data: Data, overrides: dict | None = None) -> AllResults:
 def feasibility(sc: Scenario, name: str | None = None) -> dict:
     """Whether the set-up (or the set-up ``name`` describes) fits: feasible true/false, or null
     for a quantity of the chip or model alone; the reason when it does not fit."""
-    if name is not None and REGISTRY[name].fit_measure:
-        return {"feasible": None, "reason": "a measure of the fit itself"}
+    batch = None
     if name is not None:
+        if REGISTRY[name].fit_measure:
+            return {"feasible": None, "reason": "a measure of the fit itself"}
         syms = REGISTRY.closed_form(name).free_symbols
-        if REGISTRY["batch"].sym not in syms and REGISTRY["chips"].sym not in syms:
-            return {"feasible": None, "reason": "not a set-up: depends on neither the batch nor the chips"}
-        why = sc.flag(name)
-    else:
-        why = sc.fit()
+        if REGISTRY["batch"].sym not in syms:
+            if REGISTRY["chips"].sym not in syms:
+                return {"feasible": None, "reason": "not a set-up: depends on neither the batch nor the chips"}
+            batch = 1.0
+    why = sc.fit(batch)
     if why is not None:
         return {"feasible": False, "reason": why}
-    try:
-        fill = sc.value("hbm_fill").to("").magnitude
-        b = 1.0 if name is not None and REGISTRY["batch"].sym not in REGISTRY.closed_form(name).free_symbols \
-            else sc.value("batch").to("sequence").magnitude
-        fill = fill if b == sc.value("batch").to("sequence").magnitude else (
-            (sc.value("weights_per_chip") + sc.value("kv_per_chip") * (b / sc.value("batch").to("sequence").magnitude))
-            / sc.input("hbm_capacity")).to("").magnitude
-        return {"feasible": True, "reason": f"weights and KV cache of {b:,.0f} sequences fill {fill:.0%} of each chip's HBM"}
-    except MissingInput as e:
-        return {"feasible": None, "reason": f"unknown: {e}"}
+    fill = sc.fill(batch)
+    if fill is None:
+        return {"feasible": None, "reason": "unknown: an input of the memory fit is not published"}
+    b = batch or sc.value("batch").to("sequence").magnitude
+    return {"feasible": True, "reason": f"weights and the KV cache of {b:,.0f} sequence{'s' if b != 1 else ''} fill {fill:.0%} of each chip's HBM"}
 
 
 def board_form(name: str):
