@@ -671,13 +671,15 @@ def _inputs_used(sc: Scenario, claim: Claim, expr) -> list[dict]:
         seen.add(name)
         q = REGISTRY[name]
         if name in claim.given:
-            out.append({"name": name, "value": fmt(sc.value(name)), "source": f"fixed by the claim (the lecture's {claim.given[name]})"})
+            src = f"fixed by the claim (the lecture's {claim.given[name]})"
+            out.append({"name": name, "value": fmt(sc.value(name)), "source": src, "short": src})
             return
         if q.is_input:
             sc.input(name)
             r = sc.records.get(name)
             out.append({"name": name, "value": fmt(sc.value(name)) if not sc.value(name).dimensionless else sig(sc.value(name).magnitude),
-                        "source": r.source if r else "", "url": getattr(r, "url", None)})
+                        "source": r.source if r else "", "url": getattr(r, "url", None),
+                        "short": ": ".join((r.source if r else "").split(": ")[:2])})
             return
         for s in sorted(q.expr.free_symbols, key=str):
             visit(REGISTRY.q(s).name)
@@ -1165,7 +1167,7 @@ class Audit:
                 "id": c.id, "where": short, "quote": c.quote, "claim": c.claim, "kind": c.kind,
                 "claimed_text": c.claimed_text or "–", "computed_text": v.computed_text, "verdict": v.verdict,
                 "detail": v.detail, "band": v.band, "scope": v.scope, "miss": v.miss,
-                "values": [{"key": k, "value": _vshow(x), "verdict": x["verdict"], "mark": x.get("mark") or "",
+                "per_chip": [{"key": k, "value": _vshow(x), "verdict": x["verdict"], "mark": x.get("mark") or "",
                             "format": x.get("format") or ""} for k, x in v.values.items()],
                 "inputs": v.inputs, "flips_if": v.flips_if, "sensitivity": v.sensitivity, "fit": v.fit,
                 "formula_text": v.formula[0] if v.formula else None,

@@ -1,4 +1,6 @@
-"""The claim audit: verdict logic on synthetic claims, and claims.yaml against the seeds."""
+"""The claim audit: judging rules on synthetic numbers and claims, scopes, and claims.yaml
+against the seeds. Expected numbers are worked out by hand from hardware.yaml / models.yaml
+(the figure and its file are named next to each), never copied from the audit's output."""
 import json
 import textwrap
 
@@ -6,162 +8,246 @@ import pytest
 import yaml
 
 from chalkboard import seeds
-from chalkboard.audit import FAILS, HOLDS, ND, ROUGHLY, evaluate_claim, judge, load_claims
+from chalkboard.audit import (FAILS, HOLDS, KINDS, ND, ROUGHLY, evaluate_claim, judge, judge_rule,
+                              load_claims, miss_text, _load_chips)
 from chalkboard.data import DataError
 from conftest import ROOT
 
 SEED_DIR = ROOT / "lecture" / "seeds"
 
 
-# -- verdict logic --------------------------------------------------------------------------
-def test_judge_bands():
-    assert judge(300, 300, 300, 0.1, 0.5) == HOLDS
-    assert judge(330, 300, 300, 0.1, 0.5) == HOLDS
-    assert judge(400, 300, 300, 0.1, 0.5) == ROUGHLY
-    assert judge(600, 300, 300, 0.1, 0.5) == FAILS
-    assert judge(17, 15, 20, 0.1, 0.5) == HOLDS      # inside a claimed range
-    assert judge(12, 15, 20, 0.1, 0.5) == ROUGHLY
+# -- ratio bands ---------------------------------------------------------------------------------
+def test_value_claims_are_judged_by_factor():
+    # "about 300" with ×/÷1.3 holds on [230.8, 390], holds roughly on [150, 600] (×/÷2)
+    assert judge(300, 300, 300, 1.3, 2) == HOLDS
+    assert judge(390, 300, 300, 1.3, 2) == HOLDS           # 300 × 1.3, on the edge
+    assert judge(231, 300, 300, 1.3, 2) == HOLDS           # 300 / 1.3 = 230.77
+    assert judge(229, 300, 300, 1.3, 2) == ROUGHLY
+    assert judge(600, 300, 300, 1.3, 2) == ROUGHLY         # 300 × 2, on the edge
+    assert judge(601, 300, 300, 1.3, 2) == FAILS
+    assert judge(149, 300, 300, 1.3, 2) == FAILS           # below 300 / 2
+    assert judge(17, 15, 20, 1.3, 2) == HOLDS              # inside a claimed range
+    assert judge(26, 15, 20, 1.3, 2) == HOLDS              # 20 × 1.3
+    assert judge(8, 15, 20, 1.3, 2) == ROUGHLY             # 15 / 2 = 7.5 <= 8
+
+
+@pytest.mark.parametrize("band", [1.5, 2, 4, 100])
+def test_no_band_reaches_zero(band):
+    # the old additive ±100% band let $0.01 "hold roughly" against "$2 an hour"
+    assert judge(0.01, 2, 2, 1.3, band) == FAILS           # 0.01 < 2 / 100: below every band's edge
+    assert judge(1e-12, 2, 2, 1.3, band) == FAILS
+    assert judge(0, 2, 2, 1.3, band) == FAILS
+    assert judge(-1, 2, 2, 1.3, band) == FAILS
+    # 5 against "about 300" never holds roughly with a ×/÷2 band
+    assert judge(5, 300, 300, 1.3, 2) == FAILS
+
+
+def test_bounds_hold_on_the_right_side_only():
+    assert judge(1.01, 1, 1, compare=">") == HOLDS
+    assert judge(0.41, 1, 1, compare=">") == FAILS        # the old rule said "holds roughly"
+    assert judge(0.99, 1, 1, 1.3, 100, ">") == FAILS      # however wide the band
+    assert miss_text(0.41, 1, 1, ">") == "does not hold by 59%"
+    assert judge(0.5, 1, 1, compare="<") == HOLDS
+    assert judge(1.2, 1, 1, compare="<") == FAILS
+    assert miss_text(1.2, 1, 1, "<") == "does not hold by 20%"
+
+
+# -- the two-thirds rule -----------------------------------------------------------------------
+def test_two_thirds_rule():
+    inside, outside = [300] * 6, [1000] * 3
+    assert judge_rule(inside + outside, 300, 300, 1.3, 2)[0] == HOLDS          # 6 of 9 = 2/3
+    assert judge_rule([300] * 5 + [1000] * 4, 300, 300, 1.3, 2)[0] == ROUGHLY  # median in, 5 of 9
+    assert judge_rule([300] * 4 + [1000] * 5, 300, 300, 1.3, 2)[0] == FAILS    # median out
+    v, med, n = judge_rule([153, 295, 206, 312, 312, 398, 544, 247, 312], 300, 300, 1.3, 2)
+    assert (v, med, n) == (ROUGHLY, 312, 5)                # median 312 in; 5 of 9 within 231-390
+    assert judge_rule([1.5, 0.9, 2.0], 1, 1, compare=">")[0] == HOLDS        # median 1.5, 2 of 3 above
+    assert judge_rule([1.5, 0.9, 0.8], 1, 1, compare=">")[0] == FAILS        # median 0.9 on the wrong side
+
+
+# -- synthetic claims ------------------------------------------------------------------------------
+CHIPS = """
+chips:
+  scopes:
+    all: {text: every chip}
+    gpus: {vendor: [NVIDIA, AMD]}
+    nvidia: {vendor: [NVIDIA]}
+  same_silicon: {a100-80gb: [a100-40gb], gb200-nvl72: [b200]}
+  announced: [rubin, rubin-ultra]
+  serving_formats: {default: [fp8, bf16]}
+"""
 
 
 def _claims(tmp_path, data, body):
     p = tmp_path / "claims.yaml"
-    p.write_text(textwrap.dedent(body))
-    return load_claims(p, "claims.yaml", data, seeds.places(SEED_DIR))
+    p.write_text(textwrap.dedent(CHIPS) + textwrap.dedent(body))
+    doc = yaml.safe_load(p.read_text())
+    chips = _load_chips("claims.yaml", data, doc)
+    return {c.id: c for c in load_claims(p, "claims.yaml", data, seeds.places(SEED_DIR), chips)}, chips
 
 
 SYNTHETIC = """
 claims:
-  - id: holds
+  - id: drain
     where: "004_c06f65e5a6f00c72.txt:57"
     quote: "288 gigabytes divided by 20 terabytes per second"
     claim: "Rubin drains its HBM in about 15 ms."
-    kind: derivable
+    kind: derived
     quantity: drain_time
-    applies_to: {hardware: rubin}
+    scope: rubin
     claimed: "15 ms"
-    tolerance: 0.3
   - id: off-by-two
     where: "004_c06f65e5a6f00c72.txt:57"
     quote: "x"
     claim: "Rubin drains its HBM in 30 ms (twice the real figure)."
-    kind: derivable
+    kind: derived
     quantity: drain_time
-    applies_to: {hardware: rubin}
+    scope: rubin
     claimed: "30 ms"
-    tolerance: 0.2
+    tolerance: 1.2
+    band: 1.5
   - id: qualitative
     where: "004_c06f65e5a6f00c72.txt:23"
     quote: "power delivery weight, and cooling"
     claim: "Rack size is bounded by power, weight and cooling."
     kind: qualitative
     why: "physical limits of a rack are not modelled"
-  - id: thumb
+  - id: scaleout-nvidia
+    where: "004_c06f65e5a6f00c72.txt:19"
+    quote: "about eight times slower"
+    claim: "Scale-out is about 8x slower than scale-up on NVIDIA GPUs."
+    kind: derived
+    quantity: scaleup_scaleout_ratio
+    scope: nvidia
+    claimed: "8"
+  - id: scaleout-gpus
+    where: "004_c06f65e5a6f00c72.txt:19"
+    quote: "about eight times slower"
+    claim: "Scale-out is about 8x slower than scale-up on GPUs."
+    kind: derived
+    quantity: scaleup_scaleout_ratio
+    scope: gpus
+    claimed: "8"
+  - id: ratio-serving
     where: "004_c06f65e5a6f00c72.txt:73"
     quote: "Around 300"
-    claim: "R is about 300 on most chips."
-    kind: rule_of_thumb
+    claim: "R is about 300."
+    kind: derived
     quantity: hardware_ratio
-    applies_to: {hardware: all, model: llama-3-70b}
-    set: {format: bf16}
+    scope: [a100-80gb, rubin]
+    model: llama-3-70b
     claimed: "300 token"
-    tolerance: 0.3
+  - id: identity-holds
+    where: "000_c3793fc2b96737b1.txt@1:49"
+    quote: "x"
+    claim: "Memory time is weights plus KV."
+    kind: identity
+    checks: ["memory_time == weight_fetch_time + kv_fetch_time", "kv_fetch_time == batch*d(kv_fetch_time, batch)"]
+  - id: identity-fails
+    where: "000_c3793fc2b96737b1.txt@1:49"
+    quote: "x"
+    claim: "The step is the compute time (false)."
+    kind: identity
+    checks: ["step_time == compute_time"]
+  - id: cited
+    where: "000_c3793fc2b96737b1.txt@0:52"
+    quote: "for 6X the price"
+    claim: "Six times the price."
+    kind: sourced
+    claimed: "6"
+    cited: {input: "6", output: "6"}
+    source: "a price list"
+  - id: bound-wrong-side
+    where: "004_c06f65e5a6f00c72.txt:27"
+    quote: "x"
+    claim: "One rack's all-to-all takes longer than the step (false)."
+    kind: derived
+    quantity: comm_to_step
+    set: {racks: "1", batch: "2000 sequence"}
+    claimed: "> 1"
+    band: 100
 """
 
 
 def test_synthetic_verdicts(tmp_path, data):
-    cs = {c.id: c for c in _claims(tmp_path, data, SYNTHETIC)}
-    # Rubin: 288 GB / 22 TB/s (NVIDIA Vera Rubin NVL72 figures) = 13.1 ms, within 30% of 15 ms
-    v = evaluate_claim(data, cs["holds"])
-    assert v.verdict == HOLDS and v.computed["value"] == pytest.approx(288 / 22, rel=0.01)
-    assert evaluate_claim(data, cs["off-by-two"]).verdict == FAILS
-    assert evaluate_claim(data, cs["qualitative"]).verdict == ND
-    t = evaluate_claim(data, cs["thumb"])
-    assert set(t.computed) >= {"min", "median", "max", "outside"}
-    assert t.computed["min"] <= t.computed["median"] <= t.computed["max"]
-    assert "tpu-v6e" in t.computed["outside"]  # 918 TFLOP/s / 1.64 TB/s = 560, far from 300
-    assert "dense vs sparse" in t.sensitivity or "sparse" in t.sensitivity
+    cs, chips = _claims(tmp_path, data, SYNTHETIC)
+    # Rubin: 288 GB / 22 TB/s (hardware.yaml rubin) = 13.09 ms, within ×/÷1.3 of 15 ms
+    v = evaluate_claim(data, cs["drain"], chips)
+    assert v.verdict == HOLDS and v.computed["value"] == pytest.approx(288 / 22, rel=1e-3)
+    assert "announced" in v.scope
+    # 13.09 ms against 30 ms: ×2.29, outside ×/÷1.5
+    off = evaluate_claim(data, cs["off-by-two"], chips)
+    assert off.verdict == FAILS and off.miss == "off by ×2.29"
+    assert evaluate_claim(data, cs["qualitative"], chips).verdict == ND
+    assert evaluate_claim(data, cs["identity-holds"], chips).verdict == HOLDS
+    assert evaluate_claim(data, cs["identity-fails"], chips).verdict == FAILS
+    s = evaluate_claim(data, cs["cited"], chips)
+    assert s.verdict == HOLDS and set(s.values) == {"input", "output"}
 
 
-BOUNDS = """
-claims:
-  - id: bound-holds
-    where: "004_c06f65e5a6f00c72.txt:17"
-    quote: "x"
-    claim: "Spreading a layer over two racks makes communication bound the step."
-    kind: derivable
-    quantity: comm_to_step
-    applies_to: {hardware: gb200-nvl72, model: deepseek-v3}
-    set: {racks: "2"}
-    claimed: "> 1"
-  - id: bound-fails
-    where: "004_c06f65e5a6f00c72.txt:17"
-    quote: "x"
-    claim: "Inside one rack the all-to-all takes longer than the step (false)."
-    kind: derivable
-    quantity: comm_to_step
-    applies_to: {hardware: gb200-nvl72, model: deepseek-v3}
-    claimed: "> 1"
-    band: 0.1
-  - id: identity-holds
-    where: "004_c06f65e5a6f00c72.txt:93"
-    quote: "x"
-    claim: "The latency floor is the time to read the weights."
-    kind: derivable
-    identity: [latency_floor, weight_fetch_time]
-  - id: identity-fails
-    where: "004_c06f65e5a6f00c72.txt:93"
-    quote: "x"
-    claim: "The latency floor is the compute time (false)."
-    kind: derivable
-    identity: [latency_floor, compute_time]
-  - id: ratio
-    where: "004_c06f65e5a6f00c72.txt:15"
-    quote: "x"
-    claim: "Blackwell's rack is nine times Hopper's 8-GPU tray."
-    kind: derivable
-    quantity: scaleup_domain
-    applies_to: {hardware: gb200-nvl72, relative_to: {hardware: h100-sxm}}
-    claimed: "9"
-    tolerance: 0.01
-    note: "the rack holds {scaleup_domain}"
-"""
+def test_a_bound_on_the_wrong_side_does_not_hold_however_wide_the_band(tmp_path, data):
+    cs, chips = _claims(tmp_path, data, SYNTHETIC)
+    v = evaluate_claim(data, cs["bound-wrong-side"], chips)
+    assert v.verdict == FAILS and v.miss.startswith("does not hold by ")
 
 
-def test_bounds_identities_and_ratios(tmp_path, data):
-    cs = {c.id: c for c in _claims(tmp_path, data, BOUNDS)}
-    # two racks: half the all-to-all crosses a link 18x slower than NVLink (NVIDIA GB200 NVL72:
-    # 1.8 TB/s NVLink per GPU vs a 400 Gb/s NIC), far longer than the step
-    assert evaluate_claim(data, cs["bound-holds"]).verdict == HOLDS
-    assert evaluate_claim(data, cs["bound-fails"]).verdict == FAILS
-    assert evaluate_claim(data, cs["identity-holds"]).verdict == HOLDS
-    assert evaluate_claim(data, cs["identity-fails"]).verdict == FAILS
-    v = evaluate_claim(data, cs["ratio"])
-    assert v.verdict == HOLDS and v.computed["value"] == pytest.approx(72 / 8)
-    assert v.note == "the rack holds 72 chips"
+def test_scope_filtering_and_same_silicon(tmp_path, data):
+    cs, chips = _claims(tmp_path, data, SYNTHETIC)
+    nv = evaluate_claim(data, cs["scaleout-nvidia"], chips)
+    vendors = {data.hardware[x["hardware"]].tags["vendor"] for x in nv.values.values()}
+    assert vendors == {"NVIDIA"}
+    # hardware.yaml: H100 NVLink 450 GB/s per direction / 400 Gb/s NIC (50 GB/s) = 9;
+    # GB200 900 GB/s / 50 GB/s = 18; GB300 900 GB/s / 800 Gb/s (100 GB/s) = 9
+    assert nv.values["h100-sxm"]["value"] == pytest.approx(9)
+    assert nv.values["gb200-nvl72"]["value"] == pytest.approx(18)
+    assert nv.values["gb300-nvl72"]["value"] == pytest.approx(9)
+    # B200 shares GB200's silicon: shown, not counted again
+    assert nv.values["b200"]["counted"] is False and nv.values["gb200-nvl72"]["counted"] is True
+    assert nv.values["rubin"]["mark"] == "announced"
+    counted = [x["value"] for x in nv.values.values() if x["counted"]]
+    assert nv.computed["median"] == pytest.approx(sorted(counted)[len(counted) // 2])
+    # GPUs: no TPU or Trainium in scope; every chip: the sweep shows the TPUs flip the verdict
+    gp = evaluate_claim(data, cs["scaleout-gpus"], chips)
+    assert not any(h.startswith(("tpu", "trainium")) for h in gp.values)
+    assert any(f.startswith("every chip in hardware.yaml: does not hold") for f in gp.flips_if)
 
 
-def test_judge_bounds():
-    assert judge(2, 1, 1, 0.3, 0.5, ">") == HOLDS
-    assert judge(0.8, 1, 1, 0.3, 0.5, ">") == ROUGHLY
-    assert judge(0.2, 1, 1, 0.3, 0.5, ">") == FAILS
-    assert judge(0.5, 1, 1, 0.3, 0.5, "<") == HOLDS
-    assert judge(22.000000000000004, 20, 20, 0.1, 0.2) == HOLDS  # on the edge, whatever the rounding
+def test_each_chip_at_its_serving_format(tmp_path, data):
+    cs, chips = _claims(tmp_path, data, SYNTHETIC)
+    v = evaluate_claim(data, cs["ratio-serving"], chips)
+    # Rubin serves in fp8: 17.5 PFLOP/s × 1 byte / (2 FLOP × 22 TB/s) = 397.7 (hardware.yaml rubin),
+    # not its preliminary bf16 4 PFLOP/s × 2 / (2 × 22) = 181.8
+    assert v.values["rubin"]["format"] == "fp8"
+    assert v.values["rubin"]["value"] == pytest.approx(17.5e15 / (2 * 22e12), rel=1e-3)
+    # A100 has only bf16: 312 TFLOP/s × 2 bytes / (2 × 2,039 GB/s) = 153.0
+    assert v.values["a100-80gb"]["format"] == "bf16"
+    assert v.values["a100-80gb"]["value"] == pytest.approx(312e12 * 2 / (2 * 2039e9), rel=1e-3)
 
 
 @pytest.mark.parametrize("edit,field", [
-    (lambda s: s.replace('set: {format: bf16}', 'set: {format: bf15}', 1), "set"),
-    (lambda s: s.replace("tolerance: 0.2", "tolerance: abc", 1), "tolerance"),
-    (lambda s: s.replace("applies_to: {hardware: rubin}", "applies_to: [rubin]", 1), "applies_to"),
-    (lambda s: s.replace("quantity: drain_time", "quantity: nonsense", 1), "quantity"),
     (lambda s: s.replace('claimed: "15 ms"', 'claimed: "15 GB"', 1), "claimed"),
-    (lambda s: s.replace("hardware: rubin}", "hardware: rubin-9000}", 1), "applies_to.hardware"),
+    (lambda s: s.replace("tolerance: 1.2", "tolerance: 0.2", 1), "tolerance"),
+    (lambda s: s.replace("tolerance: 1.2", "tolerance: abc", 1), "tolerance"),
+    (lambda s: s.replace("scope: rubin\n", "scope: rubin-9000\n", 1), "scope"),
+    (lambda s: s.replace("quantity: drain_time", "quantity: nonsense", 1), "quantity"),
     (lambda s: s.replace("kind: qualitative", "kind: vibes", 1), "kind"),
+    (lambda s: s.replace('checks: ["step_time == compute_time"]', 'checks: ["step_time"]', 1), "checks"),
+    (lambda s: s.replace('cited: {input: "6", output: "6"}', 'cited: {input: "6 ms"}', 1), "cited"),
     (lambda s: s.replace('where: "004_c06f65e5a6f00c72.txt:23"', 'where: "lecture line 23"', 1), "where"),
 ])
 def test_bad_claims_name_the_field(tmp_path, data, edit, field):
+    p = tmp_path / "claims.yaml"
+    p.write_text(textwrap.dedent(CHIPS) + edit(textwrap.dedent(SYNTHETIC)))
     with pytest.raises(DataError) as e:
-        _claims(tmp_path, data, edit(SYNTHETIC))
+        load_claims(p, "claims.yaml", data, seeds.places(SEED_DIR))
     assert e.value.field == field and e.value.file == "claims.yaml"
+
+
+def test_an_unfillable_placeholder_fails_instead_of_printing_a_brace(tmp_path, data):
+    body = SYNTHETIC.replace('claimed: "15 ms"\n', 'claimed: "15 ms"\n    note: "costs {rental_price}"\n', 1)
+    cs, chips = _claims(tmp_path, data, body)
+    with pytest.raises(DataError) as e:  # hardware.yaml gives Rubin no rental price
+        evaluate_claim(data, cs["drain"], chips)
+    assert e.value.entry == "drain" and e.value.field == "note"
 
 
 # -- claims.yaml against the seeds ------------------------------------------------------------
@@ -175,17 +261,10 @@ def places():
     return seeds.places(SEED_DIR)
 
 
-def test_there_are_many_claims_of_every_kind(claims_doc):
+def test_there_are_claims_of_every_kind(claims_doc):
     kinds = {c["kind"] for c in claims_doc["claims"]}
-    assert len(claims_doc["claims"]) >= 40
-    assert {"derivable", "rule_of_thumb", "empirical", "qualitative", "consistency"} <= kinds
-
-
-def test_every_claim_loads_and_refers_to_an_existing_quantity(data, places):
-    claims = load_claims(ROOT / "claims.yaml", "claims.yaml", data, places)
-    from derivations import REGISTRY
-    for c in claims:
-        assert c.quantity is None or c.quantity in REGISTRY
+    assert len(claims_doc["claims"]) >= 90
+    assert set(KINDS) == kinds
 
 
 def test_every_quote_is_in_the_line_it_cites(claims_doc, places):
@@ -211,57 +290,89 @@ def test_every_seed_line_with_a_number_is_claimed_or_skipped(claims_doc, places)
     assert not (set(skipped) - set(places)), "skipped places must exist in the seeds"
 
 
+# -- the real claims ------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def audit(data):
+    from chalkboard.audit import run_audit
+    return run_audit(data, ROOT / "claims.yaml", "claims.yaml")
+
+
+@pytest.fixture(scope="module")
+def verdicts(audit):
+    return {v.claim.id: v for v in audit.verdicts}
+
+
+def test_scaleout_on_gpus(verdicts):
+    # the claim is about GPUs: no TPU or Trainium in its values (hardware.yaml vendors)
+    v = verdicts["scaleout-about-eight-times-slower"]
+    assert not any(h.startswith(("tpu", "trainium")) for h in v.values)
+    assert v.values["gb200-nvl72"]["value"] == pytest.approx(900 / 50)
+    assert v.values["h100-sxm"]["value"] == pytest.approx(450 / 50)
+
+
+def test_hardware_ratio_about_300_needs_two_thirds(verdicts):
+    v = verdicts["hardware-ratio-about-300"]
+    # H100 at its serving format fp8: 1,979 TFLOP/s × 1 byte / (2 × 3.35 TB/s) = 295.4
+    assert v.values["h100-sxm"]["value"] == pytest.approx(1979 / (2 * 3.35), rel=1e-3)
+    counted = [x["value"] for x in v.values.values() if x["counted"]]
+    inside = sum(1 for x in counted if 300 / 1.3 <= x <= 300 * 1.3)
+    assert v.verdict == (HOLDS if inside >= 2 / 3 * len(counted) else ROUGHLY)
+
+
+def test_sparsity_slip_counted_once(verdicts, audit):
+    # DeepSeek-V3 report: 8 routed of 256 experts -> 1 in 32, not 8
+    v = verdicts["deepseek-sparsity-eight"]
+    assert v.verdict == FAILS and v.computed["value"] == 32
+    errors = {e["id"]: e for e in audit.errors()}
+    assert "deepseek-sparsity-eight" in errors
+    assert set(errors["deepseek-sparsity-eight"]["inherited_by"]) == {"batch-is-2000-sequences",
+                                                                     "batch-above-300-times-sparsity"}
+    assert "batch-is-2000-sequences" not in errors and "batch-above-300-times-sparsity" not in errors
+
+
+def test_fast_mode_cost_of_a_faster_step(verdicts):
+    # By hand, lecture model (all weights read each step), GB200 NVL72 x DeepSeek-V3 at fp8,
+    # batch 2,000, context 8,192 (hardware.yaml: 8 TB/s per GPU, 72 GPUs; models.yaml: 671e9
+    # parameters; MLA KV 61 layers x (512 + 64) numbers x 2 bytes = 70,272 B/token).
+    S_W = 72 * 8e12
+    t_w = 671e9 / S_W
+    kv_per_seq = 8192 * 70272 / S_W
+    t0 = t_w + 2000 * kv_per_seq               # memory bound at batch 2,000
+    b_fast = (t0 / 2.5 - t_w) / kv_per_seq     # the step 2.5x shorter, still memory bound
+    v = verdicts["fast-mode-price-matches-batch-cost"]
+    assert v.computed["value"] == pytest.approx(2000 / (2.5 * b_fast), rel=0.01)
+    assert v.flips_if, "the ratio depends on the context; the sweep must say where it flips"
+
+
+def test_every_numeric_row_carries_its_evidence(audit):
+    for v in audit.verdicts:
+        if v.verdict == ND:
+            assert v.detail
+            continue
+        assert v.band and v.scope, v.claim.id
+        if v.claim.kind in ("derived", "arithmetic", "input"):
+            assert v.values and v.inputs, v.claim.id
+            assert all("source" in i and i["source"] for i in v.inputs), v.claim.id
+        for f in v.flips_if:
+            assert "+0%" not in f
+
+
 def test_audit_command_json(cli):
     r = cli("audit", "--json")
     assert r.returncode == 0, r.stderr
     rows = json.loads(r.stdout)
-    assert len(rows) >= 40
+    assert len(rows) >= 90
     for row in rows:
-        assert {"id", "where", "kind", "claimed", "computed", "verdict"} <= set(row)
-        assert row["verdict"] in (HOLDS, ROUGHLY, FAILS, ND)
-    by_id = {r["id"]: r for r in rows}
-    assert any(r["kind"] == "rule_of_thumb" and r["computed"] and "median" in r["computed"] for r in rows)
-    assert len(by_id) == len(rows)
+        assert {"id", "where", "kind", "band", "scope", "values", "inputs", "flips_if", "verdict"} <= set(row)
+        assert row["verdict"] in (HOLDS, ROUGHLY, FAILS, ND) and row["kind"] in KINDS
+    assert len({r["id"] for r in rows}) == len(rows)
 
 
 def test_audit_command_text(cli):
     r = cli("audit")
-    assert r.returncode == 0
-    assert r.stdout.startswith("chalkboard audit:")
-
-
-# -- the real claims: a few verdicts pinned against independently computed figures ------------
-@pytest.fixture(scope="module")
-def verdicts(data):
-    from chalkboard.audit import run_audit
-    audit = run_audit(data, ROOT / "claims.yaml", "claims.yaml")
-    return {v.claim.id: v for v in audit.verdicts}
-
-
-def test_scaleout_eight_times_slower_does_not_hold(verdicts):
-    # GB200 NVL72: NVLink 5 is 1.8 TB/s bidirectional = 900 GB/s per direction per GPU (NVIDIA);
-    # one 400 Gb/s ConnectX-7 NIC per GPU = 50 GB/s: 18x, not 8x. Hopper: 450 / 50 = 9x.
-    v = verdicts["scaleout-about-eight-times-slower"]
-    assert v.verdict == FAILS
-    assert v.computed["values"]["gb200-nvl72"] == pytest.approx(18, rel=0.01)
-    assert v.computed["values"]["h100-sxm"] == pytest.approx(9, rel=0.01)
-
-
-def test_hardware_ratio_about_300_holds_on_the_median(verdicts):
-    # H100 SXM: 989 TFLOP/s bf16 dense / 3.35 TB/s (NVIDIA datasheet) = 295
-    v = verdicts["hardware-ratio-about-300"]
-    assert v.verdict == HOLDS
-    assert v.computed["values"]["h100-sxm"] == pytest.approx(989 / 3.35, rel=0.01)
-    assert "tpu-v6e" in v.computed["outside"]  # Trillium: 918 TFLOP/s / 1.64 TB/s = 560
-
-
-def test_rubin_drain_time_holds(verdicts):
-    # the lecture's own figures: 288 GB / 20 TB/s = 14.4 ms, "about 15 ms"; hardware.yaml has 22 TB/s
-    v = verdicts["rubin-drain-about-15-ms"]
-    assert v.verdict == HOLDS and v.computed["value"] == pytest.approx(288 / 22, rel=0.01)
-
-
-def test_deepseek_sparsity_as_spoken_does_not_hold(verdicts):
-    # DeepSeek-V3 report: 8 routed of 256 experts -> 1 in 32, not 8
-    v = verdicts["deepseek-sparsity-eight"]
-    assert v.verdict == FAILS and v.computed["value"] == 32
+    assert r.returncode == 0, r.stderr
+    out = r.stdout
+    assert out.startswith("chalkboard audit:")
+    for kind in KINDS:
+        assert any(line.split()[:1] == [kind] for line in out.splitlines()[:10]), kind
+    assert "headline: " in out and "band: " in out and "scope: " in out

@@ -1,0 +1,45 @@
+"""The whole report, rendered: no `{placeholder}` of a note, reading, why or takeaway is left
+unfilled in the HTML page or in the PDF's text, and the audit section shows its evidence."""
+import re
+
+import pytest
+
+from conftest import run_cli
+
+UNFILLED = re.compile(r"\{[a-z][a-z0-9_]*\}")
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    out = tmp_path_factory.mktemp("report")
+    r = run_cli("--out", str(out))
+    assert r.returncode == 0, r.stderr
+    return out
+
+
+def _html_text(html: str) -> str:
+    html = re.sub(r"<style.*?</style>", " ", html, flags=re.S)   # CSS braces are not placeholders
+    return re.sub(r"<[^>]+>", " ", html)
+
+
+def test_no_unfilled_placeholder_in_the_html(built):
+    text = _html_text((built / "report.html").read_text())
+    assert UNFILLED.findall(text) == []
+
+
+def test_no_unfilled_placeholder_in_the_pdf(built):
+    from pypdf import PdfReader
+    text = "\n".join(p.extract_text() or "" for p in PdfReader(str(built / "report.pdf")).pages)
+    assert "Audit of the lecture" in text
+    assert UNFILLED.findall(text) == []
+
+
+def test_the_detector_would_catch_one():
+    assert UNFILLED.findall(_html_text("<p>costs {rental_price} per hour</p><style>a {color: red}</style>")) \
+        == ["{rental_price}"]
+
+
+def test_audit_rows_show_band_scope_inputs_and_flips(built):
+    text = _html_text((built / "report.html").read_text())
+    for label in ("Band:", "Scope:", "Inputs:", "Flips if", "Distinct lecture errors"):
+        assert label in text, label
