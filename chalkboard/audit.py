@@ -873,8 +873,10 @@ def _sourced(claim: Claim) -> Verdict:
         text = f"{sig(val)}{_unit_suffix(part)} (cited)"
     else:
         verdict, med, inside = judge_rule(list(vals.values()), *args)
-        summary = {"median": med, "min": min(vals.values()), "max": max(vals.values())}
-        text = f"median {sig(med)} ({sig(min(vals.values()))}–{sig(max(vals.values()))}){_unit_suffix(part)} cited"
+        lo_, hi_ = min(vals.values()), max(vals.values())
+        summary = {"median": med, "min": lo_, "max": hi_}
+        text = (f"{sig(med)}{_unit_suffix(part)} ({len(vals)} cited figures)" if lo_ == hi_ else
+                f"median {sig(med)} ({sig(lo_)}–{sig(hi_)}){_unit_suffix(part)}, {len(vals)} cited figures")
     summary["unit"] = f"{part.unit:~P}"
     values = {k: {"value": v, "verdict": judge(v, *args), "counted": True, "mark": None} for k, v in vals.items()}
     miss = ""
