@@ -17,6 +17,7 @@ from derivations import ATTENTION_FLOPS_BY_ATTENTION, KV_BYTES_BY_ATTENTION, REG
 from derivations.inputs import NUMBER_FORMATS
 from units import Quantity, UnitParseError, conform, magnitude_problem, parse, unit as parse_unit
 
+from . import compiled
 from .data import FORMATS_ORDER, Data
 from .errors import InputError, MissingInput, NotApplicable  # noqa: F401  (re-exported)
 
@@ -193,6 +194,7 @@ class Scenario:
         self._cache: dict[str, object] = {}
         self._fixed: dict[str, object] = {}
         self._fits: dict[float, str | None] = {}
+        self._mags: dict[str, float] = {}
         self.records: dict[str, InputRecord] = {}
         self.used: set[str] = set()      # overrides that some evaluation read
         self._coherent()
@@ -367,33 +369,105 @@ class Scenario:
             raise InputError(f"{name}={value}: {e}") from None
         for n in [n for n in self._cache if not REGISTRY[n].is_input]:
             del self._cache[n]
+        self._mags.clear()
         self._fits.clear()
         self._cache.update(self._fixed)
         self._cache[name] = self._fixed[name]
         if q.is_input:
             self._record(name, self._cache[name], "fixed by the claim")
 
+    def _mag(self, name: str) -> float:
+        """The value of ``name`` as a float in base units, through the compiled definitions."""
+        m = self._mags.get(name)
+        if m is not None:
+            return m
+        q = REGISTRY[name]
+        if q.is_input or name in self._fixed:
+            m = compiled.to_base(self._cache[name] if name in self._fixed else self.input(name))
+        else:
+            if q.moe_only and self.is_dense:
+                raise NotApplicable(f"{name} is not applicable: {self.model.id} is a dense model (no routed experts)")
+            fn, args = compiled.scalar(name)
+            vals = [self._mag(a) for a in args]
+            try:
+                m = fn(*vals)
+            except (ArithmeticError, ValueError) as e:
+                raise InputError(f"cannot evaluate {name} for {self.hw.id} x {self.model.id}: "
+                                 f"{type(e).__name__} ({e}); check the inputs it reads") from None
+            if isinstance(m, complex):
+                raise InputError(f"cannot evaluate {name} for {self.hw.id} x {self.model.id}: a negative "
+                                 f"number under a fractional power; check the inputs it reads")
+            m = float(m)
+            if not math.isfinite(m):
+                raise InputError(f"cannot evaluate {name}: the result is not finite; check the inputs it reads")
+            if q.valid and not m > 0:
+                raise NotApplicable(f"{name} is not applicable: {q.valid}")
+        self._mags[name] = m
+        return m
+
+    def mag(self, name: str, unit: str | None = None) -> float:
+        """The value of ``name`` as a float, in ``unit`` (default: its declared unit)."""
+        m = self._mag(name)
+        return m / compiled.declared(name)[1] if unit is None else compiled.in_unit(m, name, unit)
+
     def value(self, name: str):
-        """The quantity's value (Pint), evaluated through its SymPy definition."""
+        """The quantity's value (Pint, in its declared unit), computed through the compiled path."""
         if name in self._cache:
             return self._cache[name]
         q = REGISTRY[name]
         if q.is_input:
             return self.input(name)
-        if q.moe_only and self.is_dense:
-            raise NotApplicable(f"{name} is not applicable: {self.model.id} is a dense model (no routed experts)")
-        try:
-            val = walk(q.expr, lambda s: self.value(REGISTRY.q(s).name), where=name)
-            val = val.to(parse_unit(q.unit))
-        except (ArithmeticError, ValueError) as e:
-            raise InputError(f"cannot evaluate {name} for {self.hw.id} x {self.model.id}: "
-                             f"{type(e).__name__} ({e}); check the inputs it reads") from None
-        if not math.isfinite(val.magnitude):
-            raise InputError(f"cannot evaluate {name}: the result is not finite; check the inputs it reads")
-        if q.valid and not val.magnitude > 0:
-            raise NotApplicable(f"{name} is not applicable: {q.valid}")
+        val = compiled.from_base(name, self._mag(name))
         self._cache[name] = val
         return val
+
+    def pint_value(self, name: str):
+        """The same value through the Pint walk of the definition (the reference path, for tests)."""
+        q = REGISTRY[name]
+        if q.is_input or name in self._fixed:
+            return self.value(name)
+        if q.moe_only and self.is_dense:
+            raise NotApplicable(f"{name} is not applicable: {self.model.id} is a dense model (no routed experts)")
+        val = walk(q.expr, lambda s: self.pint_value(REGISTRY.q(s).name), where=name).to(parse_unit(q.unit))
+        if q.valid and not val.magnitude > 0:
+            raise NotApplicable(f"{name} is not applicable: {q.valid}")
+        return val
+
+    def sweep(self, names, var: str, values, unit: str | None = None) -> dict:
+        """Each quantity in ``names`` as a numpy array, with input ``var`` swept over ``values``
+        (in ``unit``, default its declared unit); everything else as in this scenario.
+        Values outside a quantity's domain are NaN."""
+        import numpy as np
+
+        if not REGISTRY[var].is_input:
+            raise InputError(f"cannot sweep {var}: it is derived")
+        xs = np.asarray(values, dtype=float) * compiled.base_factor(parse_unit(unit or REGISTRY[var].unit))
+        memo = {var: xs}
+
+        def get(n):
+            if n in memo:
+                return memo[n]
+            q = REGISTRY[n]
+            if q.is_input or n in self._fixed:
+                v = self._mag(n)
+            elif not _depends_on(n, var):
+                v = self._mag(n)
+            else:
+                if q.moe_only and self.is_dense:
+                    raise NotApplicable(f"{n} is not applicable: {self.model.id} is a dense model")
+                fn, args = compiled.array(n)
+                with np.errstate(all="ignore"):
+                    v = np.asarray(fn(*[get(a) for a in args]), dtype=float) * np.ones_like(xs)
+                if q.valid:
+                    v = np.where(v > 0, v, np.nan)
+            memo[n] = v
+            return v
+
+        out = {}
+        for n in names:
+            v = get(n)
+            out[n] = (np.full_like(xs, v) if np.ndim(v) == 0 else v) / compiled.declared(n)[1]
+        return out
 
     def inputs_of(self, name: str) -> list[InputRecord]:
         """The input records the value of ``name`` used (after evaluating it)."""
@@ -466,6 +540,10 @@ class Scenario:
         if REGISTRY["chips"].sym in syms:
             return self.fit(1.0)
         return None
+
+
+def _depends_on(name: str, var: str) -> bool:
+    return any(q.name == var for q in REGISTRY.leaves(name))
 
 
 def unused_overrides(sc: Scenario) -> list[str]:
