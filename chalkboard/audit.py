@@ -716,16 +716,22 @@ def _leaves(claim: Claim) -> set[str]:
 def _depends_on(claim: Claim, names) -> bool:
     """Whether a part's value still depends on any of ``names`` once common factors cancel
     (a ratio of two KV reads does not depend on the batch)."""
-    syms = {REGISTRY[n].sym for n in names}
     for part in claim.parts:
-        e = _expand(part.expr).xreplace({REGISTRY[k].sym: sp.Symbol(k + "_given", positive=True) for k in claim.given})
-        try:
-            free = e.free_symbols if e.has(sp.Max, sp.Min, sp.floor) else sp.cancel(e).free_symbols
-        except Exception:
-            free = e.free_symbols
-        if syms & free:
+        free = REGISTRY.kept(("claim part inputs", str(part.expr), tuple(sorted(claim.given))),
+                             lambda: _free_names(part.expr, claim.given))
+        if set(names) & free:
             return True
     return False
+
+
+def _free_names(expr, given) -> frozenset:
+    """The quantities an expression still depends on once common factors cancel."""
+    e = _expand(expr).xreplace({REGISTRY[k].sym: sp.Symbol(k + "_given", positive=True) for k in given})
+    try:
+        free = e.free_symbols if e.has(sp.Max, sp.Min, sp.floor) else sp.cancel(e).free_symbols
+    except Exception:
+        free = e.free_symbols
+    return frozenset(REGISTRY.q(s).name for s in free if s in REGISTRY.by_symbol)
 
 
 def _gib_flip(sc, hid):
@@ -838,20 +844,28 @@ def evaluate_claim(data, claim: Claim, chips: Chips | None = None) -> Verdict:
     return v
 
 
+def _symbolic_check(text: str, lhs, rhs) -> tuple[bool, str | None]:
+    """Whether lhs = rhs once both are expanded to inputs; if not, what the difference is."""
+    a, b = _expand(lhs), _expand(rhs)
+    diff = sp.simplify(a - b)
+    ok = diff == 0
+    if not ok and not diff.has(sp.Max, sp.Min):
+        ok = sp.simplify(sp.expand(a) - sp.expand(b)) == 0
+    if ok:
+        return True, None
+    try:
+        return False, f"{text}: the difference is {printers.text(diff)}, not 0"
+    except Exception:
+        return False, f"{text}: the difference does not simplify to 0"
+
+
 def _identity(claim: Claim) -> Verdict:
     results, failed = [], []
     for text, lhs, rhs in claim.checks:
-        a, b = _expand(lhs), _expand(rhs)
-        diff = sp.simplify(a - b)
-        ok = diff == 0
-        if not ok and not diff.has(sp.Max, sp.Min):
-            ok = sp.simplify(sp.expand(a) - sp.expand(b)) == 0
-        results.append({"check": text, "holds": bool(ok)})
+        ok, why = REGISTRY.kept(("claim identity", text), lambda: _symbolic_check(text, lhs, rhs))
+        results.append({"check": text, "holds": ok})
         if not ok:
-            try:
-                failed.append(f"{text}: the difference is {printers.text(diff)}, not 0")
-            except Exception:
-                failed.append(f"{text}: the difference does not simplify to 0")
+            failed.append(why)
     verdict = HOLDS if not failed else FAILS
     detail = "SymPy expands both sides to inputs and simplifies the difference: " + (
         "0 for every relation" if not failed else "; ".join(failed))

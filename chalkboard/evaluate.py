@@ -8,6 +8,7 @@ dimension check (chalkboard.check) runs the same walk on unit-valued placeholder
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 import math
 
@@ -534,12 +535,16 @@ class Scenario:
         q = REGISTRY[name]
         if q.is_input or q.fit_measure:
             return None
-        syms = REGISTRY.closed_form(name).free_symbols
-        if REGISTRY["batch"].sym in syms:
-            return self.fit()
-        if REGISTRY["chips"].sym in syms:
-            return self.fit(1.0)
-        return None
+        on = setup_dependence(name)
+        return self.fit() if on == "batch" else self.fit(1.0) if on == "chips" else None
+
+
+@lru_cache(maxsize=None)
+def setup_dependence(name: str) -> str | None:
+    """'batch' if ``name`` depends on the workload's batch, else 'chips' if on the chips
+    (a set-up of one sequence), else None (a property of the chip or model alone)."""
+    leaves = {q.name for q in REGISTRY.leaves(name)}
+    return "batch" if "batch" in leaves else "chips" if "chips" in leaves else None
 
 
 def _depends_on(name: str, var: str) -> bool:

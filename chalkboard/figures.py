@@ -8,15 +8,11 @@ from __future__ import annotations
 
 import io
 
-import matplotlib
+import numpy as np
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
+from .evaluate import MissingInput, NotApplicable, Scenario
 
-from .evaluate import MissingInput, NotApplicable, Scenario  # noqa: E402
-
-plt.rcParams.update({
+_STYLE = {
     "svg.hashsalt": "chalkboard",      # deterministic ids: two builds give identical SVG
     "svg.fonttype": "path",            # text as outlines: renders the same everywhere
     "font.family": "DejaVu Sans",
@@ -26,7 +22,27 @@ plt.rcParams.update({
     "axes.grid": True,
     "grid.alpha": 0.25,
     "figure.dpi": 100,
-})
+}
+
+
+class _Pyplot:
+    """matplotlib.pyplot, imported and styled the first time a figure is drawn (not on import:
+    commands that draw nothing never pay for matplotlib)."""
+    _module = None
+
+    def __getattr__(self, name):
+        if _Pyplot._module is None:
+            import matplotlib
+
+            matplotlib.use("Agg")
+            import matplotlib.pyplot
+
+            matplotlib.pyplot.rcParams.update(_STYLE)
+            _Pyplot._module = matplotlib.pyplot
+        return getattr(_Pyplot._module, name)
+
+
+plt = _Pyplot()
 C = {"compute": "#1f77b4", "weights": "#d62728", "kv": "#2ca02c", "step": "#111111",
      "mem": "#9467bd", "up": "#1f77b4", "out": "#ff7f0e", "comm": "#8c564b"}
 
@@ -39,13 +55,15 @@ def _svg(fig) -> str:
 
 
 def _sweep(data, hw, model, names, var, values, unit, extra=None, to=""):
-    """Evaluate quantities ``names`` with input ``var`` swept over ``values``: name -> array in ``to``."""
-    out = {n: [] for n in names}
-    for v in values:
-        sc = Scenario(data, hw, model, {**(extra or {}), var: f"{v} {unit}".strip()})
-        for n in names:
-            out[n].append(sc.value(n).to(to).magnitude)
-    return {n: np.array(v) for n, v in out.items()}
+    """Evaluate quantities ``names`` with input ``var`` swept over ``values``: name -> array in ``to``.
+
+    One scenario, evaluated over the whole array at once (the compiled, vectorised path)."""
+    from .compiled import base_factor, declared
+    from units import unit as parse_unit
+
+    base = Scenario(data, hw, model, dict(extra or {}))
+    out = base.sweep(names, var, values, unit or None)
+    return {n: v * declared(n)[1] / base_factor(parse_unit(to)) for n, v in out.items()}
 
 
 def _shade_unfit(ax, base: Scenario, xmax: float) -> None:

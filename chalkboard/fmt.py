@@ -2,8 +2,9 @@
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 
-from units import dimensionality, unit as parse_unit
+from units import Quantity, dimensionality, unit as parse_unit
 
 # Preferred display units by dimension (first that gives a magnitude >= 1 wins for times).
 _BY_DIM = [
@@ -21,22 +22,51 @@ _BY_DIM = [
 _TIMES = ("s", "ms", "µs", "ns")
 
 
-def display_unit(q) -> str:
-    dim = q.dimensionality
-    if dim == dimensionality("s"):
-        mag = q.to("s").magnitude
+@lru_cache(maxsize=None)
+def _factor(units) -> float:
+    """Magnitude of one ``units`` in base units (cached: Pint conversions are slow)."""
+    return float(Quantity(1.0, units).to_base_units().magnitude)
+
+
+@lru_cache(maxsize=None)
+def _dims(units):
+    return Quantity(1.0, units).dimensionality
+
+
+@lru_cache(maxsize=None)
+def _by_dim(dims) -> str | None:
+    for src, dst in _BY_DIM:
+        if dims == dimensionality(src):
+            return dst
+    return None
+
+
+@lru_cache(maxsize=None)
+def _target(text: str):
+    return parse_unit("1" + text if text.startswith("/") else text)
+
+
+_TIME, _BYTE = dimensionality("s"), dimensionality("byte")
+
+
+def _display(units, base_mag: float) -> str:
+    dim = _dims(units)
+    if dim == _TIME:
         for u, scale in zip(_TIMES, (1, 1e-3, 1e-6, 1e-9)):
-            if abs(mag) >= scale:
+            if abs(base_mag) >= scale:
                 return u
         return "ns"
-    if dim == dimensionality("byte"):
-        mag = q.to("byte").magnitude
-        return "TB" if mag >= 1e12 else "GB" if mag >= 1e9 else "MB" if mag >= 1e6 else "byte"
-    for src, dst in _BY_DIM:
-        if dim == dimensionality(src):
-            return dst
-    text = f"{q.units:~P}"
+    if dim == _BYTE:
+        return "TB" if base_mag >= 1e12 else "GB" if base_mag >= 1e9 else "MB" if base_mag >= 1e6 else "byte"
+    found = _by_dim(dim)
+    if found:
+        return found
+    text = f"{units:~P}"
     return text[1:] if text.startswith("1/") else text  # "1/token" reads as "/token"
+
+
+def display_unit(q) -> str:
+    return _display(q.units, float(q.magnitude) * _factor(q.units))
 
 
 def sig(x: float, digits: int = 3) -> str:
@@ -63,10 +93,11 @@ def unit_text(u) -> str:
 
 def split(q, unit: str | None = None) -> tuple[float, str]:
     """(magnitude, unit text) in the display unit (or ``unit``)."""
-    if q.dimensionless:
-        return float(q.to("").magnitude), ""
-    u = unit or display_unit(q)
-    return float(q.to(parse_unit("1" + u if u.startswith("/") else u)).magnitude), u
+    base = float(q.magnitude) * _factor(q.units)
+    if not _dims(q.units):
+        return base, ""
+    u = unit or _display(q.units, base)
+    return base / _factor(_target(u)), u
 
 
 _PLURAL = {"sequence": "sequences", "token": "tokens", "parameter": "parameters", "chip": "chips",

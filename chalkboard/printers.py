@@ -85,10 +85,20 @@ def _node(e, values=None):
     raise TypeError(f"cannot typeset {type(e).__name__}: {e}")
 
 
+_RANK = {"constant": 0, "workload": 1, "model": 2, "hardware": 3, "derived": 4}
+_ORDER: dict = {}
+
+
+def _order() -> dict:
+    if len(_ORDER) != len(REGISTRY.quantities):  # rebuilt only when quantities were declared
+        _ORDER.clear()
+        _ORDER.update({q.sym: _RANK[q.origin] * 1000 + i for i, q in enumerate(REGISTRY.quantities.values())})
+    return _ORDER
+
+
 def _ordered(args):
     """Symbols in declaration order (so B comes before N, hardware after model), then the rest."""
-    rank = {"constant": 0, "workload": 1, "model": 2, "hardware": 3, "derived": 4}
-    order = {q.sym: rank[q.origin] * 1000 + i for i, q in enumerate(REGISTRY.quantities.values())}
+    order = _order()
 
     def key(a):
         syms = sorted(order.get(s, 100_000) for s in a.free_symbols)

@@ -65,7 +65,7 @@ def takeaway(sc: Scenario, template: str) -> str:
 
 def _step(sc: Scenario, q) -> dict:
     closed = REGISTRY.closed_form(q.name)
-    board = REGISTRY.with_constants(closed)
+    board = REGISTRY.board_form(q.name)
     d = {
         "name": q.name, "meaning": q.meaning, "how": q.how, "unit": q.unit,
         "symbol_text": printers.text_symbol(q),

@@ -12,7 +12,7 @@ from units import parse
 
 from . import printers
 from .data import Data
-from .evaluate import DimensionMismatch, MissingInput, Scenario
+from .evaluate import DimensionMismatch, MissingInput, Scenario, setup_dependence
 from .fmt import fmt, split
 
 
@@ -64,10 +64,10 @@ def feasibility(sc: Scenario, name: str | None = None) -> dict:
     if name is not None:
         if REGISTRY[name].fit_measure:
             return {"feasible": None, "reason": "a measure of the fit itself"}
-        syms = REGISTRY.closed_form(name).free_symbols
-        if REGISTRY["batch"].sym not in syms:
-            if REGISTRY["chips"].sym not in syms:
-                return {"feasible": None, "reason": "not a set-up: depends on neither the batch nor the chips"}
+        on = setup_dependence(name)
+        if on is None:
+            return {"feasible": None, "reason": "not a set-up: depends on neither the batch nor the chips"}
+        if on == "chips":
             batch = 1.0
     why = sc.fit(batch)
     if why is not None:
@@ -80,7 +80,7 @@ def feasibility(sc: Scenario, name: str | None = None) -> dict:
 
 
 def board_form(name: str):
-    return REGISTRY.with_constants(REGISTRY.closed_form(name))
+    return REGISTRY.board_form(name)
 
 
 def quantity_json(q, unit: str | None = None) -> dict:
@@ -117,7 +117,7 @@ def describe(sc: Scenario, name: str) -> dict:
         **dict(zip(("feasible", "feasibility"), feasibility(sc, name).values())),
         "definition": printers.text(q.expr) if q.expr is not None else printers.text_symbol(q),
         "expression": printers.text(closed),
-        "board_form": printers.text(REGISTRY.with_constants(closed)),
+        "board_form": printers.text(REGISTRY.board_form(name)),
         "sympy": str(closed),
         "how": q.how,
         "inputs": inputs,

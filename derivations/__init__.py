@@ -1,10 +1,33 @@
 """chalkboard's derivations: one module per lecture topic, imported in lecture order.
 
-``REGISTRY`` holds every declared quantity, equation and section; modules add to it as
-they are imported.
+``REGISTRY`` holds every declared quantity, equation and section; the modules add to it as
+they are imported, which happens the first time ``REGISTRY`` (or a table below) is asked
+for. Until then only ``derivations._core`` is loaded, so a caller can hand the registry the
+SymPy results of an earlier run first (``_core.PRELOADED``, see build.py).
 """
-from .inputs import R as REGISTRY
-from . import roofline, latency_cost, kv_cache, balance, context, schedule, moe_rack, fast_mode  # noqa: F401
-from .kv_cache import ATTENTION_FLOPS_BY_ATTENTION, KV_BYTES_BY_ATTENTION
+import importlib
 
-__all__ = ["REGISTRY", "KV_BYTES_BY_ATTENTION", "ATTENTION_FLOPS_BY_ATTENTION"]
+MODULES = ("inputs", "roofline", "latency_cost", "kv_cache", "balance", "context", "schedule",
+           "moe_rack", "fast_mode")
+_EXPORTS = ("REGISTRY", "KV_BYTES_BY_ATTENTION", "ATTENTION_FLOPS_BY_ATTENTION")
+
+
+def load():
+    """Import every lecture module, in lecture order, and return the registry."""
+    for m in MODULES:
+        importlib.import_module(f"{__name__}.{m}")
+    from .inputs import R
+    from .kv_cache import ATTENTION_FLOPS_BY_ATTENTION, KV_BYTES_BY_ATTENTION
+    globals().update(REGISTRY=R, KV_BYTES_BY_ATTENTION=KV_BYTES_BY_ATTENTION,
+                     ATTENTION_FLOPS_BY_ATTENTION=ATTENTION_FLOPS_BY_ATTENTION)
+    return R
+
+
+def __getattr__(name):
+    if name in _EXPORTS:
+        load()
+        return globals()[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+__all__ = list(_EXPORTS)

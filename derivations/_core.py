@@ -18,6 +18,10 @@ import sympy as sp
 
 ORIGINS = ("hardware", "model", "workload", "constant", "derived")
 
+# SymPy results of an earlier run from the same derivation sources, handed in by the caller
+# before the lecture modules are imported (build.py keys them by a hash of the sources).
+PRELOADED: dict = {}
+
 
 @dataclass(eq=False)
 class Quantity:
@@ -87,6 +91,12 @@ class Registry:
         self.rules: dict[str, tuple] = {}   # name -> (function, input names, description)
         self._current: Section | None = None
         self._memo: dict = {}                # closed forms and leaves; cleared on every declaration
+        # SymPy's slow work (solves, limits, closed forms), kept between runs by the caller:
+        # ``saved`` is what an earlier run computed from the same derivation sources (the
+        # caller keys it by their hash), ``fresh`` what this run computed.
+        self.saved: dict = PRELOADED
+        self.fresh: dict = {}
+        self._calls: dict[str, int] = {}
 
     # -- declaring ------------------------------------------------------------------------
     def section(self, id: str, title: str, seeds: tuple, question: str, takeaway: str,
@@ -166,14 +176,32 @@ class Registry:
             self._current.equations.append(name)
         return eq
 
+    def kept(self, key, compute):
+        """``compute()``, or its result from an earlier run of the same derivation sources."""
+        if key in self.saved:
+            return self.saved[key]
+        value = compute()
+        self.fresh[key] = value
+        return value
+
+    def _nth(self, kind: str) -> tuple:
+        """A key for the n-th call of one kind: the derivation sources fix the order of calls."""
+        self._calls[kind] = self._calls.get(kind, 0) + 1
+        return (kind, self._calls[kind])
+
     def solve(self, equation: Equation, for_sym: sp.Symbol) -> sp.Expr:
         """Solve a declared equation for one symbol; exactly one positive root is expected."""
-        roots = sp.solve(sp.Eq(self.expand(equation.lhs), self.expand(equation.rhs)), for_sym,
-                         dict=False)
-        roots = [sp.simplify(r) for r in roots]
+        roots = self.roots(equation.lhs, equation.rhs, for_sym, key=("solve", equation.name, for_sym.name))
         if len(roots) != 1:
             raise ValueError(f"equation {equation.name}: expected one root for {for_sym}, got {roots}")
         return roots[0]
+
+    def roots(self, lhs, rhs, for_sym: sp.Symbol, key=None) -> list:
+        """SymPy's roots of lhs = rhs (derived symbols expanded to inputs), simplified."""
+        def compute():
+            found = sp.solve(sp.Eq(self.expand(lhs), self.expand(rhs)), for_sym, dict=False)
+            return [sp.simplify(r) for r in found]
+        return self.kept(key or self._nth("roots"), compute)
 
     def at(self, name: str, subs: dict, keep: tuple[str, ...] = ()) -> sp.Expr:
         """The closed form of ``name`` with symbols replaced (e.g. the batch by one sequence)."""
@@ -181,15 +209,18 @@ class Registry:
 
     def limit(self, expr, sym: sp.Symbol, point, direction: str = "+") -> sp.Expr:
         """SymPy's limit, taken through Max/Min branch by branch (each branch is continuous)."""
+        return self.kept(self._nth("limit"), lambda: self._limit(expr, sym, point, direction))
+
+    def _limit(self, expr, sym: sp.Symbol, point, direction: str = "+") -> sp.Expr:
         expr = sp.sympify(expr)
         if isinstance(expr, (sp.Max, sp.Min)):
-            return type(expr)(*[self.limit(a, sym, point, direction) for a in expr.args])
+            return type(expr)(*[self._limit(a, sym, point, direction) for a in expr.args])
         if isinstance(expr, sp.Mul):
             parts = [a for a in expr.args if isinstance(a, (sp.Max, sp.Min))]
             if parts:  # c * Max(a, b) with c > 0 -> Max(c*a, c*b)
                 m = parts[0]
                 rest = expr / m
-                return self.limit(type(m)(*[rest * a for a in m.args]), sym, point, direction)
+                return self._limit(type(m)(*[rest * a for a in m.args]), sym, point, direction)
         return sp.limit(expr, sym, point, direction)
 
     # -- reading --------------------------------------------------------------------------
@@ -218,7 +249,8 @@ class Registry:
         key = ("closed", name, keep)
         if key not in self._memo:
             q = self.quantities[name]
-            self._memo[key] = q.sym if q.is_input else _tidy(self.expand(q.expr, keep))
+            self._memo[key] = q.sym if q.is_input else self.kept(
+                key, lambda: _tidy(self.expand(q.expr, keep)))
         return self._memo[key]
 
     def expand(self, expr: sp.Expr, keep: tuple[str, ...] = ()) -> sp.Expr:
@@ -226,7 +258,8 @@ class Registry:
         expr = sp.sympify(expr)
         for _ in range(50):
             subs = {s: self.by_symbol[s].expr for s in expr.free_symbols
-                    if not self.by_symbol[s].is_input and self.by_symbol[s].name not in keep}
+                    if s in self.by_symbol and not self.by_symbol[s].is_input
+                    and self.by_symbol[s].name not in keep}
             if not subs:
                 break
             expr = expr.xreplace(subs)
@@ -241,6 +274,10 @@ class Registry:
             syms = self.closed_form(name).free_symbols
             self._memo[key] = [q for q in self.quantities.values() if q.sym in syms]
         return self._memo[key]
+
+    def board_form(self, name: str) -> sp.Expr:
+        """The closed form of ``name`` with the named constants as numbers (kept between runs)."""
+        return self.kept(("board", name), lambda: self.with_constants(self.closed_form(name)))
 
     def with_constants(self, expr: sp.Expr) -> sp.Expr:
         """Replace each named constant by its magnitude: the board's form, e.g. 2·B·N/(S·F)."""

@@ -29,8 +29,7 @@ s_fast = R.workload("fast_speedup", "", "how many times shorter the fast mode's 
                     source="the vendor's fast mode: 'up to 2.5x higher output tokens per second' "
                            "(seed 000 @ 0:52, corrected reading)")
 
-_W_ALL = "weight_fetch_time_all" if "weight_fetch_time_all" in R else "weight_fetch_time"
-t_w = R[_W_ALL].sym
+t_w = R["weight_fetch_time_all"].sym
 t_kv = R["kv_fetch_time"].sym
 t_c = R["compute_time"].sym
 
@@ -46,10 +45,7 @@ t_fast = R.derived(
 # of the max are straight lines in the batch (compute and KV through zero, the weights a
 # constant), so each is solved for B_f and the smaller root is the largest batch meeting both.
 _x = sp.Symbol("fast_batch_unknown", positive=True)
-_t = R.expand(t_fast)
-_c_line = R.expand(t_c).xreplace({B: _x})
-_m_line = R.expand(t_w + t_kv).xreplace({B: _x})
-_roots = [sp.solve(sp.Eq(line, _t), _x) for line in (_c_line, _m_line)]
+_roots = [R.roots(R.expand(line).xreplace({B: _x}), t_fast, _x) for line in (t_c, t_w + t_kv)]
 if any(len(r) != 1 for r in _roots):  # pragma: no cover - a non-linear branch
     raise ValueError(f"fast_batch: expected one root per branch, got {_roots}")
 B_f = R.derived(

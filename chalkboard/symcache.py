@@ -1,0 +1,72 @@
+"""SymPy's work kept between runs: solves, limits and closed forms, on disk.
+
+Importing the derivations solves equations and takes limits (about two seconds). The
+results depend only on the derivation sources and the SymPy version, so build.py's entry
+hands the registry the results of an earlier run made from byte-identical sources
+(``load``) and writes what this run had to compute (``save``). The file name is a hash of
+every derivations/*.py file, the SymPy version and the Python version: an edited
+derivation gets a new name, so a stale result is never used. A cache that cannot be read or
+written is ignored; the numbers are the same either way, only slower.
+
+The file is a pickle in the project's own .cache/ folder, trusted like the project's code.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import pickle
+import sys
+import tempfile
+from pathlib import Path
+
+FOLDER = ".cache"
+
+
+def _key(root: Path) -> str:
+    import sympy
+
+    h = hashlib.sha256()
+    for p in sorted((root / "derivations").glob("*.py")):
+        h.update(p.name.encode())
+        h.update(p.read_bytes())
+    h.update(f"sympy {sympy.__version__} python {sys.version_info[:2]}".encode())
+    return h.hexdigest()[:24]
+
+
+def path(root: Path) -> Path:
+    return root / FOLDER / f"sympy-{_key(root)}.pickle"
+
+
+def load(root: Path) -> int:
+    """Hand the registry an earlier run's results, if any; returns how many."""
+    from derivations import _core
+
+    try:
+        with open(path(root), "rb") as f:
+            saved = pickle.load(f)
+    except (OSError, EOFError, pickle.UnpicklingError, AttributeError, ImportError, TypeError, ValueError):
+        return 0
+    if isinstance(saved, dict):
+        _core.PRELOADED.update(saved)
+    return len(_core.PRELOADED)
+
+
+def save(root: Path) -> None:
+    """Write what this run computed (with what it was handed), replacing older cache files."""
+    import derivations
+
+    registry = derivations.__dict__.get("REGISTRY")  # never import the modules just to save
+    if registry is None or not registry.fresh:
+        return
+    target = path(root)
+    try:
+        target.parent.mkdir(exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".sympy-", dir=target.parent)
+        with os.fdopen(fd, "wb") as f:
+            pickle.dump({**registry.saved, **registry.fresh}, f, protocol=pickle.HIGHEST_PROTOCOL)
+        os.replace(tmp, target)
+        for old in target.parent.glob("sympy-*.pickle"):
+            if old != target:
+                old.unlink(missing_ok=True)
+    except OSError:
+        return
