@@ -9,13 +9,16 @@ Commands (run `python build.py COMMAND --help` for each):
   python build.py list [WHAT]     quantities, hardware or models, with units and sources
   python build.py audit           the lecture's claims, each with a computed verdict
 
-Bad input (a YAML error, a missing field, a wrong dimension, an unknown id) prints one
-line naming the file, entry and field, and exits with status 2.
+Bad input (a YAML error, a missing field, a wrong dimension, an unknown id, an output folder
+that cannot be written) prints one line naming the file, entry and field or the path, and exits
+with status 2.
 """
 from __future__ import annotations
 
 import argparse
+import codecs
 import json
+import signal
 import sys
 import time
 from pathlib import Path
@@ -29,6 +32,43 @@ from chalkboard import FEATURED_HARDWARE as DEFAULT_HARDWARE, FEATURED_MODEL as 
 
 class UserError(Exception):
     """Something the user can fix; printed as one line, exit status 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, except that a bad argument is one line (not the usage), exit status 2."""
+
+    def error(self, message):
+        self.exit(EXIT_BAD_INPUT, f"error: {self.prog}: {message} (see `{self.prog} --help`)\n")
+
+
+def _escape_unencodable(err):
+    """Characters the output encoding lacks, written as JSON-style \\uXXXX escapes (ASCII-safe)."""
+    out = []
+    for ch in err.object[err.start:err.end]:
+        c = ord(ch)
+        if c > 0xFFFF:
+            c -= 0x10000
+            out.append(f"\\u{0xD800 + (c >> 10):04x}\\u{0xDC00 + (c & 0x3FF):04x}")
+        else:
+            out.append(f"\\u{c:04x}")
+    return "".join(out), err.end
+
+
+codecs.register_error("chalkboard-escape", _escape_unencodable)
+
+
+def _safe_streams() -> None:
+    """Output never fails on encoding: UTF-8 where the locale has it, else escapes (PYTHONIOENCODING=ascii)."""
+    for stream in (sys.stdout, sys.stderr):
+        if hasattr(stream, "reconfigure"):
+            try:
+                stream.reconfigure(errors="chalkboard-escape")
+            except (ValueError, OSError):
+                pass
+
+
+def _terminate(signum, frame):
+    raise SystemExit(128 + signum)  # unwinds like Ctrl-C: half-written output is removed
 
 
 def _parse_sets(pairs):
@@ -76,6 +116,7 @@ def cmd_check(args) -> int:
 
 
 def cmd_eval(args) -> int:
+    from chalkboard.data import check_counts
     from chalkboard.evaluate import Scenario, unused_overrides
     from chalkboard.results import describe
     from derivations import REGISTRY
@@ -86,6 +127,7 @@ def cmd_eval(args) -> int:
         raise UserError(f"unknown quantity {args.quantity!r}{hint}")
     data = _load(args)
     sc = Scenario(data, args.hardware, args.model, _parse_sets(args.set))
+    check_counts(sc.overrides)
     d = describe(sc, args.quantity)
     unused = unused_overrides(sc)
     if unused:
@@ -141,8 +183,10 @@ def cmd_list(args) -> int:
 
 def cmd_audit(args) -> int:
     from chalkboard.audit import run_audit
+    from chalkboard.data import read_yaml
 
     data = _load(args)
+    read_yaml(ROOT / args.claims_file, args.claims_file)  # encoding, size, nesting, aliases: one line each
     audit = run_audit(data, ROOT / args.claims_file, args.claims_file)
     if args.json:
         print(json.dumps(audit.as_json(), indent=2, ensure_ascii=False))
@@ -169,7 +213,7 @@ def make_parser() -> argparse.ArgumentParser:
     common.add_argument("--hardware-file", default="hardware.yaml", help="hardware data (default: %(default)s)")
     common.add_argument("--models-file", default="models.yaml", help="model data (default: %(default)s)")
 
-    p = argparse.ArgumentParser(
+    p = _Parser(
         prog="build.py", parents=[common],
         description="chalkboard: the math of Reiner Pope's lecture on LLM training and serving, as "
                     "unit-checked SymPy derivations evaluated for every chip and model.",
@@ -220,6 +264,8 @@ def make_parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
+    _safe_streams()
+    signal.signal(signal.SIGTERM, _terminate)
     parser = make_parser()
     argv = list(sys.argv[1:] if argv is None else argv)
     commands = {"build", "check", "eval", "list", "audit"}
@@ -229,7 +275,9 @@ def main(argv=None) -> int:
     from chalkboard.data import DataError
     from chalkboard.errors import InputError, MissingInput, NotApplicable
     try:
-        return args.func(args)
+        status = args.func(args)
+        sys.stdout.flush()  # a full disk or closed pipe surfaces here, inside the error handling
+        return status
     except (DataError, InputError, UserError) as e:
         print(f"error: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -245,6 +293,10 @@ def main(argv=None) -> int:
     except BrokenPipeError:  # output piped into `head` and closed early
         sys.stderr.close()
         return 0
+    except OSError as e:  # the environment: a full disk, a closed or unwritable stream
+        where = f": {e.filename}" if e.filename else ""
+        print(f"error: {e.strerror or e}{where}", file=sys.stderr)
+        return EXIT_BAD_INPUT
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@ date. Any problem raises DataError naming the file, the entry and the field.
 from __future__ import annotations
 
 import re
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -20,8 +21,70 @@ NUMBER_FORMAT_NAMES = ("fp4", "fp8", "bf16", "int4", "int8")
 ATTENTIONS = ("mha", "gqa", "mla")
 
 
-class UniqueKeyLoader(yaml.SafeLoader):
-    """PyYAML's safe loader, except that a key given twice in one mapping is an error."""
+# PyYAML's C parser when it is built with libyaml (about 10x faster), its pure-Python one otherwise;
+# both with the safe constructor: no Python tags, no objects.
+_SafeLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+MAX_YAML_BYTES = 16 * 2**20      # a data or claims file larger than this is refused, not read
+MAX_YAML_DEPTH = 48              # nesting of lists and mappings
+MAX_YAML_NODES = 1_000_000       # values once aliases are expanded (an alias bomb stops here)
+CONTROL_CHARS = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u061c\u200e\u200f"
+                           "\u202a-\u202e\u2066-\u2069]")
+
+
+class UniqueKeyLoader(_SafeLoader):
+    """PyYAML's safe loader, except that a key given twice in one mapping is an error, keys are
+    plain values, and nesting, size and alias expansion are bounded (checked before anything
+    is constructed)."""
+
+    def construct_document(self, node):
+        _check_tree(node)
+        return super().construct_document(node)
+
+    def construct_object(self, node, deep=False):
+        try:
+            return super().construct_object(node, deep=deep)
+        except (ValueError, OverflowError) as e:  # a 5,000-digit integer, a 13th month, ...
+            raise yaml.constructor.ConstructorError(
+                None, None, f"cannot read this value ({str(e).splitlines()[0]})", node.start_mark) from None
+
+
+def _check_tree(root) -> None:
+    """Reject recursive aliases, deep nesting, non-scalar keys and alias bombs, iteratively."""
+    def fail(node, message):
+        raise yaml.constructor.ConstructorError(None, None, message, node.start_mark)
+
+    size: dict[int, int] = {}
+    path: set[int] = set()                   # the nodes from the root to the current one
+    stack = [(root, False)]
+    while stack:
+        node, leaving = stack.pop()
+        nid = id(node)
+        if isinstance(node, yaml.ScalarNode):
+            size[nid] = 1
+            continue
+        pairs = node.value if isinstance(node, yaml.MappingNode) else [(None, c) for c in node.value]
+        children = [c for kv in pairs for c in kv if c is not None]
+        if leaving:
+            path.discard(nid)
+            size[nid] = 1 + sum(size[id(c)] for c in children)
+            if size[nid] > MAX_YAML_NODES:
+                fail(node, f"more than {MAX_YAML_NODES:,} values once aliases are expanded (an alias bomb?)")
+            continue
+        if nid in size:
+            continue
+        path.add(nid)
+        if len(path) > MAX_YAML_DEPTH:
+            fail(node, f"nested more than {MAX_YAML_DEPTH} levels deep")
+        stack.append((node, True))
+        for k, _ in pairs:
+            if k is not None and not isinstance(k, yaml.ScalarNode):
+                fail(k, "a mapping key must be a plain value (text or a number), not a list or mapping")
+        for c in children:
+            if id(c) in path:
+                fail(c, "an alias refers to a list or mapping that contains it (recursive alias)")
+            if id(c) not in size:
+                stack.append((c, False))
 
 
 def _no_duplicates(loader, node, deep=False):
@@ -120,6 +183,8 @@ MODEL_FIELDS = {
     "d_expert": ("", False),
 }
 MAY_BE_ZERO = {"shared_experts"}
+HARDWARE_WHOLE_NUMBER_FIELDS = ("launch_year", "dies_per_package", "scaleup_domain")
+SAFE_URL = re.compile(r"^https?://[^\s]+$", re.I)
 WHOLE_NUMBER_FIELDS = ("layers", "d_model", "n_heads", "n_kv_heads", "d_head", "kv_latent_dim", "kv_rope_dim",
                        "experts", "experts_per_token", "shared_experts", "moe_layers", "d_expert")  # a count that is legitimately zero (Qwen3 has no shared expert)
 
@@ -136,23 +201,80 @@ class Data:
     files: dict[str, str]
 
 
-def _read_yaml(path: Path, label: str):
+def read_text(path: Path, label: str) -> str:
+    """A user's text file, or DataError in one line: missing, a folder, too large, not UTF-8."""
     try:
-        text = path.read_text(encoding="utf-8")
+        st = path.stat()
+        if stat.S_ISDIR(st.st_mode):
+            raise DataError(label, None, None, "is a folder, not a file")
+        if not stat.S_ISREG(st.st_mode):
+            raise DataError(label, None, None, "is not a regular file")
+        if st.st_size > MAX_YAML_BYTES:
+            raise DataError(label, None, None, f"too large ({st.st_size / 2**20:.0f} MiB; "
+                                               f"at most {MAX_YAML_BYTES // 2**20} MiB)")
+        with open(path, "rb") as f:
+            raw = f.read(MAX_YAML_BYTES + 1)
     except FileNotFoundError:
         raise DataError(label, None, None, "file not found") from None
     except OSError as e:
-        raise DataError(label, None, None, f"cannot read ({e.strerror})") from None
+        raise DataError(label, None, None, f"cannot read ({e.strerror or e})") from None
+    if len(raw) > MAX_YAML_BYTES:
+        raise DataError(label, None, None, f"too large (at most {MAX_YAML_BYTES // 2**20} MiB)")
     try:
-        doc = yaml.load(text, Loader=UniqueKeyLoader)
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = raw.count(b"\n", 0, e.start) + 1
+        raise DataError(label, None, None, f"not UTF-8 text: byte 0x{raw[e.start]:02x} at line {line} "
+                                           "(save the file as UTF-8)") from None
+
+
+def read_yaml(path: Path, label: str):
+    """A user's YAML file, parsed safely (see UniqueKeyLoader), or DataError in one line."""
+    text = read_text(path, label)
+    try:
+        return yaml.load(text, Loader=UniqueKeyLoader)
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
         problem = getattr(e, "problem", None) or str(e).splitlines()[0]
-        raise DataError(label, None, None, f"YAML syntax error at {where}{problem}") from None
+        kind = "YAML error" if isinstance(e, yaml.constructor.ConstructorError) else "YAML syntax error"
+        raise DataError(label, None, None, f"{kind} at {where}{problem}") from None
+    except RecursionError:
+        raise DataError(label, None, None, f"YAML nested too deeply (at most {MAX_YAML_DEPTH} levels)") from None
+
+
+def _read_yaml(path: Path, label: str):
+    doc = read_yaml(path, label)
     if not isinstance(doc, dict):
         raise DataError(label, None, None, "expected a mapping with 'sources' and entries")
     return doc
+
+
+def _text(label, entry, fld, v) -> str | None:
+    """A text field: a plain value (never a list or mapping), without control or bidi characters."""
+    if v is None:
+        return None
+    if isinstance(v, (list, dict, set, tuple)):
+        raise DataError(label, entry, fld, f"expected text, got a {'list' if isinstance(v, (list, tuple, set)) else 'mapping'}")
+    if isinstance(v, bytes):
+        raise DataError(label, entry, fld, "expected text, got binary data")
+    t = str(v)
+    bad = CONTROL_CHARS.search(t)
+    if bad:
+        raise DataError(label, entry, fld, f"contains the control or bidirectional character "
+                                           f"U+{ord(bad.group()):04X}; remove it")
+    return t
+
+
+def _source_id(label, entry, fld, sid, sources):
+    if sid is None:
+        return None
+    if not isinstance(sid, (str, int)) or isinstance(sid, bool):
+        raise DataError(label, entry, fld, "expected a source id")
+    sid = str(sid)
+    if sid not in sources:
+        raise DataError(label, entry, fld, f"unknown source {sid!r} (not in 'sources')")
+    return sid
 
 
 def _sources(doc, label) -> dict[str, Source]:
@@ -161,15 +283,20 @@ def _sources(doc, label) -> dict[str, Source]:
         raise DataError(label, "sources", None, "missing or empty 'sources' mapping")
     out = {}
     for sid, s in raw.items():
+        where = f"sources.{_text(label, 'sources', None, sid)}"
         if not isinstance(s, dict):
-            raise DataError(label, f"sources.{sid}", None, "expected a mapping with title, url, as_of")
+            raise DataError(label, where, None, "expected a mapping with title, url, as_of")
+        for f in s:
+            _text(label, where, str(f), s[f])
         for f in ("title", "as_of"):
             if not str(s.get(f, "") or "").strip():
-                raise DataError(label, f"sources.{sid}", f, "missing")
+                raise DataError(label, where, f, "missing")
         if "url" not in s:
-            raise DataError(label, f"sources.{sid}", "url", "missing (use \"\" for an illustrative entry)")
-        out[str(sid)] = Source(str(sid), str(s["title"]), str(s.get("url") or ""),
-                               str(s["as_of"]), s.get("note"))
+            raise DataError(label, where, "url", "missing (use \"\" for an illustrative entry)")
+        url = str(s.get("url") or "").strip()
+        if url and not SAFE_URL.match(url):
+            raise DataError(label, where, "url", f"{url[:60]!r}: only http:// and https:// links are allowed")
+        out[str(sid)] = Source(str(sid), str(s["title"]), url, str(s["as_of"]), _text(label, where, "note", s.get("note")))
     return out
 
 
@@ -177,16 +304,22 @@ def _value(label, eid, fname, raw, default_source, sources, expected, per_chip):
     if isinstance(raw, dict):
         if "value" not in raw:
             raise DataError(label, eid, fname, "missing 'value'")
+        for k in raw:
+            if k not in ("value", "source", "as_of", "note"):
+                raise DataError(label, eid, f"{fname}.{_text(label, eid, fname, k)}",
+                                "unknown key (known: value, source, as_of, note)")
         text, sid, as_of, note = raw["value"], raw.get("source", default_source), raw.get("as_of"), raw.get("note")
+        as_of, note = _text(label, eid, f"{fname}.as_of", as_of), _text(label, eid, f"{fname}.note", note)
     else:
         text, sid, as_of, note = raw, default_source, None, None
     if not isinstance(text, str):
+        shown = "a list" if isinstance(text, list) else "a mapping" if isinstance(text, dict) else repr(text)
         raise DataError(label, eid, fname,
-                        f"value must be a quoted string with its unit, e.g. \"{_example(expected)}\" (got {text!r})")
+                        f"value must be a quoted string with its unit, e.g. \"{_example(expected)}\" (got {shown})")
+    _text(label, eid, fname, text)
     if sid is None:
         raise DataError(label, eid, fname, "no source (give 'source' on the field or the entry)")
-    if sid not in sources:
-        raise DataError(label, eid, fname, f"unknown source {sid!r} (not in 'sources')")
+    sid = _source_id(label, eid, fname, sid, sources)
     try:
         q = parse(text)
     except UnitParseError as e:
@@ -198,8 +331,15 @@ def _value(label, eid, fname, raw, default_source, sources, expected, per_chip):
     problem = magnitude_problem(q, allow_zero=fname in MAY_BE_ZERO)
     if problem:
         raise DataError(label, eid, fname, f"{problem} (got {text!r})")
+    if fname in WHOLE_NUMBER_FIELDS + HARDWARE_WHOLE_NUMBER_FIELDS and not is_whole(q.magnitude):
+        raise DataError(label, eid, fname, f"must be a whole number (got {text!r}; it counts something)")
     src = sources[sid]
     return Value(q, text, src, str(as_of) if as_of else src.as_of, note)
+
+
+def is_whole(x) -> bool:
+    """A count: a finite number within 1e-9 of a whole one."""
+    return abs(x - round(x)) <= 1e-9
 
 
 def _example(unit):
@@ -221,13 +361,14 @@ def _entries(doc, label, key, kind, fields, tags, choices, sources):
         known = set(fields) | set(tags) | set(choices)
         for f in e:
             if f not in known:
-                raise DataError(label, eid, str(f), f"unknown field (known: {', '.join(sorted(known))})")
+                raise DataError(label, eid, _text(label, eid, None, f),
+                                f"unknown field (known: {', '.join(sorted(known))})")
+        for f in tags:
+            _text(label, eid, f, e.get(f))
         for f, required in tags.items():
             if required and not str(e.get(f, "") or "").strip():
                 raise DataError(label, eid, f, "missing")
-        default_source = e.get("source")
-        if default_source is not None and default_source not in sources:
-            raise DataError(label, eid, "source", f"unknown source {default_source!r}")
+        default_source = _source_id(label, eid, "source", e.get("source"), sources)
         entry = Entry(eid, str(e["name"]), kind)
         for f in tags:
             if f in e and f not in ("source",):
@@ -239,12 +380,12 @@ def _entries(doc, label, key, kind, fields, tags, choices, sources):
                 continue
             raw_v = e[f]
             v = raw_v.get("value") if isinstance(raw_v, dict) else raw_v
-            if v not in allowed:
-                raise DataError(label, eid, f, f"{v!r} is not one of {', '.join(allowed)}")
+            if not isinstance(v, str) or v not in allowed:
+                shown = repr(v) if not isinstance(v, (list, dict)) else "a list or mapping"
+                raise DataError(label, eid, f, f"{shown} is not one of {', '.join(allowed)}")
             entry.tags[f] = v
             sid = raw_v.get("source", default_source) if isinstance(raw_v, dict) else default_source
-            if sid is not None and sid not in sources:
-                raise DataError(label, eid, f, f"unknown source {sid!r}")
+            _source_id(label, eid, f, sid, sources)
         for f, (unit, required) in fields.items():
             if f not in e or e[f] is None:
                 if required:
@@ -273,14 +414,21 @@ def _check_model(label, m: Entry):
         for f in ("moe_layers", "d_expert", "d_model"):
             if f not in m.values:
                 raise DataError(label, m.id, f, "missing (an MoE model needs it to count its routed parameters)")
-    for f in WHOLE_NUMBER_FIELDS:
-        if f in m.values:
-            x = m.values[f].quantity.magnitude
-            if abs(x - round(x)) > 1e-9:
-                raise DataError(label, m.id, f, f"must be a whole number (got {m.values[f].text!r})")
     for small, large in (("moe_layers", "layers"), ("n_kv_heads", "n_heads")):
         if small in m.values and large in m.values and m.values[small].quantity > m.values[large].quantity:
             raise DataError(label, m.id, small, f"exceeds {large}")
+
+
+WORKLOAD_COUNTS = ("batch", "chips", "racks", "context")
+
+
+def check_counts(overrides) -> None:
+    """InputError if a --set workload count (batch, chips, racks, context) is not a whole number."""
+    from .errors import InputError
+    for name in WORKLOAD_COUNTS:
+        v = overrides.get(name)
+        if v is not None and hasattr(v, "magnitude") and not is_whole(v.magnitude):
+            raise InputError(f"--set {name}={v.magnitude:g}: must be a whole number (it counts something)")
 
 
 def load(root: Path, hardware_file: str = "hardware.yaml", models_file: str = "models.yaml") -> Data:

@@ -11,3 +11,7 @@ class NotApplicable(MissingInput):
 
 class InputError(Exception):
     """A bad --set override or an unknown id: one line for the user."""
+
+
+class OutputError(InputError):
+    """An output folder that cannot be written (a file, read-only, a full disk): one line."""

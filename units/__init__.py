@@ -22,6 +22,16 @@ DimensionalityError = pint.DimensionalityError
 
 
 _NUMBER = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?(\s|$|[a-zA-Zµ/*(])")
+# What may follow the number: unit names, '*', '/', parentheses, spaces (multiplication) and
+# small whole exponents ('B**2', 's^-1'). Nothing else reaches Pint, so a value can never ask it
+# to evaluate an expression such as '9**9**9' (an exponent tower that would never finish).
+_UNIT_TOKEN = re.compile(r"\s+|[A-Za-zµμ_]+|\*\*\s*[+-]?\d{1,2}|\^\s*[+-]?\d{1,2}|[*/()]")
+MAX_TEXT = 200          # characters in one value
+MAX_PAREN_DEPTH = 4
+# Every input, converted to the registry's base units (byte, second, FLOP, ...), must lie in
+# this range: wide enough for any real chip or model, narrow enough that products and
+# quotients of a few inputs stay far from float overflow and underflow.
+MAGNITUDE_RANGE = (1e-30, 1e30)
 
 
 class UnitParseError(ValueError):
@@ -40,24 +50,64 @@ def _parse_str(text: str) -> pint.Quantity:
     return _parse(text)
 
 
+def _check_unit_text(s: str, rest: str) -> None:
+    """UnitParseError unless ``rest`` (what follows the number in ``s``) is a plain unit expression."""
+    pos, depth, prev = 0, 0, ""
+    while pos < len(rest):
+        m = _UNIT_TOKEN.match(rest, pos)
+        if not m:
+            ch = rest[pos]
+            if ch.isdigit() or ch == ".":
+                raise UnitParseError(f"{s!r} has more than one number (write one number, then its unit)")
+            raise UnitParseError(f"cannot read {s!r} as a number with a unit (unexpected {ch!r})")
+        tok = m.group()
+        if tok[0] in "*^" and tok not in ("*",):
+            if prev == "":
+                raise UnitParseError(f"cannot read {s!r}: write the number itself (e.g. 1e9), "
+                                     "not a power or other arithmetic, then its unit")
+            if prev not in ("name", ")"):
+                raise UnitParseError(f"cannot read {s!r}: an exponent must follow a unit "
+                                     "and be a small whole number (e.g. '3 byte**2')")
+            prev = "exp"
+        elif tok == "(":
+            depth += 1
+            if depth > MAX_PAREN_DEPTH:
+                raise UnitParseError(f"cannot read {s!r}: parentheses nested too deep")
+            prev = "("
+        elif tok == ")":
+            depth -= 1
+            if depth < 0:
+                raise UnitParseError(f"cannot read {s!r}: unbalanced parentheses")
+            prev = ")"
+        elif not tok.isspace():
+            prev = "name" if tok[0] not in "*/" else tok
+        pos = m.end()
+    if depth:
+        raise UnitParseError(f"cannot read {s!r}: unbalanced parentheses")
+
+
 def _parse(text: str | int | float) -> pint.Quantity:
     """Parse '989 TFLOP/s' (or a bare number) into a Quantity of this registry.
 
-    Numbers are parsed by Pint, never by YAML; a string with anything Pint does
-    not recognise raises UnitParseError with a readable message.
+    Numbers are parsed by Pint, never by YAML, and only after the text has been checked to be
+    one number followed by a plain unit expression; anything else raises UnitParseError with a
+    readable message.
     """
     if isinstance(text, bool):
         raise UnitParseError(f"expected a number with a unit, got {text!r}")
     if isinstance(text, (int, float)):
         return Quantity(text, "")
-    s = str(text).strip()
+    if not isinstance(text, str):
+        raise UnitParseError(f"expected a number with a unit, got a {type(text).__name__}")
+    s = text.strip()
     if not s:
         raise UnitParseError("empty value")
+    if len(s) > MAX_TEXT:
+        raise UnitParseError(f"value too long ({len(s)} characters; at most {MAX_TEXT})")
     m = _NUMBER.match(s)
     if not m:
         raise UnitParseError(f"{s!r} does not start with a number")
-    if re.search(r"(?<![*^\d.eE+-])\d", s[m.end(3) if m.group(3) else m.end(1):]):
-        raise UnitParseError(f"{s!r} has more than one number (write one number, then its unit)")
+    _check_unit_text(s, s[m.end(3) if m.group(3) else m.end(1):])
     try:
         q = Quantity(s)
     except (pint.UndefinedUnitError, pint.errors.DefinitionSyntaxError) as e:
@@ -115,12 +165,20 @@ def conform(q: pint.Quantity, target: str, *, per_chip: bool = False, bare: bool
 
 
 def magnitude_problem(q: pint.Quantity, allow_zero: bool = False) -> str | None:
-    """Why ``q`` cannot be a physical input (not finite, negative, zero), or None."""
+    """Why ``q`` cannot be a physical input (not finite, negative, zero, out of range), or None."""
     m = q.magnitude
     if not math.isfinite(m):
         return "must be a finite number"
     if m < 0:
         return "must not be negative"
-    if m == 0 and not allow_zero:
-        return "must be positive"
+    if m == 0:
+        return None if allow_zero else "must be positive"
+    lo, hi = MAGNITUDE_RANGE
+    try:
+        base = abs(q.to_base_units().magnitude)
+    except (OverflowError, ZeroDivisionError):
+        base = math.inf
+    if not (lo <= base <= hi):
+        return (f"out of range: {base:.3g} {q.to_base_units().units:~P} in base units; "
+                f"inputs must lie between {lo:g} and {hi:g} in base units")
     return None
