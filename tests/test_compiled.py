@@ -45,3 +45,17 @@ def test_sweep_marks_values_outside_the_domain_as_nan(data):
     # the KV-inclusive balance batch exists only below the context crossover
     out = base.sweep(("balance_batch_kv",), "context", [100, 10**6], "token/sequence")["balance_batch_kv"]
     assert out[0] > 0 and np.isnan(out[1])
+
+
+def test_a_long_sweep_is_fused_and_still_equals_pointwise_evaluation(data):
+    from chalkboard.evaluate import FUSE_FROM
+
+    base = Scenario(data, "gb200-nvl72", "deepseek-v3")
+    batches = np.arange(1, FUSE_FROM + 1, dtype=float)
+    fused = base.sweep(("step_time", "throughput"), "batch", batches)
+    short = base.sweep(("step_time", "throughput"), "batch", batches[:100])
+    for n in ("step_time", "throughput"):
+        assert np.allclose(fused[n][:100], short[n], rtol=1e-12, atol=0)
+    for b in (1, 145, 2000, FUSE_FROM):
+        one = Scenario(data, "gb200-nvl72", "deepseek-v3", {"batch": str(b)})
+        assert fused["step_time"][b - 1] == pytest.approx(one.value("step_time").magnitude, rel=1e-12)

@@ -1,0 +1,157 @@
+#!/usr/bin/env python3
+"""Benchmark: chalkboard's speed against the floors it cannot go below.
+
+Each command runs REPEAT times in fresh processes on this machine; medians are compared:
+
+* the full build against the bare import of its dependencies (SymPy, Pint, matplotlib,
+  Jinja2, PyYAML, Typst, numpy), with SymPy's cache cold (.cache/ removed first) and warm;
+* `build.py eval` against the bare import of what eval needs (SymPy, Pint, PyYAML, numpy);
+* a 10^6-point step-time sweep (the compiled, vectorised path) against the same formula
+  written by hand in numpy, in one process;
+* `build.py check` and the build at 1x, 10x and 50x the chip x model pairs (copies of the
+  bundled chips and models under new ids), time and peak memory.
+
+    python bench/speed.py [--repeat 5] [--skip-scaling]
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+BUILD_IMPORTS = ("import sympy, pint, jinja2, yaml, typst, numpy, matplotlib; matplotlib.use('Agg'); "
+                 "import matplotlib.pyplot")
+EVAL_IMPORTS = "import sympy, pint, yaml, numpy"
+
+
+def timed(cmd: list[str], cwd: Path = ROOT, before=None) -> tuple[float, float]:
+    """Wall seconds and peak resident memory (MiB) of one run in a fresh process."""
+    if before:
+        before()
+    t0 = time.perf_counter()
+    r = subprocess.run(["/usr/bin/time", "-f", "%M", *cmd], cwd=cwd, stdout=subprocess.DEVNULL,
+                       stderr=subprocess.PIPE, text=True)
+    dt = time.perf_counter() - t0
+    if r.returncode != 0:
+        raise SystemExit(f"failed: {' '.join(cmd)}\n{r.stderr[-2000:]}")
+    try:
+        peak = int(r.stderr.strip().splitlines()[-1]) / 1024
+    except (ValueError, IndexError):
+        peak = float("nan")
+    return dt, peak
+
+
+def median_of(cmd, repeat, cwd=ROOT, before=None):
+    runs = [timed(cmd, cwd, before) for _ in range(repeat)]
+    return statistics.median(t for t, _ in runs), max(m for _, m in runs)
+
+
+def row(name, t, floor=None, mem=None):
+    ratio = f"{t / floor:5.2f}x" if floor else ""
+    memt = f"{mem:7.0f} MiB" if mem is not None else ""
+    print(f"  {name:<42} {t:7.2f} s  {ratio:>7}  {memt}")
+
+
+def sweep_vs_numpy(points: int = 1_000_000) -> tuple[float, float]:
+    sys.path.insert(0, str(ROOT))
+    import numpy as np
+
+    from chalkboard import symcache
+    symcache.load(ROOT)
+    from chalkboard.data import load
+    from chalkboard.evaluate import Scenario
+
+    data = load(ROOT)
+    sc = Scenario(data, "gb200-nvl72", "deepseek-v3")
+    batches = np.arange(1, points + 1, dtype=float)
+    from chalkboard.evaluate import FUSE_FROM
+    sc.sweep(("step_time",), "batch", batches[:FUSE_FROM])  # compile once (imports SymPy's printer), untimed
+    g = {n: sc._mag(n) for n in ("peak_flops", "hbm_bandwidth", "params_active", "context",
+                                  "kv_bytes_per_token", "attention_flops_per_token", "bytes_per_weight",
+                                  "chips", "experts", "experts_per_token", "routed_params",
+                                  "always_read_params")}  # base units, as hand-written code would take them
+
+    def by_hand(b):
+        compute = b * (2 * g["params_active"] + g["context"] * g["attention_flops_per_token"]) / (
+            g["chips"] * g["peak_flops"])
+        frac = 1 - (1 - g["experts_per_token"] / g["experts"]) ** b
+        weights = (g["always_read_params"] + g["routed_params"] * frac) * g["bytes_per_weight"] / (
+            g["chips"] * g["hbm_bandwidth"])
+        kv = b * g["context"] * g["kv_bytes_per_token"] / (g["chips"] * g["hbm_bandwidth"])
+        return np.maximum(compute, weights + kv)
+
+    def best(fn, n=5):
+        ts = []
+        for _ in range(n):
+            t0 = time.perf_counter()
+            out = fn()
+            ts.append(time.perf_counter() - t0)
+        return min(ts), out
+
+    t_ours, ours = best(lambda: sc.sweep(("step_time",), "batch", batches)["step_time"])
+    t_hand, hand = best(lambda: by_hand(batches))
+    assert np.allclose(ours, hand, rtol=1e-12), "the sweep and the hand-written formula disagree"
+    return t_ours, t_hand
+
+
+def scaled_project(factor: int, where: Path) -> Path:
+    """A copy of the project whose hardware.yaml holds each chip ``factor`` times (new ids)."""
+    import yaml
+
+    proj = where / f"x{factor}"
+    shutil.copytree(ROOT, proj, ignore=shutil.ignore_patterns(".git", "build", "__pycache__", ".pytest_cache"))
+    doc = yaml.safe_load((ROOT / "hardware.yaml").read_text())
+    doc["hardware"] = {(eid if i == 0 else f"{eid}-copy{i}"): e
+                       for i in range(factor) for eid, e in doc["hardware"].items()}
+    (proj / "hardware.yaml").write_text(yaml.safe_dump(doc, sort_keys=False, allow_unicode=True))
+    return proj
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--skip-scaling", action="store_true")
+    args = ap.parse_args()
+    py = sys.executable
+    print(f"chalkboard speed ({args.repeat} runs each, medians; {os.cpu_count()} CPUs)")
+    with tempfile.TemporaryDirectory() as tmp:
+        out = str(Path(tmp) / "out")
+        build = [py, "build.py", "--out", out]
+        timed(build)  # warm the file cache and matplotlib's font cache
+        floor_b, _ = median_of([py, "-c", BUILD_IMPORTS], args.repeat)
+        cold, mem_cold = median_of(build, args.repeat, before=lambda: shutil.rmtree(ROOT / ".cache", ignore_errors=True))
+        warm, mem_warm = median_of(build, args.repeat)
+        floor_e, _ = median_of([py, "-c", EVAL_IMPORTS], args.repeat)
+        ev, _ = median_of([py, "build.py", "eval", "step_time"], args.repeat)
+        print("  build (import floor: SymPy, Pint, matplotlib, Jinja2, PyYAML, Typst, numpy)")
+        row("bare imports", floor_b, floor_b)
+        row("build.py, SymPy cache cold", cold, floor_b, mem_cold)
+        row("build.py, SymPy cache warm", warm, floor_b, mem_warm)
+        print("  eval (import floor: SymPy, Pint, PyYAML, numpy)")
+        row("bare imports", floor_e, floor_e)
+        row("build.py eval step_time", ev, floor_e)
+        t_ours, t_hand = sweep_vs_numpy()
+        print("  10^6-point step-time sweep over the batch")
+        row("hand-written numpy", t_hand, t_hand)
+        row("Scenario.sweep (compiled definitions)", t_ours, t_hand)
+        if not args.skip_scaling:
+            print("  scaling with chip x model pairs (16 chips x 8 models at 1x)")
+            for factor in (1, 10, 50):
+                proj = scaled_project(factor, Path(tmp))
+                shutil.copytree(ROOT / ".cache", proj / ".cache", dirs_exist_ok=True) if (ROOT / ".cache").exists() else None
+                t_c, m_c = median_of([py, "build.py", "check"], max(1, args.repeat // 2), cwd=proj)
+                t_b, m_b = median_of([py, "build.py", "--out", str(proj / "out")], max(1, args.repeat // 2), cwd=proj)
+                row(f"check, {factor}x pairs ({16 * 8 * factor})", t_c, None, m_c)
+                row(f"build, {factor}x pairs ({16 * 8 * factor})", t_b, None, m_b)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,50 @@
+"""SymPy's work kept on disk: used when the derivation sources are unchanged, never after an edit."""
+import json
+import shutil
+
+import pytest
+
+from conftest import ROOT, run_cli
+
+
+@pytest.fixture
+def project(tmp_path):
+    proj = tmp_path / "proj"
+    shutil.copytree(ROOT, proj, ignore=shutil.ignore_patterns(".git", "build", "__pycache__", ".pytest_cache",
+                                                              ".cache"))
+    return proj
+
+
+def _balance(proj):
+    r = run_cli("eval", "balance_batch", "--hardware", "h100-sxm", "--model", "deepseek-v3", "--json", root=proj)
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)
+
+
+def test_cache_is_written_reused_and_never_stale(project):
+    first = _balance(project)
+    files = list((project / ".cache").glob("sympy-*.pickle"))
+    assert len(files) == 1
+    stamp = files[0].stat().st_mtime_ns
+    again = _balance(project)
+    assert again["value"] == first["value"] and again["expression"] == first["expression"]
+    # 1,979 TFLOP/s x 1 byte / (2 FLOP x 3.35 TB/s) x 671/37 (H100 datasheet, DeepSeek-V3 report)
+    assert first["value"] == pytest.approx(1979e12 / (2 * 3.35e12) * 671 / 37, rel=1e-9)
+
+    # an edited derivation: count 4 FLOP per multiply-accumulate; the balance batch halves,
+    # so the solved closed form cannot have come from the old cache
+    mod = project / "derivations" / "inputs.py"
+    mod.write_text(mod.read_text().replace('"2 FLOP/parameter/token"', '"4 FLOP/parameter/token"'))
+    edited = _balance(project)
+    assert edited["value"] == pytest.approx(first["value"] / 2, rel=1e-12)
+    assert "4·N_active" in edited["board_form"]
+    new = list((project / ".cache").glob("sympy-*.pickle"))
+    assert len(new) == 1 and new[0].name != files[0].name  # the stale file is replaced
+    assert stamp  # the first file existed before the edit
+
+
+def test_an_unreadable_cache_is_ignored(project):
+    first = _balance(project)
+    (cache,) = (project / ".cache").glob("sympy-*.pickle")
+    cache.write_bytes(b"not a pickle")
+    assert _balance(project)["value"] == first["value"]
