@@ -274,9 +274,12 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     from chalkboard.data import DataError
     from chalkboard.errors import InputError, MissingInput, NotApplicable
+    from chalkboard import symcache
+    symcache.load(ROOT)  # SymPy results of an earlier run from the same derivation sources
     try:
         status = args.func(args)
         sys.stdout.flush()  # a full disk or closed pipe surfaces here, inside the error handling
+        symcache.save(ROOT)
         return status
     except (DataError, InputError, UserError) as e:
         print(f"error: {e}", file=sys.stderr)

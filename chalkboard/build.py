@@ -152,7 +152,19 @@ def results_json(data, res, registry) -> str:
         }
     doc = {"quantities": quantities, "hardware": list_hardware(data), "models": list_models(data),
            "results": pairs}
-    return json.dumps(doc, indent=1, sort_keys=True, ensure_ascii=False)
+    return json.dumps(_rounded(doc), indent=1, sort_keys=True, ensure_ascii=False)
+
+
+def _rounded(x):
+    """Floats to 12 significant digits: the last bits depend on the order of float operations
+    (the compiled path works in base units), not on the data."""
+    if isinstance(x, float):
+        return float(f"{x:.12g}")
+    if isinstance(x, dict):
+        return {k: _rounded(v) for k, v in x.items()}
+    if isinstance(x, list):
+        return [_rounded(v) for v in x]
+    return x
 
 
 # -- the output folder: built beside, exchanged in one step ------------------------------------
