@@ -376,8 +376,8 @@ def build(root: Path, args) -> int:
     from .audit import run_audit
     from .check import check_all
     from .evaluate import Scenario
-    from .figures import draw_all
-    from .report import context
+    from .figures import draw_all_background
+    from .report import attach_figures, context
     from .results import evaluate_all
     t = stage("derive", t)
     rep = check_all(REGISTRY)
@@ -398,16 +398,21 @@ def build(root: Path, args) -> int:
     for q in ("drain_time", "hardware_ratio"):
         if audit is not None and audit.rule_of_thumb(q) is not None:
             refs[q] = audit.rule_of_thumb(q)
-    figures = draw_all(data, args.hardware, args.model, overrides, refs)
-    t = stage("figures", t)
+    figures_ready = draw_all_background(data, args.hardware, args.model, overrides, refs)  # other core
     html_env, typ_env = environments(root)
-    ctx = context(data, sc, figures, audit=audit.for_report() if audit else None,
+    ctx = context(data, sc, {}, audit=audit.for_report() if audit else None,
                   check={"definitions": rep.definitions, "equations": rep.equations,
                          "evaluations": res.count_ok})
-    html = html_env.get_template("report.html.j2").render(**ctx)
-    typ_src = typ_env.get_template("report.typ.j2").render(**ctx)
     rjson = results_json(data, res, REGISTRY)
     t = stage("render", t)
+    try:
+        figures = figures_ready()
+    except RuntimeError as e:
+        raise BuildError(str(e)) from None
+    t = stage("figures", t)  # the wait for the figures drawn beside the render stage
+    attach_figures(ctx, figures, sc)
+    html = html_env.get_template("report.html.j2").render(**ctx)
+    typ_src = typ_env.get_template("report.typ.j2").render(**ctx)
 
     try:
         with Staging(out) as staged:

@@ -309,3 +309,42 @@ def draw_all(data, hw, model, overrides=None, refs=None) -> dict[str, tuple[str,
             continue
         out[name] = (svg, chip)
     return out
+
+
+def draw_all_background(data, hw, model, overrides=None, refs=None):
+    """Start ``draw_all`` in a forked process, on the machine's other core, while the caller
+    goes on; returns a function that waits for the figures. Where fork is not available (or
+    fails), the figures are drawn at once and the function returns them."""
+    import multiprocessing as mp
+
+    try:
+        ctx = mp.get_context("fork")
+        receive, send = ctx.Pipe(duplex=False)
+        child = ctx.Process(target=_draw_and_send, args=(send, data, hw, model, overrides, refs), daemon=True)
+        child.start()
+        send.close()
+    except (ValueError, OSError):
+        done = draw_all(data, hw, model, overrides, refs)
+        return lambda: done
+
+    def wait():
+        try:
+            kind, payload = receive.recv()
+        except EOFError:
+            kind, payload = "error", "the process drawing the figures ended without a result"
+        finally:
+            receive.close()
+            child.join()
+        if kind == "error":
+            raise RuntimeError(f"drawing the figures failed: {payload}")
+        return payload
+    return wait
+
+
+def _draw_and_send(conn, data, hw, model, overrides, refs):
+    try:
+        conn.send(("ok", draw_all(data, hw, model, overrides, refs)))
+    except BaseException as e:  # reported by the parent as one line
+        conn.send(("error", f"{type(e).__name__}: {e}"))
+    finally:
+        conn.close()

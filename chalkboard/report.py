@@ -103,15 +103,6 @@ def sections(sc: Scenario, figures: dict[str, str]) -> list[dict]:
     for s in REGISTRY.sections.values():
         derived = [REGISTRY[n] for n in s.quantities if not REGISTRY[n].is_input]
         inputs = [REGISTRY[n] for n in s.quantities if REGISTRY[n].is_input]
-        figs = []
-        for n, (caption, _, sec) in FIGURES.items():
-            if sec != s.id or n not in figures:
-                continue
-            svg, chip = figures[n]
-            if chip != sc.hw.id:
-                caption += (f" (drawn for {chip}: {sc.hw.id} has no public rental price; "
-                            f"add one with --set rental_price=...)")
-            figs.append({"name": n, "caption": caption, "svg": svg})
         out.append({
             "id": s.id, "title": s.title, "chapter": s.chapter,
             "start": "chapter “{}” ({}){}".format(*CHAPTERS[s.chapter],
@@ -120,9 +111,29 @@ def sections(sc: Scenario, figures: dict[str, str]) -> list[dict]:
             "equations": [_equation(REGISTRY.equations[e]) for e in s.equations],
             "steps": [_step(sc, q) for q in derived],
             "new_inputs": [notation_row(q) for q in inputs],
-            "figures": figs,
+            "figures": _figures_for(s.id, figures, sc),
         })
     return out
+
+
+def _figures_for(section_id: str, figures: dict, sc: Scenario) -> list[dict]:
+    figs = []
+    for n, (caption, _, sec) in FIGURES.items():
+        if sec != section_id or n not in figures:
+            continue
+        svg, chip = figures[n]
+        if chip != sc.hw.id:
+            caption += (f" (drawn for {chip}: {sc.hw.id} has no public rental price; "
+                        f"add one with --set rental_price=...)")
+        figs.append({"name": n, "caption": caption, "svg": svg})
+    return figs
+
+
+def attach_figures(ctx: dict, figures: dict, sc: Scenario) -> dict:
+    """Put the drawn figures into a context built before they were ready."""
+    for s in ctx["sections"]:
+        s["figures"] = _figures_for(s["id"], figures, sc)
+    return ctx
 
 
 def default_text(q) -> str | None:
@@ -267,4 +278,4 @@ def context(data, sc: Scenario, figures: dict[str, str], audit=None, check=None)
     }
 
 
-__all__ = ["context", "substituted"]
+__all__ = ["attach_figures", "context", "substituted"]
