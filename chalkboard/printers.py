@@ -29,9 +29,21 @@ def _num(x) -> str:
     return str(x)
 
 
+_NODES: dict = {}   # expression -> its tree (without values): each expression is walked once
+
+
 def _node(e, values=None):
     """('sym', base, sub) | ('num', text) | ('frac', n, d) | ('mul', [..]) | ('add', [(sign, t)..])
     | ('pow', base, exp) | ('sqrt', x) | ('func', name, [..]) | ('neg', x)"""
+    if values is None:
+        tree = _NODES.get(e)
+        if tree is None:
+            tree = _NODES[e] = _build(e, None)
+        return tree
+    return _build(e, values)
+
+
+def _build(e, values):
     if isinstance(e, sp.Symbol):
         if values is not None and e in values:
             from .fmt import sig, split
@@ -92,6 +104,8 @@ _ORDER: dict = {}
 def _order() -> dict:
     if len(_ORDER) != len(REGISTRY.quantities):  # rebuilt only when quantities were declared
         _ORDER.clear()
+        _KEYS.clear()
+        _NODES.clear()
         _ORDER.update({q.sym: _RANK[q.origin] * 1000 + i for i, q in enumerate(REGISTRY.quantities.values())})
     return _ORDER
 
@@ -101,9 +115,15 @@ def _ordered(args):
     order = _order()
 
     def key(a):
-        syms = sorted(order.get(s, 100_000) for s in a.free_symbols)
-        return (0 if a.is_Number else 1, syms[0] if syms else -1, str(a))
+        k = _KEYS.get(a)
+        if k is None:
+            syms = [order.get(s, 100_000) for s in a.free_symbols]
+            k = _KEYS[a] = (0 if a.is_Number else 1, min(syms) if syms else -1, str(a))
+        return k
     return sorted(args, key=key)
+
+
+_KEYS: dict = {}
 
 
 def _needs_parens(n, ctx):
