@@ -197,15 +197,18 @@ class Registry:
         return roots[0]
 
     def roots(self, lhs, rhs, for_sym: sp.Symbol, key=None) -> list:
-        """SymPy's roots of lhs = rhs (derived symbols expanded to inputs), simplified."""
+        """SymPy's roots of lhs = rhs (derived symbols expanded to inputs), simplified.
+        Either side may be a function returning the expression (built only when not kept)."""
         def compute():
-            found = sp.solve(sp.Eq(self.expand(lhs), self.expand(rhs)), for_sym, dict=False)
+            a, b = (side() if callable(side) else side for side in (lhs, rhs))
+            found = sp.solve(sp.Eq(self.expand(a), self.expand(b)), for_sym, dict=False)
             return [sp.simplify(r) for r in found]
         return self.kept(key or self._nth("roots"), compute)
 
     def at(self, name: str, subs: dict, keep: tuple[str, ...] = ()) -> sp.Expr:
         """The closed form of ``name`` with symbols replaced (e.g. the batch by one sequence)."""
-        return self.closed_form(name, keep).xreplace(subs)
+        key = ("at", name, keep, tuple(sorted((str(k), str(v)) for k, v in subs.items())))
+        return self.kept(key, lambda: self.closed_form(name, keep).xreplace(subs))
 
     def limit(self, expr, sym: sp.Symbol, point, direction: str = "+") -> sp.Expr:
         """SymPy's limit, taken through Max/Min branch by branch (each branch is continuous)."""

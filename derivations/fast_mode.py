@@ -45,7 +45,8 @@ t_fast = R.derived(
 # of the max are straight lines in the batch (compute and KV through zero, the weights a
 # constant), so each is solved for B_f and the smaller root is the largest batch meeting both.
 _x = sp.Symbol("fast_batch_unknown", positive=True)
-_roots = [R.roots(R.expand(line).xreplace({B: _x}), t_fast, _x) for line in (t_c, t_w + t_kv)]
+_roots = [R.roots(lambda line=line: R.expand(line).xreplace({B: _x}), t_fast, _x)
+          for line in (t_c, t_w + t_kv)]
 if any(len(r) != 1 for r in _roots):  # pragma: no cover - a non-linear branch
     raise ValueError(f"fast_batch: expected one root per branch, got {_roots}")
 B_f = R.derived(
