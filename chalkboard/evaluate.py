@@ -72,7 +72,7 @@ def walk(expr: sp.Expr, leaf, where: str = "expression", dims_only: bool = False
         if not exp.dimensionless:
             raise DimensionMismatch(where, expr.args[1], _dims(exp), "an exponent", "dimensionless")
         if expr.args[1].is_Number:
-            return base ** float(sp.nsimplify(expr.args[1]))
+            return base ** float(expr.args[1])
         if not base.dimensionless:
             raise DimensionMismatch(where, expr.args[0], _dims(base), "the base of a symbolic power",
                                     "dimensionless")
