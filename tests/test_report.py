@@ -77,10 +77,29 @@ def _sha(p):
 
 
 def test_two_builds_are_byte_identical(built, tmp_path):
-    r = run_cli("--out", str(tmp_path), "--no-pdf")
+    """The PDF too (fixed dates, deterministic id), whatever the hash seed and time zone."""
+    import os
+    import subprocess
+    import sys
+    out = tmp_path / "again"
+    env = {**os.environ, "PYTHONHASHSEED": "12345", "TZ": "Pacific/Kiritimati"}
+    r = subprocess.run([sys.executable, str(ROOT / "build.py"), "--out", str(out)], cwd=ROOT,
+                       capture_output=True, text=True, timeout=300, env=env)
     assert r.returncode == 0, r.stderr
-    for f in ("report.html", "results.json", "figures/step_time_vs_batch.svg"):
-        assert _sha(built[0] / f) == _sha(tmp_path / f), f
+    for f in ("report.html", "report.pdf", "report.typ", "results.json", "figures/step_time_vs_batch.svg"):
+        assert _sha(built[0] / f) == _sha(out / f), f
+
+
+def test_pdf_is_dated_source_date_epoch(tmp_path):
+    import os
+    import subprocess
+    import sys
+    out = tmp_path / "dated"
+    env = {**os.environ, "SOURCE_DATE_EPOCH": "1700000000"}
+    r = subprocess.run([sys.executable, str(ROOT / "build.py"), "--out", str(out)], cwd=ROOT,
+                       capture_output=True, text=True, timeout=300, env=env)
+    assert r.returncode == 0, r.stderr
+    assert b"D:20231114221320" in (out / "report.pdf").read_bytes()
 
 
 def test_failed_build_leaves_previous_report_untouched(built, tmp_path):

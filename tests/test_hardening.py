@@ -1,0 +1,374 @@
+"""Bad input, hostile data and a hostile environment: a table of cases, each one line, exit 2.
+
+Each case writes a bad file (or picks a bad argument or environment), runs build.py as a user
+would and asserts: exit status 2, exactly one error line on stderr (besides the build's progress
+lines), no traceback, and the previous output in the --out folder byte for byte intact with no
+temp entry left beside it. Data errors are run through a build (they stop at the load stage, so
+they are cheap); --set and claims errors through `eval` and `audit`. One good build is reused.
+"""
+import hashlib
+import os
+import re
+import resource
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from conftest import ROOT
+
+PROGRESS = re.compile(r"^(chalkboard build|\s+\w+\s+\d+\.\d\d s)$")
+HW = (ROOT / "hardware.yaml").read_text(encoding="utf-8")
+MODELS = (ROOT / "models.yaml").read_text(encoding="utf-8")
+CLAIMS = (ROOT / "claims.yaml").read_text(encoding="utf-8")
+H100 = "  h100-sxm:\n"
+H100_NAME = '    name: "NVIDIA H100 SXM5 80 GB"\n'
+BW = 'hbm_bandwidth: {value: "3.35 TB/s"'
+
+
+def run(args, env=None, timeout=180, preexec_fn=None):
+    return subprocess.run([sys.executable, str(ROOT / "build.py"), *args], cwd=ROOT, capture_output=True,
+                          text=True, timeout=timeout, env={**os.environ, **(env or {})}, preexec_fn=preexec_fn)
+
+
+def tree(folder):
+    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def leftovers(out):
+    return [p.name for p in out.parent.iterdir() if p.name.startswith(f".{out.name}.tmp-")]
+
+
+@pytest.fixture(scope="module")
+def good(tmp_path_factory):
+    out = tmp_path_factory.mktemp("good") / "out"
+    r = run(["build", "--out", str(out)])
+    assert r.returncode == 0, r.stderr
+    return out, tree(out)
+
+
+@pytest.fixture
+def previous(good, tmp_path):
+    """A copy of the good build, the folder each case must leave untouched."""
+    out = tmp_path / "prev" / "out"
+    shutil.copytree(good[0], out)
+    return out
+
+
+def one_line_error(r, *must):
+    assert "Traceback" not in r.stderr, r.stderr
+    assert r.returncode == 2, (r.returncode, r.stdout[-500:], r.stderr[-2000:])
+    lines = [ln for ln in r.stderr.splitlines() if ln.strip() and not PROGRESS.match(ln)]
+    assert len(lines) == 1, r.stderr
+    assert lines[0].startswith("error: "), lines[0]
+    for m in must:
+        assert m in lines[0], (m, lines[0])
+    return lines[0]
+
+
+# -- the table ------------------------------------------------------------------------------------
+def _hw(edit):
+    return ("hardware.yaml", edit(HW))
+
+
+def _models(edit):
+    return ("models.yaml", edit(MODELS))
+
+
+def _claims(edit):
+    return ("claims.yaml", edit(CLAIMS))
+
+
+def _h100(field_line):
+    """hardware.yaml with one line added to the h100-sxm entry."""
+    return _hw(lambda s: s.replace(H100 + H100_NAME, H100 + H100_NAME + field_line, 1))
+
+
+def _h100_name(yaml_value):
+    return _hw(lambda s: s.replace(H100_NAME, f"    name: {yaml_value}\n", 1))
+
+
+def _bw(text):
+    return _hw(lambda s: s.replace(BW, f'hbm_bandwidth: {{value: "{text}"', 1))
+
+
+def _ds(field, text):
+    return _models(lambda s: re.sub(rf"(  deepseek-v3:\n(?:    .*\n)*?    {field}: {{value: )\"[^\"]*\"",
+                                    rf'\1"{text}"', s, count=1))
+
+
+BOMB = "".join(f"    x{i}: &x{i} [" + ", ".join([f"*x{i - 1}" if i else '"lol"'] * 10) + "]\n" for i in range(9))
+NEST = "[" * 3000 + "]" * 3000
+
+# (id, file to write or None, command arguments, environment, what the error line must name)
+# "{F}" in the arguments is the written file, "{OUT}" the --out folder holding the previous build.
+CASES = [
+    # encoding, size, structure of the data files
+    ("hw-not-utf8", ("hardware.yaml", HW.encode("utf-8").replace(b"Hopper", b"Hop\xffper", 1)),
+     ["build", "--hardware-file", "{F}", "--out", "{OUT}"], None, ("hardware.yaml", "not UTF-8", "line")),
+    ("models-not-utf8", ("models.yaml", MODELS.encode("utf-8").replace(b"DeepSeek-V3", b"Deep\xc3Seek", 1)),
+     ["build", "--models-file", "{F}", "--out", "{OUT}"], None, ("models.yaml", "not UTF-8")),
+    ("claims-not-utf8", ("claims.yaml", CLAIMS.encode("utf-8").replace(b"Reiner", b"Rei\xfe\xffner", 1)),
+     ["audit", "--claims-file", "{F}"], None, ("claims.yaml", "not UTF-8")),
+    ("claims-not-utf8-build", ("claims.yaml", b"claims:\n- id: \xff\n"),
+     ["build", "--claims-file", "{F}", "--out", "{OUT}"], None, ("claims.yaml", "not UTF-8")),
+    ("claims-a-folder", "DIR", ["audit", "--claims-file", "{F}"], None, ("is a folder",)),
+    ("claims-a-folder-build", "DIR", ["build", "--claims-file", "{F}", "--out", "{OUT}"], None, ("is a folder",)),
+    ("hw-a-folder", "DIR", ["build", "--hardware-file", "{F}", "--out", "{OUT}"], None, ("is a folder",)),
+    ("hw-dev-zero", None, ["build", "--hardware-file", "/dev/zero", "--out", "{OUT}"], None,
+     ("/dev/zero", "not a regular file")),
+    ("hw-missing", None, ["build", "--hardware-file", "no-such.yaml", "--out", "{OUT}"], None,
+     ("no-such.yaml", "not found")),
+    ("hw-too-large", ("hardware.yaml", HW + "#" * (17 * 2**20) + "\n"),
+     ["build", "--hardware-file", "{F}", "--out", "{OUT}"], None, ("too large",)),
+    ("hw-name-a-list", _h100_name("[NVIDIA, H100]"), ["build", "--hardware-file", "{F}", "--out", "{OUT}"], None,
+     ("h100-sxm", "name", "expected text, got a list")),
+    ("hw-name-a-mapping", _h100_name("{a: 1}"), ["build", "--hardware-file", "{F}", "--out", "{OUT}"], None,
+     ("h100-sxm", "name", "got a mapping")),
+    ("hw-source-a-list", _h100("    source: [a, b]\n"), ["build", "--hardware-file", "{F}", "--out", "{OUT}"],
+     None, ("h100-sxm", "source")),
+    ("hw-field-source-a-mapping", _hw(lambda s: s.replace('source: hpctech-h100-datasheet, note: "datasheet: 3,350',
+                                                          'source: {x: 1}, note: "datasheet: 3,350', 1)),
+     ["build", "--hardware-file", "{F}", "--out", "{OUT}"], None, ("h100-sxm", "hbm_bandwidth", "source id")),
+    ("hw-value-a-list", _hw(lambda s: s.replace(BW, "hbm_bandwidth: {value: [3.35, TB/s]", 1)),
+     ["build", "--hardware-file", "{F}", "--out", "{OUT}"], None, ("h100-sxm", "hbm_bandwidth", "quoted string")),
+    ("hw-list-as-key", _h100("    ? [a, b]\n    : 1\n"), ["build", "--hardware-file", "{F}", "--out", "{OUT}"],
+     None, ("hardware.yaml", "mapping key", "line")),
+    ("hw-mapping-as-key", _h100("    {a: 1}: 2\n"), ["build", "--hardware-file", "{F}", "--out", "{OUT}"],
+     None, ("hardware.yaml", "mapping key")),
+    ("hw-deep-nesting", _h100(f"    note: {NEST}\n"), ["build", "--hardware-file", "{F}", "--out", "{OUT}"],
+     None, ("hardware.yaml", "nested")),
+    ("hw-alias-bomb", _h100("    bomb:\n" + BOMB.replace("    x", "      x")),
+     ["build", "--hardware-file", "{F}", "--out", "{OUT}"], None, ("hardware.yaml", "alias")),
+    ("hw-alias-bomb-in-name", _hw(lambda s: s.replace("hardware:\n", "bomb:\n" + BOMB.replace("    x", "  x")
+                                                      + "hardware:\n", 1).replace(H100_NAME, "    name: *x8\n", 1)),
+     ["build", "--hardware-file", "{F}", "--out", "{OUT}"], None, ("hardware.yaml", "alias")),
+    ("hw-recursive-alias", _h100("    note: &r [*r]\n"), ["build", "--hardware-file", "{F}", "--out", "{OUT}"],
+     None, ("hardware.yaml", "recursive")),
+    ("hw-5000-digit-int", _h100("    note: " + "9" * 5000 + "\n"), ["build", "--hardware-file", "{F}", "--out", "{OUT}"],
+     None, ("hardware.yaml", "cannot read this value")),
+    ("hw-bad-date", _h100("    note: 2024-13-45\n"), ["build", "--hardware-file", "{F}", "--out", "{OUT}"],
+     None, ("hardware.yaml", "month")),
+    ("hw-python-tag", _h100("    note: !!python/object/apply:os.system [echo hi]\n"),
+     ["build", "--hardware-file", "{F}", "--out", "{OUT}"], None, ("hardware.yaml", "constructor")),
+    ("hw-duplicate-key", _h100('    name: "again"\n'), ["build", "--hardware-file", "{F}", "--out", "{OUT}"],
+     None, ("duplicate key 'name'",)),
+    # numbers
+    ("hw-exponent-tower", _bw("9**9**9"), ["build", "--hardware-file", "{F}", "--out", "{OUT}"], None,
+     ("h100-sxm", "hbm_bandwidth", "not a power")),
+    ("hw-power-of-two", _bw("2**40 B/s"), ["build", "--hardware-file", "{F}", "--out", "{OUT}"], None,
+     ("h100-sxm", "hbm_bandwidth")),
+    ("hw-unit-exponent-tower", _bw("3 TB/s**9**9"), ["build", "--hardware-file", "{F}", "--out", "{OUT}"], None,
+     ("h100-sxm", "hbm_bandwidth", "exponent")),
+    ("hw-overflow", _bw("1e290 TB/s"), ["build", "--hardware-file", "{F}", "--out", "{OUT}"], None,
+     ("h100-sxm", "hbm_bandwidth", "out of range")),
+    ("hw-underflow", _bw("1e-320 TB/s"), ["build", "--hardware-file", "{F}", "--out", "{OUT}"], None,
+     ("h100-sxm", "hbm_bandwidth", "out of range")),
+    ("hw-infinite", _bw("1e999 TB/s"), ["build", "--hardware-file", "{F}", "--out", "{OUT}"], None,
+     ("h100-sxm", "hbm_bandwidth", "finite")),
+    ("hw-half-chip-domain", _hw(lambda s: s.replace('scaleup_domain: {value: "8 chip"', 'scaleup_domain: {value: "0.5 chip"', 1)),
+     ["build", "--hardware-file", "{F}", "--out", "{OUT}"], None, ("scaleup_domain", "0.5 chip", "whole number")),
+    ("models-fractional-experts", _ds("experts_per_token", "2.5"), ["build", "--models-file", "{F}", "--out", "{OUT}"],
+     None, ("deepseek-v3", "experts_per_token", "whole number")),
+    ("models-fractional-layers", _ds("layers", "32.7"), ["build", "--models-file", "{F}", "--out", "{OUT}"],
+     None, ("deepseek-v3", "layers", "whole number")),
+    ("models-moe-above-layers", _ds("moe_layers", "70"), ["build", "--models-file", "{F}", "--out", "{OUT}"],
+     None, ("deepseek-v3", "moe_layers", "exceeds layers")),
+    ("models-kv-heads-above-heads", _ds("n_kv_heads", "256"), ["build", "--models-file", "{F}", "--out", "{OUT}"],
+     None, ("deepseek-v3", "n_kv_heads", "exceeds n_heads")),
+    ("set-exponent-tower", None, ["eval", "step_time", "--set", "batch=9**9**9"], None, ("batch", "not a power")),
+    ("set-unit-tower", None, ["eval", "step_time", "--set", "hbm_bandwidth=1 TB/s**99**99"], None,
+     ("hbm_bandwidth", "exponent")),
+    ("set-overflow", None, ["eval", "step_time", "--set", "hbm_bandwidth=1e290 TB/s"], None,
+     ("hbm_bandwidth", "out of range")),
+    ("set-underflow", None, ["eval", "step_time", "--set", "hbm_bandwidth=1e-320 TB/s"], None,
+     ("hbm_bandwidth", "out of range")),
+    ("set-half-batch", None, ["eval", "step_time", "--set", "batch=0.5"], None, ("batch", "whole number")),
+    ("set-half-rack", None, ["eval", "offrack_fraction", "--set", "racks=0.5"], None, ("racks", "whole number")),
+    ("set-half-chip", None, ["eval", "step_time", "--set", "chips=0.5"], None, ("chips", "whole number")),
+    ("set-half-domain", None, ["eval", "step_time", "--set", "scaleup_domain=0.5"], None,
+     ("scaleup_domain", "whole number")),
+    ("set-long-value", None, ["eval", "step_time", "--set", "batch=" + "1" * 300], None, ("batch", "too long")),
+    ("build-set-half-batch", None, ["build", "--set", "batch=0.5", "--out", "{OUT}", "--no-pdf"], None,
+     ("batch", "whole number")),
+    ("claims-set-exponent-tower", _claims(lambda s: s.replace("set: {batch: 2000 sequence}", "set: {batch: '9**9**9'}", 1)),
+     ["audit", "--claims-file", "{F}"], None, ("claims.yaml", "batch")),
+    ("claims-alias-bomb", ("claims.yaml", "bomb:\n" + BOMB.replace("    x", "  x") + CLAIMS),
+     ["audit", "--claims-file", "{F}"], None, ("claims.yaml", "alias")),
+    ("claims-deep-nesting", ("claims.yaml", f"x: {NEST}\n" + CLAIMS), ["audit", "--claims-file", "{F}"], None,
+     ("claims.yaml", "nested")),
+    # text that would attack the reader
+    ("url-javascript", _hw(lambda s: s.replace('url: "https://jax-ml.github.io/scaling-book/gpus/"',
+                                               'url: "javascript:alert(document.domain)"', 1)),
+     ["build", "--hardware-file", "{F}", "--out", "{OUT}"], None, ("scaling-book-gpus", "url", "http")),
+    ("url-data", _hw(lambda s: s.replace('url: "https://jax-ml.github.io/scaling-book/gpus/"',
+                                         'url: "data:text/html,<script>alert(1)</script>"', 1)),
+     ["build", "--hardware-file", "{F}", "--out", "{OUT}"], None, ("scaling-book-gpus", "url", "http")),
+    ("name-nul", _h100_name('"H100\\0"'), ["build", "--hardware-file", "{F}", "--out", "{OUT}"], None,
+     ("h100-sxm", "name", "U+0000")),
+    ("name-escape", _h100_name('"H100 \\e[31mred"'), ["build", "--hardware-file", "{F}", "--out", "{OUT}"], None,
+     ("h100-sxm", "name", "U+001B")),
+    ("name-bidi-override", _h100_name('"H100 \\u202Eevil"'), ["build", "--hardware-file", "{F}", "--out", "{OUT}"],
+     None, ("h100-sxm", "name", "U+202E")),
+    ("note-bidi-override", _hw(lambda s: s.replace('note: "HBM3"', 'note: "HBM3 \u202e"', 1)),
+     ["build", "--hardware-file", "{F}", "--out", "{OUT}"], None, ("h100-sxm", "U+202E")),
+    # output folder and environment
+    ("out-a-file", None, ["build", "--out", "hardware.yaml"], None, ("hardware.yaml", "not a folder")),
+    ("out-under-a-file", None, ["build", "--out", "hardware.yaml/sub"], None, ("is a file, not a folder",)),
+    ("out-dev-null", None, ["build", "--out", "/dev/null"], None, ("/dev/null", "not a folder")),
+    ("out-dangling-link", "LINK", ["build", "--out", "{F}"], None, ("does not exist",)),
+    ("out-foreign-folder", None, ["build", "--out", "."], None, ("did not write",)),
+    ("source-date-epoch", None, ["build", "--out", "{OUT}"], {"SOURCE_DATE_EPOCH": "yesterday"},
+     ("SOURCE_DATE_EPOCH",)),
+    ("unknown-argument", None, ["build", "--frobnicate", "--out", "{OUT}"], None, ("--frobnicate",)),
+    ("missing-argument-value", None, ["eval", "step_time", "--set"], None, ("--set",)),
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
+def test_bad_input_is_one_line(case, previous, tmp_path):
+    name, content, args, env, must = case
+    f = tmp_path / "input.yaml"
+    if content == "DIR":
+        f.mkdir()
+    elif content == "LINK":
+        f.symlink_to(tmp_path / "nowhere")
+    elif content is not None:
+        f = tmp_path / content[0]
+        body = content[1]
+        (f.write_bytes if isinstance(body, bytes) else lambda b: f.write_text(b, encoding="utf-8"))(body)
+        if isinstance(body, str):
+            assert body not in (HW, MODELS, CLAIMS), f"{name}: the edit did not apply"
+    before = tree(previous)
+    args = [a.replace("{F}", str(f)).replace("{OUT}", str(previous)) for a in args]
+    r = run(args, env=env, timeout=120)
+    one_line_error(r, *must)
+    assert tree(previous) == before, "the previous output changed"
+    assert not leftovers(previous), leftovers(previous)
+
+
+# -- the environment ------------------------------------------------------------------------------
+@pytest.mark.parametrize("args", [["eval", "step_time", "--hardware", "h100-sxm"], ["audit"],
+                                  ["eval", "balance_batch", "--json"]])
+def test_ascii_only_stdout_does_not_crash(args):
+    r = run(args, env={"PYTHONIOENCODING": "ascii"})
+    assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr[-2000:]
+    assert r.stdout.isascii()
+    if "--json" in args:
+        import json
+        json.loads(r.stdout)  # escapes, not broken JSON
+
+
+@pytest.mark.skipif(not hasattr(resource, "RLIMIT_FSIZE"), reason="needs RLIMIT_FSIZE")
+def test_full_disk_leaves_the_previous_output(previous):
+    """A file-size limit makes the PDF write fail as a full disk would (EFBIG instead of ENOSPC)."""
+    def limit():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (200_000, 200_000))
+    before = tree(previous)
+    r = run(["build", "--out", str(previous)], preexec_fn=limit)
+    one_line_error(r, "cannot write", "previous output is unchanged")
+    assert tree(previous) == before
+    assert not leftovers(previous)
+
+
+def test_unwritable_parent_is_one_line(good, tmp_path):
+    if os.geteuid() == 0:
+        pytest.skip("root writes anywhere")
+    parent = tmp_path / "locked"
+    parent.mkdir()
+    out = parent / "out"
+    shutil.copytree(good[0], out)
+    before = tree(out)
+    parent.chmod(0o555)
+    try:
+        one_line_error(run(["build", "--out", str(out), "--no-pdf"]), "Permission denied")
+        assert tree(out) == before
+    finally:
+        parent.chmod(0o755)
+
+
+def test_stale_entries_removed_and_read_only_folder_replaced_whole(good, tmp_path):
+    """Leftovers of killed builds (beside) and of the old in-place writer (inside) go; a read-only
+    output folder in a writable parent is replaced whole, not written into."""
+    out = tmp_path / "out"
+    shutil.copytree(good[0], out)
+    (out / ".figures.old").mkdir()
+    (out / ".report.pdf.abc123").write_bytes(b"partial")
+    dead = tmp_path / ".out.tmp-999999999-abcd1234"  # no such process
+    dead.mkdir()
+    (dead / "report.html").write_text("half")
+    for p in [out / "figures", out]:
+        p.chmod(0o555)
+    try:
+        r = run(["build", "--out", str(out), "--no-pdf"])
+        assert r.returncode == 0, r.stderr
+    finally:
+        for p in [out, out / "figures"]:
+            if p.exists():
+                p.chmod(0o755)
+    assert not dead.exists() and not leftovers(out)
+    assert not (out / ".figures.old").exists() and not (out / ".report.pdf.abc123").exists()
+    assert tree(out)["report.html"] == good[1]["report.html"]
+
+
+def test_out_through_a_symlink_keeps_the_link(good, tmp_path):
+    real = tmp_path / "real"
+    shutil.copytree(good[0], real)
+    link = tmp_path / "link"
+    link.symlink_to(real)
+    r = run(["build", "--out", str(link), "--no-pdf"])
+    assert r.returncode == 0, r.stderr
+    assert link.is_symlink() and (link / "report.html").is_file()
+
+
+def test_sigterm_during_build_leaves_nothing_behind(good, tmp_path):
+    import signal
+    import time
+    out = tmp_path / "out"
+    shutil.copytree(good[0], out)
+    before = tree(out)
+    p = subprocess.Popen([sys.executable, str(ROOT / "build.py"), "--out", str(out)], cwd=ROOT,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 60
+    line = ""
+    while time.time() < deadline and "render" not in line:  # kill it while it writes or compiles
+        line = p.stderr.readline()
+    p.send_signal(signal.SIGTERM)
+    _, err = p.communicate(timeout=60)
+    assert "Traceback" not in err
+    assert tree(out) in (before, tree(good[0])), "neither wholly old nor wholly new"
+    assert not leftovers(out)
+
+
+# -- what reaches the reader ----------------------------------------------------------------------
+def test_links_and_control_characters_are_neutralised_in_templates():
+    from chalkboard.build import environments, page_link, visible, web_link
+
+    assert web_link("https://example.com/a?b=1") == "https://example.com/a?b=1"
+    for bad in ("javascript:alert(1)", "JAVASCRIPT:alert(1)", "data:text/html,x", "file:///etc/passwd",
+                " javascript:alert(1)", "//evil.example", "http://x\u202e.com", None, ""):
+        assert web_link(bad) == "" and page_link(bad) == "", bad
+    assert page_link("#sec-roofline") == "#sec-roofline"
+    assert visible("a\x00b\x1bc\u202ed\x7f\u2066") == "a\u2400b\u241bc\ufffdd\u2421\ufffd"
+    html, typ = environments(ROOT)
+    out = html.from_string('<a href="{{ u | web_link }}">{{ t }}</a>').render(u="javascript:x", t="A\u202eB\x1b")
+    assert out == '<a href="">A\ufffdB\u241b</a>'
+    out = typ.from_string("<< t | tx >>").render(t="A\u202eB\x00")
+    assert "\u202e" not in out and "\x00" not in out
+
+
+def test_claims_file_outside_the_project_is_read(tmp_path):
+    f = tmp_path / "claims.yaml"
+    f.write_text(CLAIMS, encoding="utf-8")
+    r = run(["audit", "--claims-file", str(f), "--json"])
+    assert r.returncode == 0, r.stderr[-2000:]
+
+
+def test_kill_at_every_write_step(tmp_path):
+    """bench/kill_build.py: SIGKILL before each filesystem step of the write stage."""
+    r = subprocess.run([sys.executable, str(ROOT / "bench" / "kill_build.py"), "--work", str(tmp_path)],
+                       cwd=ROOT, capture_output=True, text=True, timeout=900)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    assert "wholly old or wholly new after every kill" in r.stdout
