@@ -121,10 +121,15 @@ def cmd_eval(args) -> int:
     from chalkboard.results import describe
     from derivations import REGISTRY
 
-    if args.quantity not in REGISTRY:
-        close = [n for n in REGISTRY.quantities if args.quantity.lower() in n]
-        hint = f" (did you mean: {', '.join(close[:5])}?)" if close else " (see `python build.py list quantities`)"
-        raise UserError(f"unknown quantity {args.quantity!r}{hint}")
+    for name in args.quantity:
+        _known_quantity(name, REGISTRY)
+    if args.sweep:
+        return _eval_sweep(args)
+    if len(args.quantity) > 1:
+        raise UserError("give one quantity (several can be evaluated together with --sweep, or with `compare`)")
+    if args.csv:
+        raise UserError("--csv goes with --sweep (one number prints as text or --json)")
+    args.quantity = args.quantity[0]
     data = _load(args)
     sc = Scenario(data, args.hardware, args.model, _parse_sets(args.set))
     check_counts(sc.overrides)
@@ -149,6 +154,67 @@ def cmd_eval(args) -> int:
     w = max(len(i["name"]) for i in d["inputs"]) if d["inputs"] else 0
     for i in d["inputs"]:
         print(f"    {i['name']:<{w}} = {i['display']:<22} {i['source']}")
+    return 0
+
+
+def _known_quantity(name, registry) -> None:
+    if name not in registry:
+        close = [n for n in registry.quantities if name.lower() in n]
+        hint = f" (did you mean: {', '.join(close[:5])}?)" if close else " (see `python build.py list quantities`)"
+        raise UserError(f"unknown quantity {name!r}{hint}")
+
+
+def _eval_sweep(args) -> int:
+    from chalkboard import sweep as sw
+    from chalkboard.data import check_counts
+    from chalkboard.evaluate import Scenario
+
+    if len(args.sweep) > 3:
+        raise UserError("--sweep: at most three inputs at once")
+    axes = [sw.parse_axis(a) for a in args.sweep]
+    data = _load(args)
+    sc = Scenario(data, args.hardware, args.model, _parse_sets(args.set))
+    check_counts(sc.overrides)
+    result = sw.sweep(sc, list(args.quantity), axes)
+    if args.json:
+        print(sw.as_json({"hardware": sc.hw.id, "model": sc.model.id, "formats": sc.formats,
+                          "units": {n: REGISTRY_unit(n) for n in [*result["axes"], *args.quantity]},
+                          "points": sw.sweep_records(result, list(args.quantity))}))
+    elif args.csv:
+        recs = sw.sweep_records(result, list(args.quantity))
+        print(sw.as_csv([list(recs[0])] + [["" if v is None else v for v in r.values()] for r in recs]), end="")
+    else:
+        print(f"{', '.join(args.quantity)} on {sc.hw.id} x {sc.model.id}; {sc.formats_text()}")
+        print(sw.aligned(sw.sweep_table(result, list(args.quantity))))
+    return 0
+
+
+def REGISTRY_unit(name: str) -> str:  # noqa: N802 (reads as the registry's unit)
+    from derivations import REGISTRY
+    return REGISTRY[name].unit or "1"
+
+
+def cmd_compare(args) -> int:
+    from chalkboard import sweep as sw
+    from derivations import REGISTRY
+
+    for name in args.quantity:
+        _known_quantity(name, REGISTRY)
+    data = _load(args)
+    hardware = [h.strip() for h in args.hardware.split(",") if h.strip()] if args.hardware else list(data.hardware)
+    models = [m.strip() for m in args.model.split(",") if m.strip()] if args.model else [DEFAULT_MODEL]
+    rows = sw.compare(data, hardware, models, list(args.quantity), _parse_sets(args.set))
+    if args.json:
+        print(sw.as_json(rows))
+    elif args.csv:
+        head = ["hardware", "model", *[f"{q} [{REGISTRY_unit(q)}]" for q in args.quantity], "feasible", "formats"]
+        body = [[r["hardware"], r["model"], *[("" if r["values"][q]["value"] is None else r["values"][q]["value"])
+                                              for q in args.quantity], r["feasible"], r["formats"]] for r in rows]
+        print(sw.as_csv([head, *body]), end="")
+    else:
+        print(sw.aligned(sw.compare_table(rows, list(args.quantity))))
+        if any(not r["feasible"] for r in rows):
+            print("† the set-up does not fit in the chips' HBM (see `eval ... ` for the reason)")
     return 0
 
 
@@ -243,13 +309,30 @@ def make_parser() -> argparse.ArgumentParser:
                     "(a hardware or model field, a workload parameter, or format=bf16|fp8|fp4) with a "
                     "value and unit, so chips and models not in the files can be evaluated. A bare "
                     "number takes the input's declared unit (--set batch=128).")
-    e.add_argument("quantity", help="quantity name (see `build.py list quantities`)")
+    e.add_argument("quantity", nargs="+", help="quantity name (see `build.py list quantities`); "
+                                              "several with --sweep")
     e.add_argument("--hardware", default=DEFAULT_HARDWARE, help="hardware id (default: %(default)s)")
     e.add_argument("--model", default=DEFAULT_MODEL, help="model id (default: %(default)s)")
     e.add_argument("--set", action="append", metavar="NAME=VALUE",
                    help='override an input, e.g. --set hbm_bandwidth="8.1e11 B/s" --set batch=128')
     e.add_argument("--json", action="store_true", help="print one JSON object")
+    e.add_argument("--sweep", action="append", metavar="NAME=SPEC",
+                   help="sweep an input over a grid (up to three, crossed): a,b,c | start:stop:log (every "
+                        "doubling) | start:stop:N[:log] | start:stop (whole numbers); e.g. --sweep batch=1:65536:log")
+    e.add_argument("--csv", action="store_true", help="with --sweep: print CSV")
     e.set_defaults(func=cmd_eval)
+
+    cp = sub.add_parser(
+        "compare", parents=[common], help="one table of quantities across chips and models",
+        description="Evaluate quantities for several chips and models side by side, with their number "
+                    "formats, and flag set-ups whose weights and KV cache do not fit in HBM.")
+    cp.add_argument("quantity", nargs="+", help="quantity names (see `build.py list quantities`)")
+    cp.add_argument("--hardware", help="comma-separated hardware ids (default: every chip)")
+    cp.add_argument("--model", help=f"comma-separated model ids (default: {DEFAULT_MODEL})")
+    cp.add_argument("--set", action="append", metavar="NAME=VALUE", help="override an input for every row")
+    cp.add_argument("--json", action="store_true", help="print JSON")
+    cp.add_argument("--csv", action="store_true", help="print CSV")
+    cp.set_defaults(func=cmd_compare)
 
     ls = sub.add_parser("list", parents=[common], help="list quantities, hardware or models")
     ls.add_argument("what", nargs="?", default="quantities", choices=["quantities", "hardware", "models"])
@@ -268,7 +351,7 @@ def main(argv=None) -> int:
     signal.signal(signal.SIGTERM, _terminate)
     parser = make_parser()
     argv = list(sys.argv[1:] if argv is None else argv)
-    commands = {"build", "check", "eval", "list", "audit"}
+    commands = {"build", "check", "eval", "compare", "list", "audit"}
     if not any(a in commands for a in argv) and not ({"-h", "--help"} & set(argv)):
         argv = ["build", *argv]  # no command: build the report
     args = parser.parse_args(argv)

@@ -180,6 +180,7 @@ class Scenario:
             raise InputError(f"{data.files['models']}: unknown model id {model_id!r} "
                              f"(known: {', '.join(data.models)})")
         self.data, self.hw, self.model = data, data.hardware[hardware_id], data.models[model_id]
+        self.raw_overrides = dict(overrides or {})
         self.overrides = self._parse_overrides(overrides or {})
         o = self.overrides
         both = o.pop("format", None)
@@ -434,48 +435,62 @@ class Scenario:
             raise NotApplicable(f"{name} is not applicable: {q.valid}")
         return val
 
-    def _fusable(self, name: str, var: str) -> bool:
+    def _fusable(self, name: str, vars_: tuple) -> bool:
         """A closed form with no domain check or held value below it can be evaluated in one piece."""
         below = _derived_below(name)
         if self._fixed or self.is_dense and any(REGISTRY[d].moe_only for d in below):
             return False
         for d in below:
             if REGISTRY[d].valid:
-                if _depends_on(d, var):
+                if any(_depends_on(d, v) for v in vars_):
                     return False
                 self._mag(d)  # a domain check that does not move with the sweep: applied once
         return True
 
-    def _fused(self, name: str, var: str, xs):
-        """The closed form with every input but ``var`` replaced by its number, compiled once:
-        for large sweeps, the fewest array operations (numbers fold together)."""
+    def _fused(self, name: str, xs: dict):
+        """The closed form with every input but the swept ones replaced by its number, compiled
+        once: for large sweeps, the fewest array operations (numbers fold together)."""
         import numpy as np
 
         closed = REGISTRY.closed_form(name)
-        v = REGISTRY[var].sym
-        expr = closed.xreplace({s: sp.Float(self._mag(REGISTRY.q(s).name)) for s in closed.free_symbols if s != v})
-        fn = sp.lambdify([v], expr, modules=compiled._ARRAY)
+        swept = [REGISTRY[v].sym for v in xs]
+        expr = closed.xreplace({s: sp.Float(self._mag(REGISTRY.q(s).name))
+                                for s in closed.free_symbols if s not in swept})
+        fn = sp.lambdify(swept, expr, modules=compiled._ARRAY)
+        shape = next(iter(xs.values())).shape
         with np.errstate(all="ignore"):
-            return np.broadcast_to(np.asarray(fn(xs), dtype=float), xs.shape)
+            return np.broadcast_to(np.asarray(fn(*xs.values()), dtype=float), shape)
 
     def sweep(self, names, var: str, values, unit: str | None = None) -> dict:
         """Each quantity in ``names`` as a numpy array, with input ``var`` swept over ``values``
         (in ``unit``, default its declared unit); everything else as in this scenario.
         Values outside a quantity's domain are NaN."""
+        return self.sweep_many(names, {var: (values, unit)})
+
+    def sweep_many(self, names, axes: dict) -> dict:
+        """Like ``sweep`` over several inputs at once: ``axes`` maps each input to (values, unit),
+        all of one shape (a grid flattened by the caller, or points side by side)."""
         import numpy as np
 
-        if not REGISTRY[var].is_input:
-            raise InputError(f"cannot sweep {var}: it is derived")
-        xs = np.asarray(values, dtype=float) * compiled.base_factor(parse_unit(unit or REGISTRY[var].unit))
-        memo = {var: xs}
+        xs = {}
+        for var, (values, unit) in axes.items():
+            if var not in REGISTRY or not REGISTRY[var].is_input:
+                raise InputError(f"cannot sweep {var}: it is not an input (see `python build.py list quantities`)")
+            xs[var] = np.asarray(values, dtype=float) * compiled.base_factor(parse_unit(unit or REGISTRY[var].unit))
+        shapes = {a.shape for a in xs.values()}
+        if len(shapes) != 1:
+            raise InputError("swept inputs must have the same number of points")
+        shape = shapes.pop()
+        memo = dict(xs)
+
+        def moving(n):
+            return any(_depends_on(n, v) for v in xs)
 
         def get(n):
             if n in memo:
                 return memo[n]
             q = REGISTRY[n]
-            if q.is_input or n in self._fixed:
-                v = self._mag(n)
-            elif not _depends_on(n, var):
+            if q.is_input or n in self._fixed or not moving(n):
                 v = self._mag(n)
             else:
                 if q.moe_only and self.is_dense:
@@ -489,13 +504,14 @@ class Scenario:
             return v
 
         out = {}
+        size = int(np.prod(shape))
         for n in names:
-            if len(xs) >= FUSE_FROM and self._fusable(n, var):
-                out[n] = self._fused(n, var, xs) / compiled.declared(n)[1]
+            f = compiled.declared(n)[1]
+            if size >= FUSE_FROM and self._fusable(n, tuple(xs)):
+                out[n] = self._fused(n, xs) / f
                 continue
             v = np.asarray(get(n), dtype=float)
-            f = compiled.declared(n)[1]
-            out[n] = np.full_like(xs, v / f) if v.ndim == 0 else (v if f == 1 else v / f)
+            out[n] = np.full(shape, v / f) if v.ndim == 0 else (v if f == 1 else v / f)
         return out
 
     def inputs_of(self, name: str) -> list[InputRecord]:

@@ -1,0 +1,206 @@
+"""Many numbers at once: `eval --sweep` over a grid of inputs, and `compare` across chips and models.
+
+Both read the same declared quantities through the compiled path (chalkboard.compiled), so
+a sweep of a million points costs about what hand-written numpy does. A sweep is checked
+against the Pint walk at three of its points before anything is printed.
+"""
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+
+import numpy as np
+
+from derivations import REGISTRY
+
+from .errors import InputError, MissingInput
+from .evaluate import Scenario
+from .fmt import sig
+
+MAX_POINTS = 10_000_000
+
+
+def parse_axis(text: str) -> tuple[str, np.ndarray]:
+    """'batch=1:65536:log' -> ('batch', 1, 2, 4, ..., 65536).
+
+    Forms: ``a,b,c`` (a list); ``start:stop:log`` (every doubling from start to stop);
+    ``start:stop:N:log`` (N log-spaced points); ``start:stop:N`` (N evenly spaced points);
+    ``start:stop`` (every whole number from start to stop). Values are in the input's
+    declared unit (see `python build.py list quantities`).
+    """
+    if "=" not in text:
+        raise InputError(f"--sweep {text}: expected NAME=SPEC, e.g. --sweep batch=1:65536:log")
+    name, spec = (p.strip() for p in text.split("=", 1))
+    if name not in REGISTRY or not REGISTRY[name].is_input:
+        raise InputError(f"--sweep {name}: not an input (see `python build.py list quantities`)")
+    try:
+        if "," in spec:
+            values = np.array([float(x) for x in spec.split(",")])
+        else:
+            parts = spec.split(":")
+            log = parts[-1].strip().lower() == "log"
+            if log:
+                parts = parts[:-1]
+            if len(parts) not in (2, 3):
+                raise ValueError
+            lo, hi = float(parts[0]), float(parts[1])
+            n = int(parts[2]) if len(parts) == 3 else None
+            if log:
+                if lo <= 0 or hi <= 0:
+                    raise InputError(f"--sweep {text}: a log sweep needs positive ends")
+                if n is None:
+                    k = int(math.floor(math.log2(hi / lo) + 1e-9))
+                    values = lo * 2.0 ** np.arange(k + 1)
+                else:
+                    values = np.geomspace(lo, hi, n)
+            elif n is None:
+                values = np.arange(math.ceil(lo), math.floor(hi) + 1, dtype=float)
+            else:
+                values = np.linspace(lo, hi, n)
+    except (ValueError, OverflowError):
+        raise InputError(f"--sweep {text}: expected a,b,c or start:stop[:N][:log]") from None
+    if values.size == 0 or values.size > MAX_POINTS or not np.all(np.isfinite(values)):
+        raise InputError(f"--sweep {text}: between 1 and {MAX_POINTS:,} finite points")
+    if np.any(values <= 0):
+        raise InputError(f"--sweep {text}: values must be positive")
+    return name, values
+
+
+def sweep(sc: Scenario, quantities: list[str], axes: list[tuple[str, np.ndarray]]) -> dict:
+    """The quantities over the grid of the axes: {'axes': [...], 'columns': {name: array}, ...}."""
+    for q in quantities:
+        if q not in REGISTRY:
+            raise InputError(f"unknown quantity {q!r} (see `python build.py list quantities`)")
+    names = [n for n, _ in axes]
+    if len(set(names)) != len(names):
+        raise InputError("each input can be swept once")
+    grids = np.meshgrid(*[v for _, v in axes], indexing="ij")
+    flat = {n: g.ravel() for n, g in zip(names, grids)}
+    if next(iter(flat.values())).size > MAX_POINTS:
+        raise InputError(f"the sweep has more than {MAX_POINTS:,} points")
+    want = list(dict.fromkeys(quantities + ["hbm_fill"]))
+    try:
+        out = sc.sweep_many(want, {n: (v, None) for n, v in flat.items()})
+    except MissingInput:
+        out = sc.sweep_many(quantities, {n: (v, None) for n, v in flat.items()})
+    _spot_check(sc, quantities, flat, out)
+    return {"axes": flat, "columns": {q: out[q] for q in quantities}, "fill": out.get("hbm_fill")}
+
+
+def _spot_check(sc, quantities, flat, out) -> None:
+    """The first, middle and last points recomputed through the Pint walk: they must agree."""
+    size = next(iter(flat.values())).size
+    for i in sorted({0, size // 2, size - 1}):
+        one = Scenario(sc.data, sc.hw.id, sc.model.id, {**sc.raw_overrides,
+                                                          **{n: repr(float(v[i])) for n, v in flat.items()}})
+        for q in quantities:
+            got = out[q][i]
+            try:
+                ref = one.pint_value(q).to(REGISTRY[q].unit or "").magnitude
+            except MissingInput:
+                ref = float("nan")
+            if not (math.isnan(got) and math.isnan(ref)) and not math.isclose(got, ref, rel_tol=1e-9):
+                raise RuntimeError(f"sweep of {q} disagrees with the Pint walk at point {i}: {got} vs {ref}")
+
+
+def _unit(q: str) -> str:
+    return REGISTRY[q].unit or "1"
+
+
+def _shown_unit(q: str, values) -> tuple[str, float]:
+    """A unit a person would read the column in (ms rather than s), and the factor to it."""
+    from units import Quantity, unit as parse_unit
+
+    from .compiled import base_factor, declared
+    from .fmt import display_unit
+
+    finite = [abs(v) for v in values if v is not None and not math.isnan(v)]
+    if not finite or not REGISTRY[q].unit:
+        return _unit(q), 1.0
+    shown = display_unit(Quantity(sorted(finite)[len(finite) // 2], declared(q)[0]))
+    target = parse_unit("1" + shown if shown.startswith("/") else shown)
+    return shown, declared(q)[1] / base_factor(target)
+
+
+def sweep_table(result: dict, quantities: list[str]) -> list[list[str]]:
+    shown = {q: _shown_unit(q, result["columns"][q]) for q in quantities}
+    heads = [f"{n} [{_unit(n)}]" for n in result["axes"]] + [f"{q} [{shown[q][0]}]" for q in quantities] + ["fits"]
+    rows = [heads]
+    size = next(iter(result["axes"].values())).size
+    for i in range(size):
+        fill = result["fill"][i] if result["fill"] is not None else float("nan")
+        fits = "n/a" if math.isnan(fill) else "yes" if fill <= 1 else "NO †"
+        rows.append([sig(v[i]) for v in result["axes"].values()]
+                    + [("n/a" if math.isnan(result["columns"][q][i]) else sig(result["columns"][q][i] * shown[q][1]))
+                       for q in quantities] + [fits])
+    return rows
+
+
+def sweep_records(result: dict, quantities: list[str]) -> list[dict]:
+    size = next(iter(result["axes"].values())).size
+    recs = []
+    for i in range(size):
+        fill = result["fill"][i] if result["fill"] is not None else float("nan")
+        r = {n: float(v[i]) for n, v in result["axes"].items()}
+        r.update({q: (None if math.isnan(result["columns"][q][i]) else float(result["columns"][q][i]))
+                  for q in quantities})
+        r["feasible"] = None if math.isnan(fill) else bool(fill <= 1)
+        recs.append(r)
+    return recs
+
+
+def compare(data, hardware: list[str], models: list[str], quantities: list[str], overrides: dict) -> list[dict]:
+    """One row per chip x model: each quantity's value (or why not), the formats, and the fit."""
+    for q in quantities:
+        if q not in REGISTRY:
+            raise InputError(f"unknown quantity {q!r} (see `python build.py list quantities`)")
+    rows = []
+    for hid in hardware:
+        for mid in models:
+            sc = Scenario(data, hid, mid, dict(overrides))
+            row = {"hardware": hid, "model": mid, "formats": sc.formats_text(), "values": {}}
+            for q in quantities:
+                try:
+                    row["values"][q] = {"value": sc.mag(q), "unit": _unit(q), "flag": sc.flag(q)}
+                except MissingInput as e:
+                    row["values"][q] = {"value": None, "unit": _unit(q), "why": str(e)}
+            why = sc.fit()
+            row["feasible"], row["feasibility"] = (why is None), why
+            rows.append(row)
+    return rows
+
+
+def compare_table(rows: list[dict], quantities: list[str]) -> list[list[str]]:
+    shown = {q: _shown_unit(q, [r["values"][q]["value"] for r in rows]) for q in quantities}
+    out = [["hardware", "model"] + [f"{q} [{shown[q][0]}]" for q in quantities] + ["fits", "formats (weights, KV, compute)"]]
+    for r in rows:
+        cells = []
+        for q in quantities:
+            v = r["values"][q]
+            cells.append("n/a" if v["value"] is None else sig(v["value"] * shown[q][1]) + (" †" if v.get("flag") else ""))
+        out.append([r["hardware"], r["model"], *cells, "yes" if r["feasible"] else "NO †", r["formats"]])
+    return out
+
+
+def aligned(rows: list[list[str]]) -> str:
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    lines = []
+    for j, r in enumerate(rows):
+        lines.append("  ".join(c.rjust(w) if j and _numeric(c) else c.ljust(w) for c, w in zip(r, widths)).rstrip())
+    return "\n".join(lines)
+
+
+def _numeric(c: str) -> bool:
+    return bool(c) and (c[0].isdigit() or c[0] == "-")
+
+
+def as_csv(rows: list[list[str]]) -> str:
+    buf = io.StringIO()
+    csv.writer(buf, lineterminator="\n").writerows(rows)
+    return buf.getvalue()
+
+
+def as_json(obj) -> str:
+    return json.dumps(obj, indent=1, ensure_ascii=False)

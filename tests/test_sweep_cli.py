@@ -1,0 +1,75 @@
+"""`eval --sweep` and `compare`: many numbers at once, each equal to the one-number path."""
+import csv
+import io
+import json
+
+import pytest
+
+# H100 SXM (datasheet, dense): 989.5 TFLOP/s bf16, 3.35 TB/s, 80 GB; 8 per scale-up domain.
+# Llama 3 70B (config): 70e9 parameters in bf16, 80 layers, 64 query heads, 8 KV heads of 128.
+F, W, S = 989.5e12, 3.35e12, 8
+KV = 2 * 80 * 8 * 128 * 2            # 327,680 bytes of KV cache per token
+ATTN = 2 * 2 * 80 * 64 * 128         # 2,621,440 attention FLOP per cached token
+
+
+def step_by_hand(batch, context):
+    compute = batch * (2 * 70e9 + context * ATTN) / (S * F)
+    memory = (70e9 * 2 + batch * context * KV) / (S * W)
+    return max(compute, memory)
+
+
+def test_sweep_json_matches_hand_computation(cli):
+    r = cli("eval", "step_time", "--hardware", "h100-sxm", "--model", "llama-3-70b",
+            "--sweep", "batch=1:64:log", "--sweep", "context=1024,8192", "--json")
+    assert r.returncode == 0, r.stderr
+    d = json.loads(r.stdout)
+    pts = d["points"]
+    assert len(pts) == 7 * 2                       # 1, 2, 4, ..., 64 crossed with two contexts
+    assert d["units"]["step_time"] == "s"
+    for p in pts:
+        assert p["step_time"] == pytest.approx(step_by_hand(p["batch"], p["context"]), rel=1e-9)
+        fill = (70e9 * 2 + p["batch"] * p["context"] * KV) / S / 80e9
+        assert p["feasible"] is (fill <= 1)
+
+
+def test_sweep_table_and_csv(cli):
+    r = cli("eval", "step_time", "throughput", "--hardware", "h100-sxm", "--model", "llama-3-70b",
+            "--sweep", "batch=1,2000", "--set", "context=4096")
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert "weights bf16, KV bf16, compute bf16" in lines[0]
+    assert "step_time [ms]" in lines[1] and "fits" in lines[1]
+    assert lines[2].rstrip().endswith("yes") and lines[3].rstrip().endswith("NO †")  # 372 fit at 4k
+    r = cli("eval", "step_time", "--hardware", "h100-sxm", "--model", "llama-3-70b",
+            "--sweep", "batch=1:3", "--csv")
+    rows = list(csv.reader(io.StringIO(r.stdout)))
+    assert rows[0] == ["batch", "step_time", "feasible"] and len(rows) == 4
+    assert float(rows[2][1]) == pytest.approx(step_by_hand(2, 8192), rel=1e-9)
+
+
+def test_compare_flags_what_does_not_fit(cli):
+    r = cli("compare", "step_time", "latency_floor", "--hardware", "h100-sxm,gb200-nvl72",
+            "--model", "deepseek-v3", "--json")
+    assert r.returncode == 0, r.stderr
+    rows = {x["hardware"]: x for x in json.loads(r.stdout)}
+    # 671 GB of fp8 weights cannot fit in 8 x 80 GB; 72 x 186 GB holds them and the KV cache
+    assert rows["h100-sxm"]["feasible"] is False and rows["gb200-nvl72"]["feasible"] is True
+    assert rows["h100-sxm"]["values"]["step_time"]["flag"]
+    assert "compute fp8" in rows["gb200-nvl72"]["formats"]
+    text = cli("compare", "step_time", "--hardware", "h100-sxm,gb200-nvl72", "--model", "deepseek-v3").stdout
+    assert "NO †" in text and "yes" in text and "step_time [ms]" in text
+
+
+@pytest.mark.parametrize("args,words", [
+    (("eval", "step_time", "--sweep", "batch=0:3"), "positive"),
+    (("eval", "step_time", "--sweep", "batch"), "NAME=SPEC"),
+    (("eval", "step_time", "--sweep", "step_time=1:3"), "not an input"),
+    (("eval", "step_time", "--sweep", "batch=1:x"), "start:stop"),
+    (("eval", "step_time", "throughput"), "one quantity"),
+    (("compare", "nope", "--hardware", "h100-sxm"), "unknown quantity"),
+    (("compare", "step_time", "--hardware", "nope"), "unknown hardware"),
+])
+def test_bad_sweeps_and_comparisons_are_one_line(cli, args, words):
+    r = cli(*args)
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1 and words in r.stderr
