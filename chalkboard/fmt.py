@@ -17,6 +17,7 @@ _BY_DIM = [
     ("token/s/chip", "token/s/chip"),
     ("token/s", "token/s"),
     ("byte/token", "kB/token"),
+    ("FLOP/token", "MFLOP/token"),
     ("USD/hour/chip", "USD/hour/chip"),
 ]
 _TIMES = ("s", "ms", "µs", "ns")

@@ -105,8 +105,9 @@ def sections(sc: Scenario, figures: dict[str, str]) -> list[dict]:
         inputs = [REGISTRY[n] for n in s.quantities if REGISTRY[n].is_input]
         out.append({
             "id": s.id, "title": s.title, "chapter": s.chapter,
-            "start": "chapter “{}” ({}){}".format(*CHAPTERS[s.chapter],
-                                                  "; seeds " + ", ".join(s.seeds) if s.seeds else ""),
+            "start": "chapter “{}” (from {} into the lecture){}".format(
+                CHAPTERS[s.chapter][0], _clock(CHAPTERS[s.chapter][1]),
+                "; seeds " + ", ".join(s.seeds) if s.seeds else ""),
             "question": s.question, "takeaway": takeaway(sc, s.takeaway),
             "equations": [_equation(REGISTRY.equations[e]) for e in s.equations],
             "steps": [_step(sc, q) for q in derived],
@@ -114,6 +115,12 @@ def sections(sc: Scenario, figures: dict[str, str]) -> list[dict]:
             "figures": _figures_for(s.id, figures, sc),
         })
     return out
+
+
+def _clock(hmm: str) -> str:
+    """'0:32' (hours:minutes into the lecture) as '0 h 32 min', which cannot be read as seconds."""
+    h, m = hmm.split(":")
+    return f"{int(h)} h {int(m):02d} min"
 
 
 def _figures_for(section_id: str, figures: dict, sc: Scenario) -> list[dict]:

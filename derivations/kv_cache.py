@@ -17,8 +17,8 @@ R.section(
     seeds=(),
     question="How many bytes of KV cache does each token of context add, and how many FLOPs "
              "does each new token spend on it, for a given attention architecture?",
-    takeaway="{model} caches {kv_bytes_per_token} per token of context, and each new token "
-             "spends {attention_flops_per_token} on it.",
+    takeaway="{model}'s KV cache costs {kv_bytes_per_token} of context, and each new token "
+             "spends {attention_flops_per_token} of context on attention.",
     featured=("kv_bytes_gqa", "kv_bytes_mla", "attn_flops_gqa", "attn_flops_mla"),
 )
 

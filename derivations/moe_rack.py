@@ -28,7 +28,7 @@ R.section(
              "and what happens when one MoE layer spans more than one rack?",
     takeaway="{model} on {hardware}: {expert_chips} hold {experts_per_chip}; the scale-up "
              "network is {scaleup_scaleout_ratio} times faster than scale-out, so spanning two "
-             "racks sends {offrack_fraction} of the all-to-all over the slow network.",
+             "racks sends {offrack_fraction_two_racks} of the all-to-all over the slow network.",
     featured=("experts_per_chip", "tokens_per_expert", "a2a_bytes_per_token", "offrack_fraction",
               "a2a_time_scaleup", "a2a_time_scaleout", "scaleup_scaleout_ratio",
               "moe_capacity_params", "domain_dies", "cables_single_tier"),
@@ -70,6 +70,11 @@ a2a_chip = R.derived("a2a_bytes_per_chip", B * delta * n_moe * a2a_tok / S_E, "b
                      "all-to-all bytes each chip sends per step, over all MoE layers", "V", "a2a", moe_only=True)
 f_out = R.derived("offrack_fraction", 1 - 1 / n_racks, "",
                   "share of all-to-all traffic that leaves the rack when a layer spans n racks", "f", "out")
+two_racks = R.constant("two_racks", "2", "a layer spread over two racks", "n", "2",
+                       source="the lecture's example (seed 004, line 17)")
+R.derived("offrack_fraction_two_racks", (1 - 1 / n_racks).xreplace({n_racks: two_racks}), "",
+          "share of all-to-all traffic that leaves the rack when a layer spans two racks", "f", "out,2",
+          how="offrack_fraction at racks = 2")
 t_up = R.derived("a2a_time_scaleup", a2a_chip * (1 - f_out) / W_up, "s",
                  "time to send the in-rack share of the all-to-all over the scale-up network", "t", "up", moe_only=True)
 t_out = R.derived("a2a_time_scaleout", a2a_chip * f_out / W_out, "s",
