@@ -1,0 +1,427 @@
+"""Published decode measurements against chalkboard's strict lower bound.
+
+measurements.yaml holds published figures with their full set-up (chip and chip count, model,
+number formats, batch, lengths). For each record this module evaluates ``step_time_min`` --
+the strict lower bound on one decode step: compute, or the active weights plus the KV cache
+read from HBM, whichever is longer -- through the same ``Scenario`` path as `eval`, and
+compares speeds: efficiency = measured speed / bound speed (= bound time / measured time).
+
+The invariant: no record is faster than the bound (efficiency <= 1). A value a source did not
+publish is never guessed; where the bound needs it, it takes the value that makes the bound
+loosest and says so (``Result.assumed``).
+"""
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from units import UnitParseError, conform, magnitude_problem, parse
+
+from .data import (ID_RE, NUMBER_FORMAT_NAMES, DataError, Source, _source_id, _sources, _text,
+                   is_whole, read_yaml)
+
+MEASUREMENTS_FILE = "measurements.yaml"
+RATE_FORMATS = ("fp4", "fp8", "int8", "bf16")
+
+# field -> (unit, whole number?)
+QUANTITY_FIELDS = {
+    "chips": ("chip", True),
+    "system_chips": ("chip", True),
+    "batch": ("sequence", True),
+    "input_tokens": ("token", True),
+    "output_tokens": ("token", True),
+    "tokens_per_step": ("token/sequence", False),
+}
+MEASURED_FIELDS = {
+    "time_per_output_token": "s",
+    "throughput_per_user": "token/s",
+    "throughput_system": "token/s",
+    "throughput_per_chip": "token/s/chip",
+    "request_latency": "s",
+    "ttft": "s",
+}
+SPEED_FIELDS = ("throughput_system", "throughput_per_chip", "throughput_per_user",
+                "time_per_output_token", "request_latency")
+TEXT_FIELDS = {"source": True, "where": True, "hardware": True, "model": True, "parallelism": True,
+               "notes": False, "set_source": False}
+FORMAT_FIELDS = {"weight_format": True, "kv_format": False, "compute_format": False}
+REQUIRED_QUANTITIES = ("chips",)
+KNOWN_FIELDS = (set(QUANTITY_FIELDS) | set(TEXT_FIELDS) | set(FORMAT_FIELDS) | {"measured", "set"})
+
+LOOSEST_KV = "fp4"          # the narrowest KV format chalkboard knows
+SMALL_BATCH = 32            # memory-bound records up to this batch count as "small batch"
+REGIMES = ("memory-bound, small batch", "memory-bound, large batch", "compute-bound")
+TOLERANCE = 1e-9            # float noise allowed on the invariant
+
+
+@dataclass
+class Record:
+    id: str
+    source: Source
+    where: str
+    hardware: str
+    model: str
+    parallelism: str
+    chips: float
+    formats: dict[str, str]
+    measured: dict[str, object]                  # field -> Pint quantity
+    system_chips: float | None = None
+    batch: float | None = None
+    input_tokens: float | None = None
+    output_tokens: float | None = None
+    tokens_per_step: float | None = None
+    set: dict[str, str] = field(default_factory=dict)
+    set_source: Source | None = None
+    notes: str | None = None
+
+
+@dataclass
+class Result:
+    record: Record
+    batch: float                 # the batch the bound used
+    context: float               # tokens per sequence the bound used
+    tokens_per_step: float
+    step_time_min: float         # s
+    bound_chip_rate: float       # token/s/chip the bound allows
+    measured_chip_rate: float    # token/s/chip measured
+    efficiency: float            # measured / bound (primary figure)
+    efficiencies: dict[str, float]   # every speed figure given: field -> measured / bound
+    regime: str
+    dense: bool
+    formats: str
+    balance_batch: float | None
+    measured_step_time: float | None  # s, from a published batch
+    assumed: list[str]
+    fits: str | None
+
+    @property
+    def violates(self) -> bool:
+        return any(e > 1 + TOLERANCE for e in self.efficiencies.values())
+
+    @property
+    def chips_group(self) -> str:
+        return "single chip" if self.record.chips == 1 else "many chips"
+
+    @property
+    def kind(self) -> str:
+        return "dense" if self.dense else "MoE"
+
+
+# -- loading ----------------------------------------------------------------------------------
+def _quantity(label, eid, fld, raw, unit, whole):
+    if not isinstance(raw, str):
+        shown = "a list" if isinstance(raw, list) else "a mapping" if isinstance(raw, dict) else repr(raw)
+        raise DataError(label, eid, fld, f"value must be a quoted string with its unit, e.g. \"1 {unit}\" (got {shown})")
+    _text(label, eid, fld, raw)
+    try:
+        q = parse(raw)
+        q = conform(q, unit, per_chip=unit.endswith("/chip"))
+    except UnitParseError as e:
+        raise DataError(label, eid, fld, f"{raw!r}: {e}") from None
+    problem = magnitude_problem(q)
+    if problem:
+        raise DataError(label, eid, fld, f"{problem} (got {raw!r})")
+    if whole and not is_whole(q.magnitude):
+        raise DataError(label, eid, fld, f"must be a whole number (got {raw!r}; it counts something)")
+    return q
+
+
+def load_measurements(root: Path, data, label: str = MEASUREMENTS_FILE) -> list[Record]:
+    """measurements.yaml, checked: DataError in one line naming the file, the entry and the field."""
+    doc = read_yaml(root / label, label)
+    if not isinstance(doc, dict):
+        raise DataError(label, None, None, "expected a mapping with 'sources' and 'measurements'")
+    for k in doc:
+        if k not in ("sources", "measurements"):
+            raise DataError(label, _text(label, None, None, k), None, "unknown section (known: sources, measurements)")
+    sources = _sources(doc, label)
+    raw = doc.get("measurements")
+    if not isinstance(raw, dict) or not raw:
+        raise DataError(label, "measurements", None, "missing or empty 'measurements' mapping")
+    out = []
+    for eid, e in raw.items():
+        eid = str(eid)
+        if not ID_RE.match(eid):
+            raise DataError(label, eid, None, "ids are lowercase letters, digits and hyphens")
+        if not isinstance(e, dict):
+            raise DataError(label, eid, None, "expected a mapping of fields")
+        out.append(_record(label, eid, e, sources, data))
+    return out
+
+
+def _record(label, eid, e, sources, data) -> Record:
+    for f in e:
+        if f not in KNOWN_FIELDS:
+            raise DataError(label, eid, _text(label, eid, None, f),
+                            f"unknown field (known: {', '.join(sorted(KNOWN_FIELDS))})")
+    text = {}
+    for f, required in TEXT_FIELDS.items():
+        v = _text(label, eid, f, e.get(f))
+        if required and not (v or "").strip():
+            raise DataError(label, eid, f, "missing")
+        text[f] = v
+    src = sources[_source_id(label, eid, "source", text["source"], sources)]
+    set_src = sources[_source_id(label, eid, "set_source", text["set_source"], sources)] if text["set_source"] else None
+    if text["hardware"] not in data.hardware:
+        raise DataError(label, eid, "hardware", f"unknown hardware id {text['hardware']!r} (not in {data.files['hardware']})")
+    if text["model"] not in data.models:
+        raise DataError(label, eid, "model", f"unknown model id {text['model']!r} (not in {data.files['models']})")
+    formats = {}
+    for f, required in FORMAT_FIELDS.items():
+        v = e.get(f)
+        if v is None:
+            if required:
+                raise DataError(label, eid, f, f"missing (one of {', '.join(NUMBER_FORMAT_NAMES)})")
+            continue
+        allowed = RATE_FORMATS if f == "compute_format" else NUMBER_FORMAT_NAMES
+        if not isinstance(v, str) or v not in allowed:
+            shown = repr(v) if not isinstance(v, (list, dict)) else "a list or mapping"
+            raise DataError(label, eid, f, f"{shown} is not one of {', '.join(allowed)}")
+        formats[f] = v
+    qs = {}
+    for f, (unit, whole) in QUANTITY_FIELDS.items():
+        if e.get(f) is None:
+            if f in REQUIRED_QUANTITIES:
+                raise DataError(label, eid, f, "missing")
+            continue
+        qs[f] = _quantity(label, eid, f, e[f], unit, whole).magnitude
+    if qs.get("tokens_per_step") is not None and qs["tokens_per_step"] < 1:
+        raise DataError(label, eid, "tokens_per_step", "must be at least 1 token/sequence")
+    if qs.get("system_chips") is not None:
+        copies = qs["system_chips"] / qs["chips"]
+        if not is_whole(copies) or copies < 1:
+            raise DataError(label, eid, "system_chips", "must be a whole multiple of chips (copies of the model)")
+    m = e.get("measured")
+    if not isinstance(m, dict) or not m:
+        raise DataError(label, eid, "measured", f"missing: give at least one of {', '.join(SPEED_FIELDS)}")
+    measured = {}
+    for f, v in m.items():
+        if f not in MEASURED_FIELDS:
+            raise DataError(label, eid, f"measured.{_text(label, eid, 'measured', f)}",
+                            f"unknown figure (known: {', '.join(MEASURED_FIELDS)})")
+        measured[f] = _quantity(label, eid, f"measured.{f}", v, MEASURED_FIELDS[f], False)
+    if not any(f in measured for f in SPEED_FIELDS):
+        raise DataError(label, eid, "measured", f"no decode speed: give one of {', '.join(SPEED_FIELDS)}")
+    if "request_latency" in measured and qs.get("output_tokens") is None:
+        raise DataError(label, eid, "measured.request_latency", "needs output_tokens (tokens per request)")
+    overrides = e.get("set") or {}
+    if not isinstance(overrides, dict):
+        raise DataError(label, eid, "set", "expected a mapping of input: \"value unit\"")
+    for k, v in overrides.items():
+        if not isinstance(v, str):
+            raise DataError(label, eid, f"set.{_text(label, eid, 'set', k)}", "value must be a quoted string with its unit")
+        _text(label, eid, f"set.{k}", v)
+        if k in ("batch", "context", "chips", "tokens_per_step") or k in FORMAT_FIELDS or k == "format":
+            raise DataError(label, eid, f"set.{k}", "give the workload and formats as the record's own fields")
+    if overrides and set_src is None:
+        raise DataError(label, eid, "set_source", "a record that sets model or hardware inputs names their source")
+    rec = Record(eid, src, text["where"], text["hardware"], text["model"], text["parallelism"], qs["chips"],
+                 formats, measured, qs.get("system_chips"), qs.get("batch"), qs.get("input_tokens"),
+                 qs.get("output_tokens"), qs.get("tokens_per_step"), {str(k): str(v) for k, v in overrides.items()},
+                 set_src, text["notes"])
+    from .errors import InputError, MissingInput
+    try:
+        _scenario(data, rec, rec.batch or 1, _context(rec)[0], rec.tokens_per_step or 1)
+    except (InputError, MissingInput) as err:
+        raise DataError(label, eid, "set" if rec.set else "hardware", str(err)) from None
+    return rec
+
+
+# -- evaluating -------------------------------------------------------------------------------
+def _context(rec: Record) -> tuple[float, str | None]:
+    """Average context over the output (input + output/2), or the shortest where not published."""
+    if rec.input_tokens is None and rec.output_tokens is None:
+        return 1.0, "context: lengths not published, the bound takes 1 token (the shortest)"
+    ctx = (rec.input_tokens or 0) + (rec.output_tokens or 0) / 2
+    note = None
+    if rec.input_tokens is None:
+        note = "context: input length not published, the bound counts only half the output"
+    elif rec.output_tokens is None:
+        note = "context: output length not published, the bound counts only the input"
+    return max(ctx, 1.0), note
+
+
+def _scenario(data, rec: Record, batch: float, context: float, delta: float):
+    from .evaluate import Scenario
+    o = {**rec.set, "batch": f"{batch:.17g} sequence", "context": f"{context:.17g} token/sequence",
+         "chips": f"{rec.chips:.17g} chip", "weight_format": rec.formats["weight_format"],
+         "kv_format": rec.formats.get("kv_format", LOOSEST_KV)}
+    if "compute_format" in rec.formats:
+        o["compute_format"] = rec.formats["compute_format"]
+    if delta != 1:
+        o["tokens_per_step"] = f"{delta:.17g} token/sequence"
+    return Scenario(data, rec.hardware, rec.model, o)
+
+
+def _measured_rates(rec: Record) -> dict[str, tuple[float, str]]:
+    """Each published speed as (value, per): per 'system' in token/s over system_chips, or per
+    'user' in token/s per sequence."""
+    m = {k: float(q.magnitude) for k, q in rec.measured.items()}
+    sys_chips = rec.system_chips or rec.chips
+    out = {}
+    if "throughput_system" in m:
+        out["throughput_system"] = (m["throughput_system"], "system")
+    if "throughput_per_chip" in m:
+        out["throughput_per_chip"] = (m["throughput_per_chip"] * sys_chips, "system")
+    if "throughput_per_user" in m:
+        out["throughput_per_user"] = (m["throughput_per_user"], "user")
+    if "time_per_output_token" in m:
+        out["time_per_output_token"] = (1 / m["time_per_output_token"], "user")
+    if "request_latency" in m:
+        out["request_latency"] = (rec.output_tokens / m["request_latency"], "user")
+    return out
+
+
+def evaluate_record(data, rec: Record) -> Result:
+    """The bound for one record, through Scenario, and measured / bound for each speed it gives."""
+    assumed = []
+    context, note = _context(rec)
+    if note:
+        assumed.append(note)
+    if "kv_format" not in rec.formats:
+        assumed.append(f"KV format not published: the bound takes {LOOSEST_KV} (the narrowest)")
+    delta = rec.tokens_per_step or 1.0
+    if rec.tokens_per_step:
+        assumed.append(f"speculative decoding: up to {delta:g} tokens a sequence per step")
+    rates = _measured_rates(rec)
+    throughput_first = any(per == "system" for _, per in rates.values())
+    batch = rec.batch
+    if batch is None:
+        if throughput_first:
+            probe = _scenario(data, rec, 1, context, delta)
+            batch = probe.mag("max_batch_capacity", "sequence")
+            assumed.append(f"batch not published: the bound takes the largest that fits in HBM, {batch:,.0f}")
+        else:
+            batch = 1.0
+            assumed.append("batch not published: the bound takes 1 sequence")
+    sc = _scenario(data, rec, batch, context, delta)
+    t_min = sc.mag("step_time_min", "s")
+    compute = sc.mag("compute_time", "s")
+    memory = sc.mag("weight_fetch_time_min", "s") + sc.mag("kv_fetch_time", "s")
+    copies = (rec.system_chips or rec.chips) / rec.chips
+    bound_system = copies * batch * delta / t_min
+    bound_user = delta / t_min
+    effs = {f: v / (bound_system if per == "system" else bound_user) for f, (v, per) in rates.items()}
+    primary = next(f for f in SPEED_FIELDS if f in effs)
+    value, per = rates[primary]
+    sys_chips = rec.system_chips or rec.chips
+    measured_chip = value / sys_chips if per == "system" else value * batch / rec.chips
+    bound_chip = bound_system / sys_chips
+    if compute >= memory:
+        regime = REGIMES[2]
+    else:
+        regime = REGIMES[0] if batch <= SMALL_BATCH else REGIMES[1]
+    try:
+        b_star = sc.mag("balance_batch", "sequence")
+    except Exception:  # noqa: BLE001 -- a chip without the rate: no balance batch
+        b_star = None
+    step_measured = None
+    if rec.batch is not None:
+        if per == "system":
+            step_measured = rec.batch * copies * delta / value
+        else:
+            step_measured = delta / value
+    return Result(rec, batch, context, delta, t_min, bound_chip, measured_chip, effs[primary], effs, regime,
+                  sc.is_dense, sc.formats_text(), b_star, step_measured, assumed, sc.fit())
+
+
+def evaluate_all(data, records: list[Record]) -> list[Result]:
+    return [evaluate_record(data, r) for r in records]
+
+
+# -- statistics -------------------------------------------------------------------------------
+def _stats(values: list[float]) -> dict:
+    v = sorted(values)
+    if not v:
+        return {"n": 0}
+    q = statistics.quantiles(v, n=4, method="inclusive") if len(v) > 1 else [v[0], v[0], v[0]]
+    return {"n": len(v), "median": statistics.median(v), "min": v[0], "max": v[-1],
+            "q1": q[0], "q3": q[2], "geomean": math.exp(sum(math.log(x) for x in v) / len(v))}
+
+
+def summary(results: list[Result]) -> dict:
+    """Efficiency statistics: all records, and by regime, dense vs MoE, single chip vs many."""
+    groups = {"all records": [r.efficiency for r in results]}
+    for g in REGIMES:
+        groups[g] = [r.efficiency for r in results if r.regime == g]
+    for g in ("dense", "MoE"):
+        groups[g] = [r.efficiency for r in results if r.kind == g]
+    for g in ("single chip", "many chips"):
+        groups[g] = [r.efficiency for r in results if r.chips_group == g]
+    return {k: _stats(v) for k, v in groups.items()}
+
+
+def cited_figures(results: list[Result]) -> dict[str, dict[str, float]]:
+    """What the lecture's claims are judged against (claims.yaml's sourced rows quote these):
+
+    * roofline: the median efficiency in each regime;
+    * batch: published operating batch / balance batch, for records with a published batch
+      above SMALL_BATCH (throughput set-ups);
+    * step: the measured step time (ms) of those records."""
+    stats = summary(results)
+    roofline = {g: stats[g]["median"] for g in REGIMES if stats[g]["n"]}
+    big = [r for r in results if r.record.batch is not None and r.record.batch > SMALL_BATCH]
+    batch = {r.record.id: r.record.batch / r.balance_batch for r in big if r.balance_batch}
+    step = {r.record.id: r.measured_step_time * 1e3 for r in big if r.measured_step_time}
+    return {"roofline": roofline, "batch": batch, "step": step}
+
+
+def check_hardware_generations(results: list[Result], data) -> int:
+    return len({data.hardware[r.record.hardware].tags.get("family", r.record.hardware) for r in results})
+
+
+# -- output -----------------------------------------------------------------------------------
+def _pct(x: float) -> str:
+    return f"{x * 100:.1f}%" if x < 0.1 else f"{x * 100:.0f}%"
+
+
+def as_json(results: list[Result]) -> dict:
+    rows = []
+    for r in results:
+        rec = r.record
+        rows.append({
+            "id": rec.id, "hardware": rec.hardware, "chips": rec.chips, "system_chips": rec.system_chips or rec.chips,
+            "parallelism": rec.parallelism, "model": rec.model, "formats": r.formats,
+            "batch": rec.batch, "bound_batch": r.batch, "context": r.context, "tokens_per_step": r.tokens_per_step,
+            "input_tokens": rec.input_tokens, "output_tokens": rec.output_tokens,
+            "measured": {k: {"value": float(q.magnitude), "unit": f"{q.units:~P}"} for k, q in rec.measured.items()},
+            "step_time_min_s": r.step_time_min, "bound_token_s_per_chip": r.bound_chip_rate,
+            "measured_token_s_per_chip": r.measured_chip_rate, "efficiency": r.efficiency,
+            "efficiencies": r.efficiencies, "regime": r.regime, "dense": r.dense,
+            "balance_batch": r.balance_batch, "measured_step_time_s": r.measured_step_time,
+            "assumed": r.assumed, "fits": r.fits is None, "fit_note": r.fits, "violates": r.violates,
+            "source": {"id": rec.source.id, "title": rec.source.title, "url": rec.source.url,
+                       "as_of": rec.source.as_of, "where": rec.where},
+            "notes": rec.notes,
+        })
+    return {"records": rows, "summary": summary(results), "cited": cited_figures(results),
+            "violations": [r.record.id for r in results if r.violates]}
+
+
+def as_text(results: list[Result], data=None) -> str:
+    lines = [f"chalkboard validate: {len(results)} published measurements against step_time_min "
+             f"(efficiency = measured speed / bound speed; the bound allows at most 100%)"]
+    w = max(len(r.record.id) for r in results)
+    lines.append(f"  {'record':<{w}}  {'chip':<12}{'chips':>6} {'model':<16}{'batch':>7}{'context':>9}"
+                 f"  {'bound tok/s/chip':>16}{'measured':>10}{'eff.':>7}  regime")
+    for r in results:
+        rec = r.record
+        b = f"{r.batch:,.0f}" + ("" if rec.batch is not None else "*")
+        lines.append(f"  {rec.id:<{w}}  {rec.hardware:<12}{rec.chips:>6.0f} {rec.model:<16}{b:>7}{r.context:>9,.0f}"
+                     f"  {r.bound_chip_rate:>16,.0f}{r.measured_chip_rate:>10,.0f}{_pct(r.efficiency):>7}  {r.regime}"
+                     + ("  VIOLATION" if r.violates else ""))
+    lines.append("  (* batch not published: the loosest the bound allows; see --json 'assumed')")
+    lines.append("  efficiency by group: median (interquartile range, min-max), records")
+    for g, s in summary(results).items():
+        if s["n"]:
+            lines.append(f"    {g:<27} {_pct(s['median']):>6} ({_pct(s['q1'])}-{_pct(s['q3'])}, "
+                         f"{_pct(s['min'])}-{_pct(s['max'])}), {s['n']}")
+    bad = [r for r in results if r.violates]
+    fams = len({r.record.hardware for r in results})
+    models = len({r.record.model for r in results})
+    lines.append(f"  {fams} chips, {models} models; "
+                 + (f"{len(bad)} VIOLATIONS: " + ", ".join(r.record.id for r in bad) if bad
+                    else "no measurement is faster than the bound"))
+    return "\n".join(lines)
