@@ -8,6 +8,7 @@ Commands (run `python build.py COMMAND --help` for each):
   python build.py eval QUANTITY   one number, its inputs and the closed form it came from
   python build.py list [WHAT]     quantities, hardware or models, with units and sources
   python build.py audit           the lecture's claims, each with a computed verdict
+  python build.py validate        published measurements against the strict step-time bound
 
 Bad input (a YAML error, a missing field, a wrong dimension, an unknown id, an output folder
 that cannot be written) prints one line naming the file, entry and field or the path, and exits
@@ -261,6 +262,18 @@ def cmd_audit(args) -> int:
     return 0
 
 
+def cmd_validate(args) -> int:
+    from chalkboard.validation import as_json, as_text, evaluate_all, load_measurements
+
+    data = _load(args)
+    results = evaluate_all(data, load_measurements(ROOT, data, args.measurements_file))
+    if args.json:
+        print(json.dumps(as_json(results), indent=2, ensure_ascii=False))
+    else:
+        print(as_text(results))
+    return 1 if any(r.violates for r in results) else 0
+
+
 def cmd_build(args) -> int:
     from chalkboard.build import BuildError, build  # noqa: I001  (imports data only; derivations load in a timed stage)
 
@@ -343,6 +356,13 @@ def make_parser() -> argparse.ArgumentParser:
     a.add_argument("--claims-file", default="claims.yaml", help="claims to audit (default: %(default)s)")
     a.add_argument("--json", action="store_true", help="print a JSON list of claims")
     a.set_defaults(func=cmd_audit)
+
+    v = sub.add_parser("validate", parents=[common],
+                       help="published measurements against the strict step-time bound")
+    v.add_argument("--measurements-file", default="measurements.yaml",
+                   help="measurements to check (default: %(default)s)")
+    v.add_argument("--json", action="store_true", help="print one JSON object")
+    v.set_defaults(func=cmd_validate)
     return p
 
 
@@ -351,7 +371,7 @@ def main(argv=None) -> int:
     signal.signal(signal.SIGTERM, _terminate)
     parser = make_parser()
     argv = list(sys.argv[1:] if argv is None else argv)
-    commands = {"build", "check", "eval", "compare", "list", "audit"}
+    commands = {"build", "check", "eval", "compare", "list", "audit", "validate"}
     if not any(a in commands for a in argv) and not ({"-h", "--help"} & set(argv)):
         argv = ["build", *argv]  # no command: build the report
     args = parser.parse_args(argv)
