@@ -130,7 +130,8 @@ def pdf_timestamp(data) -> int:
 
 
 def results_json(data, res, registry) -> str:
-    from .fmt import split
+    from .compiled import declared
+    from .fmt import split_base
     from .results import list_hardware, list_models
 
     quantities = {}
@@ -144,7 +145,7 @@ def results_json(data, res, registry) -> str:
             "hardware": hid, "model": mid,
             "feasible": res.fit[(hid, mid)]["feasible"], "feasibility": res.fit[(hid, mid)]["reason"],
             "formats": res.formats[(hid, mid)],
-            "values": {n: {**dict(zip(("value", "unit"), split(v))),
+            "values": {n: {**dict(zip(("value", "unit"), split_base(v, declared(n)[0]))),
                            **({"feasible": False, "infeasible": flags[n]} if n in flags else {})}
                        for n, v in vals.items()},
             "not_applicable": res.missing[(hid, mid)],
@@ -152,7 +153,23 @@ def results_json(data, res, registry) -> str:
         }
     doc = {"quantities": quantities, "hardware": list_hardware(data), "models": list_models(data),
            "results": pairs}
-    return json.dumps(_rounded(doc), indent=1, sort_keys=True, ensure_ascii=False)
+    return _dump(_rounded(doc))
+
+
+def _dump(doc: dict) -> str:
+    """JSON with one line per entry of each top-level mapping (one quantity, chip, model or chip x
+    model pair a line): readable with grep and diff, and written by json's fast C encoder, which
+    indented output would not use."""
+    enc = lambda v: json.dumps(v, sort_keys=True, ensure_ascii=False)  # noqa: E731
+    parts = []
+    for key in sorted(doc):
+        inner = doc[key]
+        if isinstance(inner, dict) and inner:
+            body = ",\n".join(f"  {enc(k)}: {enc(inner[k])}" for k in sorted(inner))
+            parts.append(f" {enc(key)}: {{\n{body}\n }}")
+        else:
+            parts.append(f" {enc(key)}: {enc(inner)}")
+    return "{\n" + ",\n".join(parts) + "\n}\n"
 
 
 def _rounded(x):
@@ -369,6 +386,9 @@ def build(root: Path, args) -> int:
         has_claims = True
     else:
         has_claims = False  # no claims file: the report has no audit section
+    measurements_file = getattr(args, "measurements_file", "measurements.yaml")
+    has_measurements = ((root / measurements_file).exists() or (root / measurements_file).is_symlink()
+                        or measurements_file != "measurements.yaml")  # none: no validation section
     timestamp = None if args.no_pdf else pdf_timestamp(data)
     t = stage("load", t)
     from derivations import REGISTRY  # importing the lecture modules declares and solves everything
@@ -394,6 +414,12 @@ def build(root: Path, args) -> int:
     t = stage("evaluate", t)
     audit = run_audit(data, claims_path, args.claims_file) if has_claims else None
     t = stage("audit", t)
+    validation = None
+    if has_measurements:
+        from . import validation as val
+        checked = val.evaluate_all(data, val.load_measurements(root, data, measurements_file))
+        validation = val.for_report(checked, measurements_file)
+    t = stage("validate", t)
     refs = {}
     for q in ("drain_time", "hardware_ratio"):
         if audit is not None and audit.rule_of_thumb(q) is not None:
@@ -402,13 +428,17 @@ def build(root: Path, args) -> int:
     html_env, typ_env = environments(root)
     ctx = context(data, sc, {}, audit=audit.for_report() if audit else None,
                   check={"definitions": rep.definitions, "equations": rep.equations,
-                         "evaluations": res.count_ok})
+                         "evaluations": res.count_ok}, validation=validation)
     rjson = results_json(data, res, REGISTRY)
+    if validation is not None:
+        validation["svg"] = val.figure_svg(checked)  # drawn here while the other figures are drawn beside
     t = stage("render", t)
     try:
         figures = figures_ready()
     except RuntimeError as e:
         raise BuildError(str(e)) from None
+    if validation is not None:
+        figures = {**figures, "validation": (validation["svg"], None)}
     t = stage("figures", t)  # the wait for the figures drawn beside the render stage
     attach_figures(ctx, figures, sc)
     html = html_env.get_template("report.html.j2").render(**ctx)

@@ -407,6 +407,10 @@ class Scenario:
         self._mags[name] = m
         return m
 
+    def base_value(self, name: str) -> float:
+        """The value of ``name`` as a float in the registry's base units."""
+        return self._mag(name)
+
     def mag(self, name: str, unit: str | None = None) -> float:
         """The value of ``name`` as a float, in ``unit`` (default: its declared unit)."""
         m = self._mag(name)

@@ -50,20 +50,48 @@ def _target(text: str):
 _TIME, _BYTE = dimensionality("s"), dimensionality("byte")
 
 
-def _display(units, base_mag: float) -> str:
+@lru_cache(maxsize=None)
+def _plan(units) -> tuple:
+    """How a quantity in ``units`` is shown: (kind, factor of ``units`` to base, fixed text),
+    worked out once per unit (the Pint comparisons behind it are slow)."""
     dim = _dims(units)
+    if not dim:
+        return "bare", _factor(units), ""
     if dim == _TIME:
+        return "time", _factor(units), None
+    if dim == _BYTE:
+        return "byte", _factor(units), None
+    found = _by_dim(dim)
+    if not found:
+        text = f"{units:~P}"
+        found = text[1:] if text.startswith("1/") else text  # "1/token" reads as "/token"
+    return "fixed", _factor(units), found
+
+
+def _display(units, base_mag: float) -> str:
+    kind, _, fixed = _plan(units)
+    if kind == "time":
         for u, scale in zip(_TIMES, (1, 1e-3, 1e-6, 1e-9)):
             if abs(base_mag) >= scale:
                 return u
         return "ns"
-    if dim == _BYTE:
+    if kind == "byte":
         return "TB" if base_mag >= 1e12 else "GB" if base_mag >= 1e9 else "MB" if base_mag >= 1e6 else "byte"
-    found = _by_dim(dim)
-    if found:
-        return found
-    text = f"{units:~P}"
-    return text[1:] if text.startswith("1/") else text  # "1/token" reads as "/token"
+    return fixed
+
+
+@lru_cache(maxsize=None)
+def _target_factor(text: str) -> float:
+    return _factor(_target(text))
+
+
+def split_base(base_mag: float, units) -> tuple[float, str]:
+    """``split`` for a magnitude already in base units, of a quantity declared in ``units``."""
+    kind, _, fixed = _plan(units)
+    if kind == "bare":
+        return base_mag, ""
+    u = _display(units, base_mag)
+    return base_mag / _target_factor(u), u
 
 
 def display_unit(q) -> str:
@@ -94,11 +122,13 @@ def unit_text(u) -> str:
 
 def split(q, unit: str | None = None) -> tuple[float, str]:
     """(magnitude, unit text) in the display unit (or ``unit``)."""
-    base = float(q.magnitude) * _factor(q.units)
-    if not _dims(q.units):
+    units = q.units
+    kind, factor, _ = _plan(units)
+    base = float(q.magnitude) * factor
+    if kind == "bare":
         return base, ""
-    u = unit or _display(q.units, base)
-    return base / _factor(_target(u)), u
+    u = unit or _display(units, base)
+    return base / _target_factor(u), u
 
 
 _PLURAL = {"sequence": "sequences", "token": "tokens", "parameter": "parameters", "chip": "chips",

@@ -18,7 +18,7 @@ from .fmt import fmt, split
 
 @dataclass
 class AllResults:
-    values: dict[tuple[str, str], dict[str, object]] = field(default_factory=dict)  # (hw, model) -> name -> qty
+    values: dict[tuple[str, str], dict[str, float]] = field(default_factory=dict)  # (hw, model) -> name -> base-unit float
     missing: dict[tuple[str, str], dict[str, str]] = field(default_factory=dict)
     inputs: dict[tuple[str, str], dict[str, dict]] = field(default_factory=dict)  # input -> value, unit, source
     fit: dict[tuple[str, str], dict] = field(default_factory=dict)      # feasibility of the workload
@@ -38,7 +38,7 @@ def evaluate_all(data: Data, overrides: dict | None = None) -> AllResults:
             vals, miss = {}, {}
             for n in names:
                 try:
-                    vals[n] = sc.value(n)
+                    vals[n] = sc.base_value(n)  # a float in base units; shown through fmt.split_base
                     res.count_ok += 1
                 except MissingInput as e:
                     miss[n] = str(e)
