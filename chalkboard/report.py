@@ -267,7 +267,7 @@ def featured(sc: Scenario) -> dict:
             "workload": rows, "fit": sc.fit(), "fill": f"{sc.value('hbm_fill').to('').magnitude:.0%}"}
 
 
-def context(data, sc: Scenario, figures: dict[str, str], audit=None, check=None) -> dict:
+def context(data, sc: Scenario, figures: dict[str, str], audit=None, check=None, validation=None) -> dict:
     return {
         "title": "chalkboard: the math behind how LLMs are trained and served",
         "featured": featured(sc),
@@ -278,6 +278,7 @@ def context(data, sc: Scenario, figures: dict[str, str], audit=None, check=None)
         "network_columns": ["Domain (chips)", "Domain (dies)", "Scale-up GB/s per direction",
                             "Scale-out GB/s per direction", "Scale-up / scale-out"],
         "audit": audit,
+        "validation": validation,
         "check": check,
         "sources": sources(data),
         "hardware_count": len(data.hardware), "model_count": len(data.models),
