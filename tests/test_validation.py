@@ -1,0 +1,224 @@
+"""Published measurements against the strict step-time bound (measurements.yaml, chalkboard.validation)."""
+import copy
+import json
+import shutil
+import statistics
+
+import pytest
+import yaml
+
+from conftest import ROOT, run_cli
+
+
+@pytest.fixture(scope="module")
+def records(data):
+    from chalkboard.validation import load_measurements
+    return load_measurements(ROOT, data)
+
+
+@pytest.fixture(scope="module")
+def results(data, records):
+    from chalkboard.validation import evaluate_all
+    return evaluate_all(data, records)
+
+
+# -- the invariant ------------------------------------------------------------------------------
+def test_no_measurement_is_faster_than_the_strict_bound(results):
+    fast = {r.record.id: r.efficiencies for r in results if r.violates}
+    assert fast == {}, f"faster than step_time_min (a bug in the model, the data or the record): {fast}"
+    for r in results:
+        assert 0 < r.efficiency <= 1
+        assert r.measured_chip_rate <= r.bound_chip_rate * (1 + 1e-9)
+
+
+def test_coverage_of_chips_models_and_regimes(data, results):
+    from chalkboard.validation import REGIMES
+    assert len(results) >= 25
+    families = {data.hardware[r.record.hardware].tags["family"] for r in results}
+    assert len(families) >= 5, families
+    models = {r.record.model for r in results}
+    assert len(models) >= 4
+    assert {r.kind for r in results} == {"dense", "MoE"}
+    assert {r.regime for r in results} == set(REGIMES)
+    assert {r.chips_group for r in results} == {"single chip", "many chips"}
+
+
+def test_bound_is_the_scenario_step_time_min(data, results):
+    """The bound is the same number `eval step_time_min` gives for the record's set-up."""
+    from chalkboard.evaluate import Scenario
+    r = next(x for x in results if x.record.id == "trtllm061-h100-llama2-70b-b1024")
+    sc = Scenario(data, "h100-sxm", "llama-3-70b", {
+        "batch": "1024", "context": "192", "chips": "2", "format": "fp8", "kv_format": "fp8",
+        "params_total": "68.98e9 parameter", "params_active": "68.98e9 parameter"})
+    assert r.step_time_min == pytest.approx(sc.value("step_time_min").to("s").magnitude, rel=1e-12)
+    assert r.bound_chip_rate == pytest.approx(1024 / r.step_time_min / 2, rel=1e-12)
+    assert r.efficiency == pytest.approx(2657 / r.bound_chip_rate, rel=1e-12)
+
+
+def test_unpublished_values_take_the_loosest_bound(data, records, results):
+    from chalkboard.validation import LOOSEST_KV, _scenario
+    by_id = {r.record.id: r for r in results}
+    r = by_id["trtllm1-h100-llama31-8b-128-2048"]          # batch and KV format not published
+    assert any("batch not published" in a for a in r.assumed)
+    assert any(LOOSEST_KV in a for a in r.assumed)
+    rec = r.record
+    for b in (r.batch / 2, r.batch / 8):                     # a smaller batch gives a lower throughput bound
+        t = _scenario(data, rec, b, r.context, 1).mag("step_time_min", "s")
+        assert b / t <= r.batch / r.step_time_min * (1 + 1e-12)
+    wider = copy.copy(rec)
+    wider.formats = {**rec.formats, "kv_format": "bf16"}
+    t_bf16 = _scenario(data, wider, r.batch, r.context, 1).mag("step_time_min", "s")
+    assert t_bf16 >= r.step_time_min
+    s = by_id["trtllm-b200-deepseek-r1-min-latency"]        # speculative decoding: up to 4 tokens a step
+    assert s.tokens_per_step == 4 and s.batch == 1
+    j = by_id["jetstream-v5e-llama3-8b-bf16"]                # lengths not published
+    assert j.context == 1
+
+
+def test_statistics_by_regime(results):
+    from chalkboard.validation import summary
+    s = summary(results)
+    assert s["all records"]["n"] == len(results)
+    assert s["dense"]["n"] + s["MoE"]["n"] == len(results)
+    assert s["single chip"]["n"] + s["many chips"]["n"] == len(results)
+    small = [r.efficiency for r in results if r.regime == "memory-bound, small batch"]
+    assert s["memory-bound, small batch"]["median"] == pytest.approx(statistics.median(small))
+    for g in s.values():
+        if g["n"]:
+            assert g["min"] <= g["q1"] <= g["median"] <= g["q3"] <= g["max"] <= 1
+
+
+def test_claims_quote_the_validation_figures(results):
+    """The sourced claims in claims.yaml cite exactly what the validation computes (3 digits)."""
+    from chalkboard.validation import cited_figures
+    claims = {c["id"]: c for c in yaml.safe_load((ROOT / "claims.yaml").read_text())["claims"]}
+    cited = cited_figures(results)
+    roof = claims["measured-roofline-remarkably-accurate"]["cited"]
+    assert len(roof) == len(cited["roofline"])
+    for (label, text), (regime, value) in zip(roof.items(), cited["roofline"].items()):
+        assert regime in label and float(text) == pytest.approx(value, rel=5e-3)
+    batch = claims["measured-batch-2-to-3x-balance"]["cited"]
+    assert set(batch) == set(cited["batch"])
+    for k, v in cited["batch"].items():
+        assert float(batch[k]) == pytest.approx(v, rel=5e-3)
+    step = claims["measured-step-15-to-20-ms"]["cited"]
+    assert set(step) == set(cited["step"])
+    for k, v in cited["step"].items():
+        assert float(step[k].split()[0]) == pytest.approx(v, rel=5e-3)
+
+
+def test_sourced_claims_are_judged(data):
+    from chalkboard.audit import run_audit
+    audit = run_audit(data, ROOT / "claims.yaml", "claims.yaml")
+    got = {v.claim.id: v for v in audit.verdicts if v.claim.id.startswith("measured-")}
+    assert set(got) == {"measured-roofline-remarkably-accurate", "measured-batch-2-to-3x-balance",
+                        "measured-step-15-to-20-ms"}
+    assert all(v.claim.kind == "sourced" and v.verdict in ("holds", "holds roughly", "does not hold")
+               for v in got.values())
+
+
+# -- the loader rejects bad records in one line -------------------------------------------------
+def _doc():
+    return yaml.safe_load((ROOT / "measurements.yaml").read_text())
+
+
+def _first(doc):
+    return next(iter(doc["measurements"]))
+
+
+def _reject(data, tmp_path, doc, *parts):
+    from chalkboard.data import DataError
+    from chalkboard.validation import load_measurements
+    (tmp_path / "measurements.yaml").write_text(yaml.safe_dump(doc, sort_keys=False))
+    with pytest.raises(DataError) as e:
+        load_measurements(tmp_path, data)
+    msg = str(e.value)
+    assert "\n" not in msg and msg.startswith("measurements.yaml: ")
+    for p in parts:
+        assert p in msg, msg
+    return e.value
+
+
+@pytest.mark.parametrize("field", ["source", "where", "hardware", "model", "parallelism", "chips",
+                                   "weight_format", "measured"])
+def test_missing_field(data, tmp_path, field):
+    doc = _doc()
+    eid = _first(doc)
+    del doc["measurements"][eid][field]
+    err = _reject(data, tmp_path, doc, eid, field)
+    assert err.entry == eid and err.field == field
+
+
+@pytest.mark.parametrize("field,value,says", [
+    ("hardware", "h800", "unknown hardware id"),
+    ("model", "llama-9-1t", "unknown model id"),
+    ("chips", 2, "quoted string"),
+    ("chips", "2 GB", "wrong dimension"),
+    ("chips", "2.5 chip", "whole number"),
+    ("batch", "-4 sequence", "negative"),
+    ("weight_format", "fp6", "not one of"),
+    ("source", "nowhere", "unknown source"),
+    ("measured", {"throughput_system": "12 GB/s"}, "wrong dimension"),
+    ("measured", {"ttft": "1 s"}, "no decode speed"),
+    ("measured", {"speed": "1 token/s"}, "unknown figure"),
+    ("tokens_per_step", "0.5 token/sequence", "at least 1"),
+    ("colour", "red", "unknown field"),
+    ("set", {"params_total": "70e9 parameter"}, "set_source"),
+    ("set", {"batch": "8 sequence"}, "record's own fields"),
+])
+def test_bad_value(data, tmp_path, field, value, says):
+    doc = _doc()
+    eid = _first(doc)
+    doc["measurements"][eid][field] = value
+    doc["measurements"][eid].pop("set_source", None) if field == "set" and "set_source" in says else None
+    _reject(data, tmp_path, doc, eid, says)
+
+
+def test_bad_override_names_the_set(data, tmp_path):
+    doc = _doc()
+    eid = _first(doc)
+    doc["measurements"][eid]["set"] = {"params_active": "1e15 parameter"}
+    _reject(data, tmp_path, doc, eid, "set", "params_active")
+
+
+def test_bad_file(data, tmp_path):
+    from chalkboard.data import DataError
+    from chalkboard.validation import load_measurements
+    with pytest.raises(DataError, match="measurements.yaml: file not found"):
+        load_measurements(tmp_path, data)
+    (tmp_path / "measurements.yaml").write_text("sources: [1\n")
+    with pytest.raises(DataError, match="YAML syntax error"):
+        load_measurements(tmp_path, data)
+
+
+# -- the command and the report -----------------------------------------------------------------
+def test_cli_validate_json():
+    p = run_cli("validate", "--json")
+    assert p.returncode == 0, p.stderr
+    doc = json.loads(p.stdout)
+    assert doc["violations"] == [] and len(doc["records"]) >= 25
+    assert set(doc["summary"]) >= {"memory-bound, small batch", "memory-bound, large batch", "compute-bound",
+                                   "dense", "MoE", "single chip", "many chips"}
+
+
+def test_cli_validate_bad_record_is_one_line(tmp_path):
+    for f in ("build.py", "hardware.yaml", "models.yaml"):
+        shutil.copy(ROOT / f, tmp_path / f)
+    for d in ("chalkboard", "derivations", "units"):
+        shutil.copytree(ROOT / d, tmp_path / d, ignore=shutil.ignore_patterns("__pycache__"))
+    doc = _doc()
+    eid = _first(doc)
+    doc["measurements"][eid]["chips"] = "two"
+    (tmp_path / "measurements.yaml").write_text(yaml.safe_dump(doc, sort_keys=False))
+    p = run_cli("validate", root=tmp_path)
+    assert p.returncode == 2
+    assert p.stderr.count("\n") == 1 and p.stderr.startswith(f"error: measurements.yaml: {eid}: chips:")
+
+
+def test_report_section(data, results):
+    from chalkboard.validation import figure_svg, for_report
+    rep = for_report(results)
+    assert rep["count"] == len(results) and rep["violations"] == []
+    assert len(rep["rows"]) == len(results)
+    svg = figure_svg(results)
+    assert svg.lstrip().startswith("<?xml") and "<svg" in svg
