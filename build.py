@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import codecs
 import json
+import os
 import signal
 import sys
 import time
@@ -68,7 +69,12 @@ def _safe_streams() -> None:
                 pass
 
 
+_MAIN_PID = os.getpid()
+
+
 def _terminate(signum, frame):
+    if os.getpid() != _MAIN_PID:  # a forked worker (the figures): end at once, nothing to clean
+        os._exit(128 + signum)
     raise SystemExit(128 + signum)  # unwinds like Ctrl-C: half-written output is removed
 
 
