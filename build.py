@@ -75,6 +75,10 @@ _MAIN_PID = os.getpid()
 def _terminate(signum, frame):
     if os.getpid() != _MAIN_PID:  # a forked worker (the figures): end at once, nothing to clean
         os._exit(128 + signum)
+    mp = sys.modules.get("multiprocessing")
+    if mp is not None:  # stop the workers first, so that nothing waits on a worker that waits on us
+        for child in mp.active_children():
+            child.terminate()
     raise SystemExit(128 + signum)  # unwinds like Ctrl-C: half-written output is removed
 
 
