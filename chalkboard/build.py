@@ -423,21 +423,20 @@ def build(root: Path, args) -> int:
     for q in ("drain_time", "hardware_ratio"):
         if audit is not None and audit.rule_of_thumb(q) is not None:
             refs[q] = audit.rule_of_thumb(q)
-    figures_ready = draw_all_background(data, args.hardware, args.model, overrides, refs)  # other core
+    extra = {"validation": (lambda: val.figure_svg(checked))} if validation is not None else {}
+    figures_ready = draw_all_background(data, args.hardware, args.model, overrides, refs, extra)  # other core
     html_env, typ_env = environments(root)
     ctx = context(data, sc, {}, audit=audit.for_report() if audit else None,
                   check={"definitions": rep.definitions, "equations": rep.equations,
                          "evaluations": res.count_ok}, validation=validation)
     rjson = results_json(data, res, REGISTRY)
-    if validation is not None:
-        validation["svg"] = val.figure_svg(checked)  # drawn here while the other figures are drawn beside
     t = stage("render", t)
     try:
         figures = figures_ready()
     except RuntimeError as e:
         raise BuildError(str(e)) from None
     if validation is not None:
-        figures = {**figures, "validation": (validation["svg"], None)}
+        validation["svg"] = figures["validation"][0]
     t = stage("figures", t)  # the wait for the figures drawn beside the render stage
     attach_figures(ctx, figures, sc)
     html = html_env.get_template("report.html.j2").render(**ctx)

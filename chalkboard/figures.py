@@ -296,10 +296,13 @@ def priced_stand_in(data, hw: str) -> str | None:
     return max(same or priced, key=lambda h: (year(h), h.id)).id
 
 
-def draw_all(data, hw, model, overrides=None, refs=None) -> dict[str, tuple[str, str]]:
-    """Every figure: name -> (SVG text, hardware id drawn). Figures lacking inputs are left out."""
+def draw_all(data, hw, model, overrides=None, refs=None, only=None) -> dict[str, tuple[str, str]]:
+    """Every figure (or those named in ``only``): name -> (SVG text, hardware id drawn).
+    Figures lacking inputs are left out."""
     out = {}
     for name, (_, fn, _) in FIGURES.items():
+        if only is not None and name not in only:
+            continue
         chip = priced_stand_in(data, hw) if name == "cost_vs_batch" else hw
         if chip is None:
             continue
@@ -311,39 +314,65 @@ def draw_all(data, hw, model, overrides=None, refs=None) -> dict[str, tuple[str,
     return out
 
 
-def draw_all_background(data, hw, model, overrides=None, refs=None):
-    """Start ``draw_all`` in a forked process, on the machine's other core, while the caller
-    goes on; returns a function that waits for the figures. Where fork is not available (or
-    fails), the figures are drawn at once and the function returns them."""
+# Two groups of about equal drawing time (measured), one per forked process.
+_GROUPS = (("step_time_vs_batch", "context_sweep", "step_breakdown"),
+           ("cost_vs_batch", "hardware_by_year", "a2a_vs_racks"))
+
+
+def draw_all_background(data, hw, model, overrides=None, refs=None, extra=None):
+    """Start drawing the figures in two forked processes (the figures split in two groups,
+    ``extra`` with the second), while the caller goes on; returns a function that waits for
+    them. ``extra`` maps more figure names to functions that draw them (an SVG string each,
+    returned with no chip). Where fork is not available (or fails), the figures are drawn at
+    once and the function returns them."""
     import multiprocessing as mp
 
+    jobs = [(_GROUPS[0], None), (_GROUPS[1] + tuple(n for n in FIGURES if n not in _GROUPS[0] + _GROUPS[1]),
+                                 extra)]
     try:
         ctx = mp.get_context("fork")
-        receive, send = ctx.Pipe(duplex=False)
-        child = ctx.Process(target=_draw_and_send, args=(send, data, hw, model, overrides, refs), daemon=True)
-        child.start()
-        send.close()
+        started = []
+        for only, more in jobs:
+            receive, send = ctx.Pipe(duplex=False)
+            child = ctx.Process(target=_draw_and_send, args=(send, data, hw, model, overrides, refs, more, only),
+                                daemon=True)
+            child.start()
+            send.close()
+            started.append((receive, child))
     except (ValueError, OSError):
-        done = draw_all(data, hw, model, overrides, refs)
+        done = _draw_everything(data, hw, model, overrides, refs, extra, None)
         return lambda: done
 
     def wait():
-        try:
-            kind, payload = receive.recv()
-        except EOFError:
-            kind, payload = "error", "the process drawing the figures ended without a result"
-        finally:
-            receive.close()
-            child.join()
-        if kind == "error":
-            raise RuntimeError(f"drawing the figures failed: {payload}")
-        return payload
+        out, failed = {}, None
+        for receive, child in started:
+            try:
+                kind, payload = receive.recv()
+            except EOFError:
+                kind, payload = "error", "a process drawing the figures ended without a result"
+            finally:
+                receive.close()
+                child.join()
+            if kind == "error":
+                failed = failed or payload
+            else:
+                out.update(payload)
+        if failed:
+            raise RuntimeError(f"drawing the figures failed: {failed}")
+        return {n: out[n] for n in [*FIGURES, *(extra or {})] if n in out}  # the declared order
     return wait
 
 
-def _draw_and_send(conn, data, hw, model, overrides, refs):
+def _draw_everything(data, hw, model, overrides, refs, extra, only):
+    out = draw_all(data, hw, model, overrides, refs, only)
+    for name, draw in (extra or {}).items():
+        out[name] = (draw(), None)
+    return out
+
+
+def _draw_and_send(conn, data, hw, model, overrides, refs, extra=None, only=None):
     try:
-        conn.send(("ok", draw_all(data, hw, model, overrides, refs)))
+        conn.send(("ok", _draw_everything(data, hw, model, overrides, refs, extra, only)))
     except BaseException as e:  # reported by the parent as one line
         conn.send(("error", f"{type(e).__name__}: {e}"))
     finally:
