@@ -334,8 +334,11 @@ def draw_all_background(data, hw, model, overrides=None, refs=None, extra=None):
         started = []
         for only, more in jobs:
             receive, send = ctx.Pipe(duplex=False)
-            child = ctx.Process(target=_draw_and_send, args=(send, data, hw, model, overrides, refs, more, only),
-                                daemon=True)
+            # the child closes every read end it inherits, so a parent that dies or stops reading
+            # breaks the pipe and the child's send fails instead of blocking for ever
+            ends = [r for r, _ in started] + [receive]
+            child = ctx.Process(target=_draw_and_send, args=(send, data, hw, model, overrides, refs, more, only,
+                                                              ends), daemon=True)
             child.start()
             send.close()
             started.append((receive, child))
@@ -345,18 +348,22 @@ def draw_all_background(data, hw, model, overrides=None, refs=None, extra=None):
 
     def wait():
         out, failed = {}, None
-        for receive, child in started:
-            try:
-                kind, payload = receive.recv()
-            except EOFError:
-                kind, payload = "error", "a process drawing the figures ended without a result"
-            finally:
+        try:
+            for receive, child in started:
+                try:
+                    kind, payload = receive.recv()
+                except EOFError:
+                    kind, payload = "error", "a process drawing the figures ended without a result"
+                if kind == "error":
+                    failed = failed or payload
+                else:
+                    out.update(payload)
+        finally:  # also on an interruption: no child is left behind
+            for receive, child in started:
                 receive.close()
+                if child.is_alive():
+                    child.terminate()
                 child.join()
-            if kind == "error":
-                failed = failed or payload
-            else:
-                out.update(payload)
         if failed:
             raise RuntimeError(f"drawing the figures failed: {failed}")
         return {n: out[n] for n in [*FIGURES, *(extra or {})] if n in out}  # the declared order
@@ -370,7 +377,9 @@ def _draw_everything(data, hw, model, overrides, refs, extra, only):
     return out
 
 
-def _draw_and_send(conn, data, hw, model, overrides, refs, extra=None, only=None):
+def _draw_and_send(conn, data, hw, model, overrides, refs, extra=None, only=None, read_ends=()):
+    for end in read_ends:
+        end.close()
     try:
         conn.send(("ok", _draw_everything(data, hw, model, overrides, refs, extra, only)))
     except BaseException as e:  # reported by the parent as one line

@@ -62,8 +62,8 @@ def save(root: Path) -> None:
     registry = derivations.__dict__.get("REGISTRY")  # never import the modules just to save
     if registry is None or not registry.fresh:
         return
-    target = path(root)
     try:
+        target = path(root)
         target.parent.mkdir(exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=".sympy-", dir=target.parent)
         with os.fdopen(fd, "wb") as f:
@@ -72,5 +72,5 @@ def save(root: Path) -> None:
         for old in target.parent.glob("sympy-*.pickle"):
             if old != target:
                 old.unlink(missing_ok=True)
-    except OSError:
-        return
+    except (OSError, pickle.PicklingError):
+        return  # best effort: a read-only project still runs, only slower next time
