@@ -400,11 +400,17 @@ def _load_claim(label, data, chips: Chips, c: dict, cid: str, seed_places) -> Cl
     if kind not in KINDS:
         raise DataError(label, cid, "kind", f"{kind!r} is not one of {', '.join(KINDS)}")
     where = c["where"] if isinstance(c["where"], list) else [c["where"]]
+    for f in ("quote", "claim"):
+        if not isinstance(c[f], str):
+            raise DataError(label, cid, f, f"expected text, got a {type(c[f]).__name__}")
     for w in where:
         if not seeds.WHERE.match(str(w)):
             raise DataError(label, cid, "where", f"{w!r} is not 'FILE.txt:LINE' or 'FILE.txt@M:SS'")
         if seed_places is not None and str(w) not in seed_places:
             raise DataError(label, cid, "where", f"{w!r} is not a line or speaker turn of the seeds")
+    if seed_places is not None and not any(seeds.normalise(c["quote"]) in seeds.normalise(seed_places[str(w)])
+                                           for w in where):
+        raise DataError(label, cid, "quote", f"not found in the cited seed text ({', '.join(map(str, where))})")
     scope = c.get("scope", DEFAULT_HARDWARE)
     if not isinstance(scope, (str, list)):
         raise DataError(label, cid, "scope", "expected a scope name, a hardware id or a list of ids")
@@ -1229,6 +1235,8 @@ def seed_dir(root: Path) -> Path:
 
 def run_audit(data: Data, path: Path, label: str) -> Audit:
     root = path.resolve().parent
+    if not seed_dir(root).is_dir():  # a claims file kept elsewhere cites the project's own seeds
+        root = Path(__file__).resolve().parents[1]
     places = seeds.places(seed_dir(root)) if seed_dir(root).is_dir() else None
     chips = _load_chips(label, data, _read(path, label))
     claims = load_claims(path, label, data, places, chips)

@@ -158,7 +158,7 @@ claims:
     source: "a price list"
   - id: bound-wrong-side
     where: "004_c06f65e5a6f00c72.txt:27"
-    quote: "x"
+    quote: "any GPU can be sending to any GPU"
     claim: "One rack's all-to-all takes longer than the step (false)."
     kind: derived
     quantity: comm_to_step
@@ -376,3 +376,17 @@ def test_audit_command_text(cli):
     for kind in KINDS:
         assert any(line.split()[:1] == [kind] for line in out.splitlines()[:10]), kind
     assert "headline: " in out and "band: " in out and "scope: " in out
+
+
+def test_a_quote_missing_from_its_cited_line_is_a_load_error(tmp_path, cli):
+    import yaml
+
+    from conftest import ROOT
+    doc = yaml.safe_load((ROOT / "claims.yaml").read_text())
+    doc["claims"][1]["quote"] = "words the lecture never said"
+    bad = tmp_path / "claims.yaml"
+    bad.write_text(yaml.safe_dump(doc, allow_unicode=True, sort_keys=False))
+    r = cli("audit", "--claims-file", str(bad))
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
+    assert f"{doc['claims'][1]['id']}: quote: not found in the cited seed text" in r.stderr
