@@ -127,7 +127,7 @@ FORMAT_KEYS = ("format", "weight_format", "kv_format", "compute_format")
 DENSE_MOE_DEFAULTS = {"experts": 1.0, "experts_per_token": 1.0, "moe_layers": 0.0, "d_expert": 0.0}
 WHOLE_NUMBERS = ("layers", "d_model", "n_heads", "n_kv_heads", "d_head", "kv_latent_dim", "kv_rope_dim",
                  "experts", "experts_per_token", "moe_layers", "d_expert", "scaleup_domain", "racks",
-                 "index_heads", "index_head_dim")
+                 "index_heads", "index_head_dim", "batch", "chips")
 # pairs (smaller, larger) that a coherent model keeps in order, with what breaking it means
 ORDERED = (("params_active", "params_total", "the sparsity N_total/N_active would be below 1"),
            ("experts_per_token", "experts", "a token cannot use more experts than there are"),

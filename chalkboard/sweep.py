@@ -16,7 +16,7 @@ import numpy as np
 from derivations import REGISTRY
 
 from .errors import InputError, MissingInput
-from .evaluate import Scenario
+from .evaluate import WHOLE_NUMBERS, Scenario
 from .fmt import sig
 
 MAX_POINTS = 10_000_000
@@ -61,6 +61,8 @@ def parse_axis(text: str) -> tuple[str, np.ndarray]:
                 values = np.linspace(lo, hi, n)
     except (ValueError, OverflowError):
         raise InputError(f"--sweep {text}: expected a,b,c or start:stop[:N][:log]") from None
+    if name in WHOLE_NUMBERS and values.size:  # a count: whole points only, each once
+        values = np.unique(np.round(values))
     if values.size == 0 or values.size > MAX_POINTS or not np.all(np.isfinite(values)):
         raise InputError(f"--sweep {text}: between 1 and {MAX_POINTS:,} finite points")
     if np.any(values <= 0):

@@ -138,7 +138,8 @@ def test_deepseek_step_reads_n_active_at_batch_1_and_all_weights_by_the_coverage
     # 99% of the 256 experts are touched by ln(0.01)/ln(1 - 8/256) = 145.05 sequences
     b_cov = math.log(0.01) / math.log(1 - 8 / 256)
     assert mag(sc.value("expert_coverage_batch"), "sequence") == pytest.approx(b_cov, rel=1e-9)
-    at = Scenario(data, "gb200-nvl72", "deepseek-v3", {"batch": str(b_cov)})
+    at = Scenario(data, "gb200-nvl72", "deepseek-v3")
+    at.fix("batch", f"{b_cov} sequence")  # the continuous batch the derivation names
     read = mag(at.value("params_read"), "parameter")
     assert read == pytest.approx(DS_ALWAYS + 0.99 * DS_ROUTED, rel=1e-9)
     assert read / 671e9 > 0.98

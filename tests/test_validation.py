@@ -62,7 +62,7 @@ def test_unpublished_values_take_the_loosest_bound(data, records, results):
     assert any("batch not published" in a for a in r.assumed)
     assert any(LOOSEST_KV in a for a in r.assumed)
     rec = r.record
-    for b in (r.batch / 2, r.batch / 8):                     # a smaller batch gives a lower throughput bound
+    for b in (r.batch // 2, r.batch // 8):                   # a smaller batch gives a lower throughput bound
         t = _scenario(data, rec, b, r.context, 1).mag("step_time_min", "s")
         assert b / t <= r.batch / r.step_time_min * (1 + 1e-12)
     wider = copy.copy(rec)
