@@ -285,6 +285,19 @@ def cmd_validate(args) -> int:
 
 
 def cmd_build(args) -> int:
+    import os
+
+    from chalkboard import uptodate
+
+    try:
+        args.fingerprint = uptodate.fingerprint(ROOT, args)
+        out = Path(os.path.realpath(args.out if Path(args.out).is_absolute() else ROOT / args.out))
+    except (OSError, ValueError):  # an unreadable input: the build itself says what is wrong
+        args.fingerprint = None
+    if args.fingerprint and not args.force and uptodate.up_to_date(out, args.fingerprint):
+        print(f"chalkboard build: {args.out} is up to date (no program, data or option changed, and "
+              "every output file is as written); --force rebuilds", file=sys.stderr)
+        return 0
     from chalkboard.build import BuildError, build  # noqa: I001  (imports data only; derivations load in a timed stage)
 
     args.set_pairs = _parse_sets(args.set)
@@ -321,6 +334,8 @@ def make_parser() -> argparse.ArgumentParser:
     b.add_argument("--set", action="append", metavar="NAME=VALUE",
                    help="override a workload or data input for the featured scenario (e.g. --set context=4096)")
     b.add_argument("--no-pdf", action="store_true", help="skip the PDF")
+    b.add_argument("--force", action="store_true",
+                   help="build even when nothing changed since the last build into --out")
     b.set_defaults(func=cmd_build)
 
     c = sub.add_parser("check", parents=[common], help="dimension-check all equations; evaluate every hardware x model")

@@ -41,7 +41,7 @@ def leftovers(out: Path) -> list[str]:
 
 
 def build(out: Path, *extra: str) -> None:
-    r = subprocess.run([sys.executable, str(ROOT / "build.py"), "build", "--out", str(out), *extra],
+    r = subprocess.run([sys.executable, str(ROOT / "build.py"), "build", "--force", "--out", str(out), *extra],
                        cwd=ROOT, capture_output=True, text=True)
     if r.returncode != 0:
         sys.exit(f"build failed: {r.stderr.strip().splitlines()[-1]}")
@@ -142,7 +142,7 @@ def main() -> int:
         os._exit(1 if failures else 0)
 
     cb.Staging.__enter__ = forking_enter
-    status = cli.main(["build", "--out", str(out)])
+    status = cli.main(["build", "--force", "--out", str(out)])
     sys.stdout.flush()
     os._exit(status)  # only a child that finished its build gets here
 

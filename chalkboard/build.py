@@ -184,7 +184,8 @@ def _rounded(x):
 
 
 # -- the output folder: built beside, exchanged in one step ------------------------------------
-OUTPUT_NAMES = frozenset({"report.html", "report.pdf", "report.typ", "results.json", "figures"})
+OUTPUT_NAMES = frozenset({"report.html", "report.pdf", "report.typ", "results.json", "figures",
+                          ".chalkboard-stamp"})
 # temp files that earlier versions of this program left inside the output folder
 LEGACY_TEMP = re.compile(r"^\.(figures|report\.(html|pdf|typ)|results\.json)\.")
 
@@ -444,14 +445,22 @@ def build(root: Path, args) -> int:
 
     try:
         with Staging(out) as staged:
+            written = {}
+
+            def put(rel, content):
+                staged.write(rel, content)
+                written[rel] = content.encode("utf-8") if isinstance(content, str) else content
             for n, (svg, _) in figures.items():
-                staged.write(f"figures/{n}.svg", svg)
-            staged.write("report.typ", typ_src)
+                put(f"figures/{n}.svg", svg)
+            put("report.typ", typ_src)
             if timestamp is not None:  # compiled from the staged report.typ and figures
-                staged.write("report.pdf", compile_pdf(staged.path, timestamp))
+                put("report.pdf", compile_pdf(staged.path, timestamp))
             t = stage("pdf", t)
-            staged.write("results.json", rjson)
-            staged.write("report.html", html)
+            put("results.json", rjson)
+            put("report.html", html)
+            if getattr(args, "fingerprint", None):  # lets an unchanged rebuild skip the work
+                from .uptodate import STAMP, stamp
+                staged.write(STAMP, stamp(args.fingerprint, written))
             staged.commit()
     except OSError as e:
         where = e.filename if e.filename and not str(e.filename).startswith(str(out.parent / ".")) else out

@@ -267,7 +267,7 @@ def test_full_disk_leaves_the_previous_output(previous):
     def limit():
         resource.setrlimit(resource.RLIMIT_FSIZE, (200_000, 200_000))
     before = tree(previous)
-    r = run(["build", "--out", str(previous)], preexec_fn=limit)
+    r = run(["build", "--force", "--out", str(previous)], preexec_fn=limit)
     one_line_error(r, "cannot write", "previous output is unchanged")
     assert tree(previous) == before
     assert not leftovers(previous)
@@ -283,7 +283,7 @@ def test_unwritable_parent_is_one_line(good, tmp_path):
     before = tree(out)
     parent.chmod(0o555)
     try:
-        one_line_error(run(["build", "--out", str(out), "--no-pdf"]), "Permission denied")
+        one_line_error(run(["build", "--force", "--out", str(out), "--no-pdf"]), "Permission denied")
         assert tree(out) == before
     finally:
         parent.chmod(0o755)
@@ -302,7 +302,7 @@ def test_stale_entries_removed_and_read_only_folder_replaced_whole(good, tmp_pat
     for p in [out / "figures", out]:
         p.chmod(0o555)
     try:
-        r = run(["build", "--out", str(out), "--no-pdf"])
+        r = run(["build", "--force", "--out", str(out), "--no-pdf"])
         assert r.returncode == 0, r.stderr
     finally:
         for p in [out, out / "figures"]:
@@ -318,7 +318,7 @@ def test_out_through_a_symlink_keeps_the_link(good, tmp_path):
     shutil.copytree(good[0], real)
     link = tmp_path / "link"
     link.symlink_to(real)
-    r = run(["build", "--out", str(link), "--no-pdf"])
+    r = run(["build", "--force", "--out", str(link), "--no-pdf"])
     assert r.returncode == 0, r.stderr
     assert link.is_symlink() and (link / "report.html").is_file()
 
@@ -329,7 +329,7 @@ def test_sigterm_during_build_leaves_nothing_behind(good, tmp_path):
     out = tmp_path / "out"
     shutil.copytree(good[0], out)
     before = tree(out)
-    p = subprocess.Popen([sys.executable, str(ROOT / "build.py"), "--out", str(out)], cwd=ROOT,
+    p = subprocess.Popen([sys.executable, str(ROOT / "build.py"), "--force", "--out", str(out)], cwd=ROOT,
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.time() + 60
     line = ""

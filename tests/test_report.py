@@ -134,3 +134,33 @@ def test_markup_in_names_is_shown_literally(tmp_path):
     pdf_text = " ".join(p.extract_text() for p in PdfReader(str(tmp_path / "out" / "report.pdf")).pages)
     assert "<script>alert(1)</script>" in pdf_text
     assert "#set $x$ *b* @ref" in re.sub(r"\s+", " ", pdf_text)
+
+
+def test_an_unchanged_rebuild_does_nothing_and_any_change_rebuilds(tmp_path):
+    out = tmp_path / "out"
+    assert run_cli("--out", str(out), "--no-pdf").returncode == 0
+    stamp = (out / ".chalkboard-stamp").read_text()
+    html = (out / "report.html").stat().st_mtime_ns
+    r = run_cli("--out", str(out), "--no-pdf")
+    assert r.returncode == 0 and "is up to date" in r.stderr
+    assert (out / "report.html").stat().st_mtime_ns == html
+    # an option changed, an output edited by hand, or --force: a full build
+    r = run_cli("--out", str(out), "--no-pdf", "--set", "context=4096")
+    assert r.returncode == 0 and "wrote" in r.stdout
+    assert (out / ".chalkboard-stamp").read_text() != stamp
+    (out / "report.html").write_text("edited")
+    r = run_cli("--out", str(out), "--no-pdf", "--set", "context=4096")
+    assert "wrote" in r.stdout and (out / "report.html").read_text() != "edited"
+    r = run_cli("--out", str(out), "--no-pdf", "--set", "context=4096", "--force")
+    assert "wrote" in r.stdout
+
+
+def test_an_edited_data_file_rebuilds(tmp_path):
+    proj = tmp_path / "proj"
+    shutil.copytree(ROOT, proj, ignore=shutil.ignore_patterns(".git", "build", "__pycache__", ".pytest_cache"))
+    out = tmp_path / "out"
+    assert run_cli("--out", str(out), "--no-pdf", root=proj).returncode == 0
+    hw = proj / "hardware.yaml"
+    hw.write_text(hw.read_text().replace('"3.35 TB/s"', '"3.36 TB/s"', 1))
+    r = run_cli("--out", str(out), "--no-pdf", root=proj)
+    assert r.returncode == 0 and "wrote" in r.stdout

@@ -1,0 +1,73 @@
+"""An unchanged rebuild: skip the work when nothing the output depends on has changed.
+
+A build leaves ``.chalkboard-stamp`` in its output folder: a fingerprint of everything the
+output depends on (the program's own files, the data, claims and measurement files, the
+lecture seeds, the command's options, SOURCE_DATE_EPOCH and the versions of the libraries
+that compute and typeset), and a hash of every file it wrote. The next `build` with the same
+fingerprint whose output files are all still there, byte for byte, has nothing to do. Any
+difference, a missing stamp or `--force` means a full build. Only hashlib and json are used
+here, so the check costs no library imports.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+
+STAMP = ".chalkboard-stamp"
+CODE = ("build.py", "derivations", "chalkboard", "units", "templates", "lecture/seeds")
+LIBRARIES = ("sympy", "pint", "numpy", "matplotlib", "jinja2", "PyYAML", "typst")
+
+
+def _files(root: Path, rel: str):
+    p = root / rel
+    if p.is_file():
+        yield p
+    elif p.is_dir():
+        for f in sorted(p.rglob("*")):
+            if f.is_file() and "__pycache__" not in f.parts and f.suffix != ".pyc":
+                yield f
+
+
+def fingerprint(root: Path, args) -> str:
+    from importlib import metadata
+
+    h = hashlib.sha256()
+    names = [*CODE, args.hardware_file, args.models_file, args.claims_file,
+             getattr(args, "measurements_file", "measurements.yaml")]
+    for rel in names:
+        for f in _files(root, str(rel)):
+            h.update(str(f.relative_to(root) if f.is_relative_to(root) else f).encode())
+            h.update(hashlib.sha256(f.read_bytes()).digest())
+    options = {"hardware": args.hardware, "model": args.model, "set": sorted(args.set or []),
+               "no_pdf": bool(args.no_pdf), "SOURCE_DATE_EPOCH": os.environ.get("SOURCE_DATE_EPOCH"),
+               "files": [str(x) for x in names]}
+    for lib in LIBRARIES:
+        try:
+            options[lib] = metadata.version(lib)
+        except metadata.PackageNotFoundError:
+            options[lib] = None
+    h.update(json.dumps(options, sort_keys=True).encode())
+    return h.hexdigest()
+
+
+def stamp(fp: str, written: dict[str, bytes]) -> str:
+    """The stamp's text: the fingerprint and a hash of each file written (path relative to the folder)."""
+    return json.dumps({"fingerprint": fp,
+                       "files": {rel: hashlib.sha256(b).hexdigest() for rel, b in sorted(written.items())}},
+                      indent=1, sort_keys=True) + "\n"
+
+
+def up_to_date(out: Path, fp: str) -> bool:
+    try:
+        doc = json.loads((out / STAMP).read_text(encoding="utf-8"))
+        if doc.get("fingerprint") != fp:
+            return False
+        files = doc["files"]
+        on_disk = {str(p.relative_to(out)) for p in out.rglob("*") if p.is_file() and p.name != STAMP}
+        if set(files) != on_disk:
+            return False
+        return all(hashlib.sha256((out / rel).read_bytes()).hexdigest() == digest for rel, digest in files.items())
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return False
