@@ -71,6 +71,10 @@ def _plan(units) -> tuple:
 def _display(units, base_mag: float) -> str:
     kind, _, fixed = _plan(units)
     if kind == "time":
+        if base_mag >= 2 * 86400:
+            return "day"
+        if base_mag >= 2 * 3600:
+            return "h"
         for u, scale in zip(_TIMES, (1, 1e-3, 1e-6, 1e-9)):
             if abs(base_mag) >= scale:
                 return u
@@ -132,7 +136,7 @@ def split(q, unit: str | None = None) -> tuple[float, str]:
 
 
 _PLURAL = {"sequence": "sequences", "token": "tokens", "parameter": "parameters", "chip": "chips",
-           "die": "dies", "cable": "cables"}
+           "die": "dies", "cable": "cables", "day": "days"}
 
 
 def fmt(q, unit: str | None = None, digits: int = 3) -> str:
