@@ -61,9 +61,9 @@ def test_scaling_book_llama_3_70b_on_a_tpu_v5p_pod_via_eval():
                 "--json")
     assert r.returncode == 0, r.stderr
     out = json.loads(r.stdout)
-    assert out["unit"] == "s"
-    assert out["value"] == pytest.approx(3.8297e6, rel=1e-4)
-    assert out["value"] / 86400 == pytest.approx(44.3, rel=0.01)
+    assert out["unit"] == "day"                        # shown in days
+    assert out["value"] * 86400 == pytest.approx(3.8297e6, rel=1e-4)
+    assert out["value"] == pytest.approx(44.3, rel=0.01)
     assert out["board_form"] == "6·D_pre·N_active/(S·u_train·F)"
 
 
