@@ -6,6 +6,8 @@ Commands (run `python build.py COMMAND --help` for each):
   python build.py                 build the report: build/report.html, report.pdf, figures, results.json
   python build.py check           dimension-check every equation, evaluate every hardware x model
   python build.py eval QUANTITY   one number, its inputs and the closed form it came from
+                                  (--sweep NAME=SPEC: a table over a grid of inputs)
+  python build.py compare Q...    quantities side by side across chips and models
   python build.py list [WHAT]     quantities, hardware or models, with units and sources
   python build.py audit           the lecture's claims, each with a computed verdict
   python build.py validate        published measurements against the strict step-time bound
