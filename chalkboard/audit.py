@@ -405,7 +405,8 @@ def _load_claim(label, data, chips: Chips, c: dict, cid: str, seed_places) -> Cl
             raise DataError(label, cid, f, f"expected text, got a {type(c[f]).__name__}")
     for w in where:
         if not seeds.WHERE.match(str(w)):
-            raise DataError(label, cid, "where", f"{w!r} is not 'FILE.txt:LINE' or 'FILE.txt@M:SS'")
+            raise DataError(label, cid, "where", f"{w!r} is not 'FILE.txt:LINE', 'FILE.txt@M:SS' or "
+                                                 "'chapters-3-7.md#ID'")
         if seed_places is not None and str(w) not in seed_places:
             raise DataError(label, cid, "where", f"{w!r} is not a line or speaker turn of the seeds")
     if seed_places is not None and not any(seeds.normalise(c["quote"]) in seeds.normalise(seed_places[str(w)])
@@ -1184,7 +1185,8 @@ class Audit:
         claims = []
         for v in self.verdicts:
             c = v.claim
-            short = ", ".join(w.split("_", 1)[0] + w[w.index(".txt") + 4:] for w in c.where)
+            short = ", ".join(w.split("_", 1)[0] + w[w.index(".txt") + 4:] if ".txt" in w else w
+                              for w in c.where)
             claims.append({
                 "id": c.id, "where": short, "quote": c.quote, "claim": c.claim, "kind": c.kind,
                 "claimed_text": c.claimed_text or "–", "computed_text": v.computed_text, "verdict": v.verdict,
@@ -1238,6 +1240,8 @@ def run_audit(data: Data, path: Path, label: str) -> Audit:
     if not seed_dir(root).is_dir():  # a claims file kept elsewhere cites the project's own seeds
         root = Path(__file__).resolve().parents[1]
     places = seeds.places(seed_dir(root)) if seed_dir(root).is_dir() else None
+    if places is not None:  # the later chapters, cited by id: 'chapters-3-7.md#T-02'
+        places = {**places, **seeds.chapter_places(seed_dir(root).parent)}
     chips = _load_chips(label, data, _read(path, label))
     claims = load_claims(path, label, data, places, chips)
     return Audit([evaluate_claim(data, c, chips) for c in claims])

@@ -5,7 +5,10 @@ import re
 from pathlib import Path
 
 TURN = re.compile(r"^\*\*(?P<who>[^*]+)\*\* \((?P<ts>\d+:\d\d)\)\s*$")
-WHERE = re.compile(r"^(?P<file>[0-9a-z_]+\.txt)(?::(?P<line>\d+)|@(?P<ts>\d+:\d\d))$")
+WHERE = re.compile(r"^(?P<file>[0-9a-z_]+\.txt)(?::(?P<line>\d+)|@(?P<ts>\d+:\d\d))$"
+                   r"|^(?P<chapters>chapters-3-7\.md)#(?P<id>[A-Z]-\d\d)$")
+CHAPTERS_FILE = "chapters-3-7.md"   # the lecture after the seeds, paraphrased, beside the seeds' folder
+BULLET = re.compile(r"^- \*\*(?P<id>[A-Z]-\d\d)\*\*\s*(?P<text>.*)$")
 NUMBER_WORDS = re.compile(
     r"\b(one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty|thirty|"
     r"forty|fifty|sixty|hundred|hundreds|thousand|thousands|million|millions|billion|half|twice|"
@@ -32,6 +35,24 @@ def places(seed_dir: Path) -> dict[str, str]:
         else:
             for i, ln in enumerate(lines, start=1):
                 out[f"{path.name}:{i}"] = ln
+    return out
+
+
+def chapter_places(lecture_dir: Path) -> dict[str, str]:
+    """Every claim of the later chapters -> its paraphrase ('chapters-3-7.md#T-02' -> '...')."""
+    path = lecture_dir / CHAPTERS_FILE
+    if not path.is_file():
+        return {}
+    out, cur = {}, None
+    for ln in path.read_text(encoding="utf-8").splitlines():
+        m = BULLET.match(ln)
+        if m:
+            cur = f"{CHAPTERS_FILE}#{m['id']}"
+            out[cur] = m["text"]
+        elif cur and ln.startswith("  ") and ln.strip():
+            out[cur] += " " + ln.strip()
+        else:
+            cur = None
     return out
 
 

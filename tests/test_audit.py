@@ -268,6 +268,7 @@ def test_there_are_claims_of_every_kind(claims_doc):
 
 
 def test_every_quote_is_in_the_line_it_cites(claims_doc, places):
+    places = {**places, **seeds.chapter_places(SEED_DIR.parent)}  # the later chapters, by id
     for c in claims_doc["claims"]:
         where = c["where"] if isinstance(c["where"], list) else [c["where"]]
         text = " ".join(seeds.normalise(places[w]) for w in where)
@@ -390,3 +391,21 @@ def test_a_quote_missing_from_its_cited_line_is_a_load_error(tmp_path, cli):
     assert r.returncode == 2 and "Traceback" not in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1
     assert f"{doc['claims'][1]['id']}: quote: not found in the cited seed text" in r.stderr
+
+
+@pytest.mark.parametrize("where,quote,words", [
+    ("chapters-3-7.md#T-99", "anything", "not a line or speaker turn"),
+    ("chapters-3-7.md#T-11", "words the paraphrase never uses", "not found in the cited seed text"),
+])
+def test_later_chapters_are_cited_by_id_and_checked(tmp_path, cli, where, quote, words):
+    import yaml
+
+    from conftest import ROOT
+    doc = yaml.safe_load((ROOT / "claims.yaml").read_text())
+    claim = next(c for c in doc["claims"] if c["id"] == "frontier-model-hundredfold-overtrained")
+    claim["where"], claim["quote"] = where, quote
+    bad = tmp_path / "claims.yaml"
+    bad.write_text(yaml.safe_dump(doc, allow_unicode=True, sort_keys=False))
+    r = cli("audit", "--claims-file", str(bad))
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1
+    assert "frontier-model-hundredfold-overtrained: " in r.stderr and words in r.stderr
