@@ -191,7 +191,7 @@ def _eval_sweep(args) -> int:
     result = sw.sweep(sc, list(args.quantity), axes)
     if args.json:
         print(sw.as_json({"hardware": sc.hw.id, "model": sc.model.id, "formats": sc.formats,
-                          "units": {n: REGISTRY_unit(n) for n in [*result["axes"], *args.quantity]},
+                          "units": {n: sw.unit_of(n) for n in [*result["axes"], *args.quantity]},
                           "points": sw.sweep_records(result, list(args.quantity))}))
     elif args.csv:
         recs = sw.sweep_records(result, list(args.quantity))
@@ -200,11 +200,6 @@ def _eval_sweep(args) -> int:
         print(f"{', '.join(args.quantity)} on {sc.hw.id} x {sc.model.id}; {sc.formats_text()}")
         print(sw.aligned(sw.sweep_table(result, list(args.quantity))))
     return 0
-
-
-def REGISTRY_unit(name: str) -> str:  # noqa: N802 (reads as the registry's unit)
-    from derivations import REGISTRY
-    return REGISTRY[name].unit or "1"
 
 
 def cmd_compare(args) -> int:
@@ -220,7 +215,7 @@ def cmd_compare(args) -> int:
     if args.json:
         print(sw.as_json(rows))
     elif args.csv:
-        head = ["hardware", "model", *[f"{q} [{REGISTRY_unit(q)}]" for q in args.quantity], "feasible", "formats"]
+        head = ["hardware", "model", *[f"{q} [{sw.unit_of(q)}]" for q in args.quantity], "feasible", "formats"]
         body = [[r["hardware"], r["model"], *[("" if r["values"][q]["value"] is None else r["values"][q]["value"])
                                               for q in args.quantity], r["feasible"], r["formats"]] for r in rows]
         print(sw.as_csv([head, *body]), end="")

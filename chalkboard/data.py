@@ -18,6 +18,7 @@ from units import UnitParseError, conform, magnitude_problem, parse
 ID_RE = re.compile(r"^[a-z0-9]+(?:[.-][a-z0-9]+)*$")
 FORMATS_ORDER = ("fp4", "fp8", "bf16")  # float formats, narrow to wide: the compute fallback order
 NUMBER_FORMAT_NAMES = ("fp4", "fp8", "bf16", "int4", "int8")
+RATE_FORMATS = ("fp4", "fp8", "int8", "bf16")  # formats a chip may publish a dense rate for
 ATTENTIONS = ("mha", "gqa", "mla")
 
 
@@ -186,7 +187,7 @@ MAY_BE_ZERO = {"shared_experts"}
 HARDWARE_WHOLE_NUMBER_FIELDS = ("launch_year", "dies_per_package", "scaleup_domain")
 SAFE_URL = re.compile(r"^https?://[^\s]+$", re.I)
 WHOLE_NUMBER_FIELDS = ("layers", "d_model", "n_heads", "n_kv_heads", "d_head", "kv_latent_dim", "kv_rope_dim",
-                       "experts", "experts_per_token", "shared_experts", "moe_layers", "d_expert")  # a count that is legitimately zero (Qwen3 has no shared expert)
+                       "experts", "experts_per_token", "shared_experts", "moe_layers", "d_expert")
 
 MODEL_CHOICES = {"weight_format": (NUMBER_FORMAT_NAMES, True), "kv_format": (NUMBER_FORMAT_NAMES, False),
                  "attention": (ATTENTIONS, True)}

@@ -19,7 +19,8 @@ from derivations.inputs import NUMBER_FORMATS
 from units import Quantity, UnitParseError, conform, magnitude_problem, parse, unit as parse_unit
 
 from . import compiled
-from .data import FORMATS_ORDER, Data
+from .data import (FORMATS_ORDER, HARDWARE_WHOLE_NUMBER_FIELDS, RATE_FORMATS, WHOLE_NUMBER_FIELDS,
+                   Data)
 from .errors import InputError, MissingInput, NotApplicable  # noqa: F401  (re-exported)
 
 
@@ -122,12 +123,11 @@ class InputRecord:
     note: str | None = None
 
 
-RATE_FORMATS = ("fp4", "fp8", "int8", "bf16")   # formats a chip may publish a dense rate for
 FORMAT_KEYS = ("format", "weight_format", "kv_format", "compute_format")
 DENSE_MOE_DEFAULTS = {"experts": 1.0, "experts_per_token": 1.0, "moe_layers": 0.0, "d_expert": 0.0}
-WHOLE_NUMBERS = ("layers", "d_model", "n_heads", "n_kv_heads", "d_head", "kv_latent_dim", "kv_rope_dim",
-                 "experts", "experts_per_token", "moe_layers", "d_expert", "scaleup_domain", "racks",
-                 "index_heads", "index_head_dim", "batch", "chips")
+# counts an override must give as whole numbers: the model's, the hardware's and the workload's
+WHOLE_NUMBERS = (*WHOLE_NUMBER_FIELDS, *HARDWARE_WHOLE_NUMBER_FIELDS, "batch", "chips", "racks",
+                 "index_heads", "index_head_dim")
 # pairs (smaller, larger) that a coherent model keeps in order, with what breaking it means
 ORDERED = (("params_active", "params_total", "the sparsity N_total/N_active would be below 1"),
            ("experts_per_token", "experts", "a token cannot use more experts than there are"),
@@ -532,26 +532,29 @@ class Scenario:
         return "compute" if self.value("mfu").magnitude >= 1 else "memory"  # MFU = min(1, compute/memory)
 
     # -- does it fit? ---------------------------------------------------------------------
+    def _memory(self, batch: float | None):
+        """(weights per chip, KV cache of ``batch`` sequences per chip, HBM per chip), from the
+        declared weights_per_chip and kv_per_chip (the KV term scaled to the batch asked for)."""
+        b_now = self.value("batch").to("sequence").magnitude
+        kv = self.value("kv_per_chip") * ((b_now if batch is None else batch) / b_now)
+        return self.value("weights_per_chip"), kv, self.input("hbm_capacity")
+
     def fill(self, batch: float | None = None) -> float | None:
         """Share of each chip's HBM the weights and the KV cache of ``batch`` sequences need."""
         try:
-            b_now = self.value("batch").to("sequence").magnitude
-            need = self.value("weights_per_chip") + self.value("kv_per_chip") * ((batch or b_now) / b_now)
-            return (need / self.input("hbm_capacity")).to("").magnitude
+            w, kv, cap = self._memory(batch)
         except MissingInput:
             return None
+        return ((w + kv) / cap).to("").magnitude
 
     def fit(self, batch: float | None = None) -> str | None:
         """None if the weights and the KV cache of ``batch`` sequences (default: the workload's)
         fit in the chips' HBM; otherwise the reason, in one sentence. Unknown inputs: None."""
-        b_now = self.value("batch").to("sequence").magnitude
-        batch = b_now if batch is None else batch
+        batch = self.value("batch").to("sequence").magnitude if batch is None else batch
         if batch in self._fits:
             return self._fits[batch]
         try:
-            w = self.value("weights_per_chip")
-            kv = self.value("kv_per_chip") * (batch / b_now)
-            cap = self.input("hbm_capacity")
+            w, kv, cap = self._memory(batch)
             chips = self.value("chips").to("chip").magnitude
         except MissingInput:
             self._fits[batch] = None

@@ -107,7 +107,8 @@ def _spot_check(sc, quantities, flat, out) -> None:
                 raise RuntimeError(f"sweep of {q} disagrees with the Pint walk at point {i}: {got} vs {ref}")
 
 
-def _unit(q: str) -> str:
+def unit_of(q: str) -> str:
+    """A quantity's declared unit, '1' for a bare number."""
     return REGISTRY[q].unit or "1"
 
 
@@ -120,7 +121,7 @@ def _shown_unit(q: str, values) -> tuple[str, float]:
 
     finite = [abs(v) for v in values if v is not None and not math.isnan(v)]
     if not finite or not REGISTRY[q].unit:
-        return _unit(q), 1.0
+        return unit_of(q), 1.0
     shown = display_unit(Quantity(sorted(finite)[len(finite) // 2], declared(q)[0]))
     target = parse_unit("1" + shown if shown.startswith("/") else shown)
     return shown, declared(q)[1] / base_factor(target)
@@ -128,7 +129,7 @@ def _shown_unit(q: str, values) -> tuple[str, float]:
 
 def sweep_table(result: dict, quantities: list[str]) -> list[list[str]]:
     shown = {q: _shown_unit(q, result["columns"][q]) for q in quantities}
-    heads = [f"{n} [{_unit(n)}]" for n in result["axes"]] + [f"{q} [{shown[q][0]}]" for q in quantities] + ["fits"]
+    heads = [f"{n} [{unit_of(n)}]" for n in result["axes"]] + [f"{q} [{shown[q][0]}]" for q in quantities] + ["fits"]
     rows = [heads]
     size = next(iter(result["axes"].values())).size
     for i in range(size):
@@ -165,9 +166,9 @@ def compare(data, hardware: list[str], models: list[str], quantities: list[str],
             row = {"hardware": hid, "model": mid, "formats": sc.formats_text(), "values": {}}
             for q in quantities:
                 try:
-                    row["values"][q] = {"value": sc.mag(q), "unit": _unit(q), "flag": sc.flag(q)}
+                    row["values"][q] = {"value": sc.mag(q), "unit": unit_of(q), "flag": sc.flag(q)}
                 except MissingInput as e:
-                    row["values"][q] = {"value": None, "unit": _unit(q), "why": str(e)}
+                    row["values"][q] = {"value": None, "unit": unit_of(q), "why": str(e)}
             why = sc.fit()
             row["feasible"], row["feasibility"] = (why is None), why
             rows.append(row)

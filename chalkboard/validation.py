@@ -19,11 +19,10 @@ from pathlib import Path
 
 from units import UnitParseError, conform, magnitude_problem, parse
 
-from .data import (ID_RE, NUMBER_FORMAT_NAMES, DataError, Source, _source_id, _sources, _text,
+from .data import (ID_RE, NUMBER_FORMAT_NAMES, RATE_FORMATS, DataError, Source, _source_id, _sources, _text,
                    is_whole, read_yaml)
 
 MEASUREMENTS_FILE = "measurements.yaml"
-RATE_FORMATS = ("fp4", "fp8", "int8", "bf16")
 
 # field -> (unit, whole number?)
 QUANTITY_FIELDS = {
