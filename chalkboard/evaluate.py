@@ -590,10 +590,17 @@ class Scenario:
         return self.fit() if on == "batch" else self.fit(1.0) if on == "chips" else None
 
 
+TRAINING_CHAPTERS = ("training", "crypto")  # training runs: not judged by the serving fit
+
+
 @lru_cache(maxsize=None)
 def setup_dependence(name: str) -> str | None:
     """'batch' if ``name`` depends on the workload's batch, else 'chips' if on the chips
-    (a set-up of one sequence), else None (a property of the chip or model alone)."""
+    (a set-up of one sequence), else None (a property of the chip or model alone, or a
+    quantity of training, which the decode-serving HBM fit does not describe)."""
+    q = REGISTRY[name]
+    if q.section and REGISTRY.sections[q.section].chapter in TRAINING_CHAPTERS:
+        return None
     leaves = {q.name for q in REGISTRY.leaves(name)}
     return "batch" if "batch" in leaves else "chips" if "chips" in leaves else None
 

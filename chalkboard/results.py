@@ -12,7 +12,7 @@ from units import parse
 
 from . import printers
 from .data import Data
-from .evaluate import DimensionMismatch, MissingInput, Scenario, setup_dependence
+from .evaluate import TRAINING_CHAPTERS, DimensionMismatch, MissingInput, Scenario, setup_dependence
 from .fmt import fmt, split
 
 
@@ -66,6 +66,9 @@ def feasibility(sc: Scenario, name: str | None = None) -> dict:
             return {"feasible": None, "reason": "a measure of the fit itself"}
         on = setup_dependence(name)
         if on is None:
+            section = REGISTRY.sections.get(REGISTRY[name].section or "")
+            if section is not None and section.chapter in TRAINING_CHAPTERS:
+                return {"feasible": None, "reason": "a training quantity: the decode-serving HBM fit does not apply"}
             return {"feasible": None, "reason": "not a set-up: depends on neither the batch nor the chips"}
         if on == "chips":
             batch = 1.0

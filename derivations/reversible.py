@@ -178,14 +178,14 @@ R.derived("activation_saving_checkpoint", m_store / m_ck, "",
 
 # The memory of one training step of batch × context tokens, over all the chips holding the
 # model. It describes training, not the decode set-up, so the serving fit (weights and KV
-# cache in HBM) does not flag it.
+# cache in HBM) does not flag it (chalkboard.evaluate.TRAINING_CHAPTERS).
 for name, per_token, what in ((
         "activation_memory_stored", m_store, "storing every layer's input"), (
         "activation_memory_checkpoint", m_ck, "with checkpointing"), (
         "activation_memory_reversible", m_rev, "with reversible layers")):
     R.derived(name, B * L * per_token, "byte",
               f"activation memory of one training step of batch × context tokens, {what}",
-              "M", name.rsplit("_", 1)[1], fit_measure=True)
+              "M", name.rsplit("_", 1)[1])
 
 # -- the compute recomputation costs ----------------------------------------------------------
 n_re = R.constant("recompute_forward_passes", "1",
