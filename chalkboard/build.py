@@ -99,6 +99,51 @@ def compile_pdf(folder: Path, timestamp: int) -> bytes:
         raise BuildError(f"Typst could not compile the PDF: {str(e).strip().splitlines()[0]}") from None
 
 
+def compile_pdf_background(folder: Path, timestamp: int):
+    """Start compile_pdf in a forked process (Typst holds the interpreter while it compiles);
+    returns a function that waits for the PDF's bytes and raises BuildError as compile_pdf
+    does. Without fork, the PDF is compiled at once."""
+    import multiprocessing as mp
+
+    try:
+        ctx = mp.get_context("fork")
+        receive, send = ctx.Pipe(duplex=False)
+        child = ctx.Process(target=_compile_and_send, args=(send, receive, folder, timestamp), daemon=True)
+        child.start()
+        send.close()
+    except (ValueError, OSError):
+        done = compile_pdf(folder, timestamp)
+        return lambda: done
+
+    def wait() -> bytes:
+        try:
+            try:
+                kind, payload = receive.recv()
+            except EOFError:
+                kind, payload = "error", "the process compiling the PDF ended without a result"
+        finally:
+            receive.close()
+            if child.is_alive():
+                child.terminate()
+            child.join()
+        if kind == "error":
+            raise BuildError(payload)
+        return payload
+    return wait
+
+
+def _compile_and_send(conn, read_end, folder, timestamp):
+    read_end.close()
+    try:
+        conn.send(("ok", compile_pdf(folder, timestamp)))
+    except BuildError as e:
+        conn.send(("error", str(e)))
+    except BaseException as e:  # reported by the parent as one line
+        conn.send(("error", f"Typst could not compile the PDF: {type(e).__name__}: {e}"))
+    finally:
+        conn.close()
+
+
 FALLBACK_DATE = "2026-04-29"   # the lecture's date, if no source gives an as-of date
 
 
@@ -130,29 +175,32 @@ def pdf_timestamp(data) -> int:
 
 def results_json(data, res, registry) -> str:
     from .compiled import declared
-    from .fmt import split_base
+    from .fmt import base_splitter
     from .results import list_hardware, list_models
 
     quantities = {}
     for q in registry.derived_quantities():
         quantities[q.name] = {"unit": q.unit, "meaning": q.meaning, "sympy": str(registry.closed_form(q.name)),
                               "inputs": [leaf.name for leaf in registry.leaves(q.name)]}
+    splitters = {q.name: base_splitter(declared(q.name)[0]) for q in registry.derived_quantities()}
     pairs = {}
     for (hid, mid), vals in res.values.items():
         flags = res.flags[(hid, mid)]
+        values = {}
+        for n, v in vals.items():
+            mag, unit = splitters[n](v)
+            values[n] = {"value": _round12(mag), "unit": unit,
+                         **({"feasible": False, "infeasible": flags[n]} if n in flags else {})}
         pairs[f"{hid}|{mid}"] = {
             "hardware": hid, "model": mid,
             "feasible": res.fit[(hid, mid)]["feasible"], "feasibility": res.fit[(hid, mid)]["reason"],
             "formats": res.formats[(hid, mid)],
-            "values": {n: {**dict(zip(("value", "unit"), split_base(v, declared(n)[0]))),
-                           **({"feasible": False, "infeasible": flags[n]} if n in flags else {})}
-                       for n, v in vals.items()},
+            "values": values,
             "not_applicable": res.missing[(hid, mid)],
-            "inputs": res.inputs[(hid, mid)],
+            "inputs": {n: {**rec, "value": _round12(rec["value"])} for n, rec in res.inputs[(hid, mid)].items()},
         }
-    doc = {"quantities": quantities, "hardware": list_hardware(data), "models": list_models(data),
-           "results": pairs}
-    return _dump(_rounded(doc))
+    doc = {"quantities": quantities, "hardware": list_hardware(data), "models": list_models(data)}
+    return _dump({**_rounded(doc), "results": pairs})
 
 
 def _dump(doc: dict) -> str:
@@ -169,6 +217,10 @@ def _dump(doc: dict) -> str:
         else:
             parts.append(f" {enc(key)}: {enc(inner)}")
     return "{\n" + ",\n".join(parts) + "\n}\n"
+
+
+def _round12(x):
+    return float(f"{x:.12g}") if isinstance(x, float) else x
 
 
 def _rounded(x):
@@ -396,17 +448,20 @@ def build(root: Path, args) -> int:
     from .audit import run_audit
     from .check import check_all
     from .evaluate import Scenario
-    from .figures import draw_all_background
+    from .figures import draw_group_background, joined
     from .report import attach_figures, context
     from .results import evaluate_all
     t = stage("derive", t)
+    overrides = dict(getattr(args, "set_pairs", {}) or {})
+    sc = Scenario(data, args.hardware, args.model, overrides)
+    check_counts(sc.overrides)
+    # the first group of figures needs neither the check nor the audit: it is drawn on the
+    # other core from here on
+    first_figures = draw_group_background(0, data, args.hardware, args.model, overrides)
     rep = check_all(REGISTRY)
     if not rep.ok:
         raise BuildError("dimension check failed: " + "; ".join(rep.failures))
     t = stage("check", t)
-    overrides = dict(getattr(args, "set_pairs", {}) or {})
-    sc = Scenario(data, args.hardware, args.model, overrides)
-    check_counts(sc.overrides)
     res = evaluate_all(data, overrides)
     if res.errors:
         raise BuildError("evaluation failed: " + res.errors[0])
@@ -425,22 +480,20 @@ def build(root: Path, args) -> int:
         if audit is not None and audit.rule_of_thumb(q) is not None:
             refs[q] = audit.rule_of_thumb(q)
     extra = {"validation": (lambda: val.figure_svg(checked))} if validation is not None else {}
-    figures_ready = draw_all_background(data, args.hardware, args.model, overrides, refs, extra)  # other core
+    second_figures = draw_group_background(1, data, args.hardware, args.model, overrides, refs, extra)
     html_env, typ_env = environments(root)
     ctx = context(data, sc, {}, audit=audit.for_report() if audit else None,
                   check={"definitions": rep.definitions, "equations": rep.equations,
                          "evaluations": res.count_ok}, validation=validation)
-    rjson = results_json(data, res, REGISTRY)
     t = stage("render", t)
     try:
-        figures = figures_ready()
+        figures = joined(first_figures, second_figures)
     except RuntimeError as e:
         raise BuildError(str(e)) from None
     if validation is not None:
         validation["svg"] = figures["validation"][0]
-    t = stage("figures", t)  # the wait for the figures drawn beside the render stage
+    t = stage("figures", t)  # the wait for the figures drawn beside the stages before
     attach_figures(ctx, figures, sc)
-    html = html_env.get_template("report.html.j2").render(**ctx)
     typ_src = typ_env.get_template("report.typ.j2").render(**ctx)
 
     try:
@@ -453,11 +506,14 @@ def build(root: Path, args) -> int:
             for n, (svg, _) in figures.items():
                 put(f"figures/{n}.svg", svg)
             put("report.typ", typ_src)
-            if timestamp is not None:  # compiled from the staged report.typ and figures
-                put("report.pdf", compile_pdf(staged.path, timestamp))
+            # the PDF is compiled from the staged report.typ and figures on the other core
+            # while this one writes results.json and the page
+            pdf = None if timestamp is None else compile_pdf_background(staged.path, timestamp)
+            put("results.json", results_json(data, res, REGISTRY))
+            put("report.html", html_env.get_template("report.html.j2").render(**ctx))
+            if pdf is not None:
+                put("report.pdf", pdf())
             t = stage("pdf", t)
-            put("results.json", rjson)
-            put("report.html", html)
             if getattr(args, "fingerprint", None):  # lets an unchanged rebuild skip the work
                 from .uptodate import STAMP, stamp
                 staged.write(STAMP, stamp(args.fingerprint, written))

@@ -550,9 +550,11 @@ class Scenario:
     def fit(self, batch: float | None = None) -> str | None:
         """None if the weights and the KV cache of ``batch`` sequences (default: the workload's)
         fit in the chips' HBM; otherwise the reason, in one sentence. Unknown inputs: None."""
-        batch = self.value("batch").to("sequence").magnitude if batch is None else batch
-        if batch in self._fits:
+        if batch in self._fits:  # the workload's batch (None) asked for again and again by flag()
             return self._fits[batch]
+        if batch is None:
+            self._fits[None] = self.fit(self.value("batch").to("sequence").magnitude)
+            return self._fits[None]
         try:
             w, kv, cap = self._memory(batch)
             chips = self.value("chips").to("chip").magnitude

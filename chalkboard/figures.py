@@ -325,49 +325,68 @@ def draw_all_background(data, hw, model, overrides=None, refs=None, extra=None):
     them. ``extra`` maps more figure names to functions that draw them (an SVG string each,
     returned with no chip). Where fork is not available (or fails), the figures are drawn at
     once and the function returns them."""
+    first = draw_group_background(0, data, hw, model, overrides, refs)
+    second = draw_group_background(1, data, hw, model, overrides, refs, extra)
+    return lambda: joined(first, second)
+
+
+def draw_group_background(group: int, data, hw, model, overrides=None, refs=None, extra=None, read_ends=()):
+    """Start drawing one of the two groups of figures (the second also draws every figure no
+    group names, and ``extra``) in a forked process; returns a function that waits for it and
+    returns name -> (SVG, chip), raising RuntimeError if drawing failed. The first group needs
+    no audit (``refs``), so a build can start it early. Without fork the group is drawn at once."""
     import multiprocessing as mp
 
-    jobs = [(_GROUPS[0], None), (_GROUPS[1] + tuple(n for n in FIGURES if n not in _GROUPS[0] + _GROUPS[1]),
-                                 extra)]
+    only = _GROUPS[group] if group == 0 else \
+        _GROUPS[1] + tuple(n for n in FIGURES if n not in _GROUPS[0] + _GROUPS[1])
     try:
         ctx = mp.get_context("fork")
-        started = []
-        for only, more in jobs:
-            receive, send = ctx.Pipe(duplex=False)
-            # the child closes every read end it inherits, so a parent that dies or stops reading
-            # breaks the pipe and the child's send fails instead of blocking for ever
-            ends = [r for r, _ in started] + [receive]
-            child = ctx.Process(target=_draw_and_send, args=(send, data, hw, model, overrides, refs, more, only,
-                                                              ends), daemon=True)
-            child.start()
-            send.close()
-            started.append((receive, child))
+        receive, send = ctx.Pipe(duplex=False)
+        # the child closes every read end it inherits, so a parent that dies or stops reading
+        # breaks the pipe and the child's send fails instead of blocking for ever
+        child = ctx.Process(target=_draw_and_send, args=(send, data, hw, model, overrides, refs, extra, only,
+                                                          [*_OPEN_ENDS, receive]), daemon=True)
+        child.start()
+        send.close()
+        _OPEN_ENDS.append(receive)
     except (ValueError, OSError):
-        done = _draw_everything(data, hw, model, overrides, refs, extra, None)
+        done = _draw_everything(data, hw, model, overrides, refs, extra if group else None, only)
         return lambda: done
 
     def wait():
-        out, failed = {}, None
         try:
-            for receive, child in started:
-                try:
-                    kind, payload = receive.recv()
-                except EOFError:
-                    kind, payload = "error", "a process drawing the figures ended without a result"
-                if kind == "error":
-                    failed = failed or payload
-                else:
-                    out.update(payload)
+            try:
+                kind, payload = receive.recv()
+            except EOFError:
+                kind, payload = "error", "a process drawing the figures ended without a result"
         finally:  # also on an interruption: no child is left behind
-            for receive, child in started:
-                receive.close()
-                if child.is_alive():
-                    child.terminate()
-                child.join()
-        if failed:
-            raise RuntimeError(f"drawing the figures failed: {failed}")
-        return {n: out[n] for n in [*FIGURES, *(extra or {})] if n in out}  # the declared order
+            receive.close()
+            if receive in _OPEN_ENDS:
+                _OPEN_ENDS.remove(receive)
+            if child.is_alive():
+                child.terminate()
+            child.join()
+        if kind == "error":
+            raise RuntimeError(f"drawing the figures failed: {payload}")
+        return payload
     return wait
+
+
+_OPEN_ENDS: list = []   # read ends of the figure processes still running (a later child closes them)
+
+
+def joined(*waits) -> dict:
+    """Wait for every group (all of them, even when one fails) and return the figures in the
+    declared order."""
+    out, failed = {}, None
+    for wait in waits:
+        try:
+            out.update(wait())
+        except RuntimeError as e:
+            failed = failed or e
+    if failed:
+        raise failed
+    return {n: out[n] for n in [*FIGURES, *[k for k in out if k not in FIGURES]] if n in out}
 
 
 def _draw_everything(data, hw, model, overrides, refs, extra, only):

@@ -98,6 +98,18 @@ def split_base(base_mag: float, units) -> tuple[float, str]:
     return base_mag / _target_factor(u), u
 
 
+def base_splitter(units):
+    """``split_base`` for one declared unit, its plan worked out once: a function of the
+    base-unit magnitude (for a table of many values of one quantity)."""
+    kind, _, fixed = _plan(units)
+    if kind == "bare":
+        return lambda base_mag: (base_mag, "")
+    if kind == "fixed":
+        f = _target_factor(fixed)
+        return lambda base_mag: (base_mag / f, fixed)
+    return lambda base_mag: split_base(base_mag, units)
+
+
 def display_unit(q) -> str:
     return _display(q.units, float(q.magnitude) * _factor(q.units))
 

@@ -32,6 +32,13 @@ class AllResults:
 def evaluate_all(data: Data, overrides: dict | None = None) -> AllResults:
     res = AllResults()
     names = [q.name for q in REGISTRY.derived_quantities()]
+    seen: dict[int, tuple] = {}   # the data's quantities recur in every pair: each split once
+
+    def shown(q):
+        hit = seen.get(id(q))
+        if hit is None or hit[0] is not q:
+            hit = seen[id(q)] = (q, split(q))
+        return hit[1]
     for hid in data.hardware:
         for mid in data.models:
             sc = Scenario(data, hid, mid, dict(overrides or {}))
@@ -51,7 +58,7 @@ def evaluate_all(data: Data, overrides: dict | None = None) -> AllResults:
             res.flags[(hid, mid)] = {n: r for n in vals if (r := sc.flag(n))}
             res.formats[(hid, mid)] = {**sc.formats, **({"note": sc.compute_note} if sc.compute_note else {})}
             res.inputs[(hid, mid)] = {
-                n: {**dict(zip(("value", "unit"), split(r.value))), "source": r.source,
+                n: {**dict(zip(("value", "unit"), shown(r.value))), "source": r.source,
                     **({"url": r.url} if r.url else {}), **({"as_of": r.as_of} if r.as_of else {})}
                 for n, r in sorted(sc.records.items())}
     return res
