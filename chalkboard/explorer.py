@@ -39,7 +39,8 @@ SLIDERS = {"batch": (1, 131072), "context": (128, 1048576), "chips": (1, 1024)}
 FIGURES = ({"quantity": "step_time", "against": "batch", "vline": "balance_batch", "hline": None},
            {"quantity": "cost_per_token", "against": "batch", "vline": "balance_batch", "hline": "cost_floor"})
 FIT = "hbm_fill"                    # the set-up fits when this is at most 1
-ONE_BATCH = "one_sequence"          # the batch of one sequence, for the latency floor's fit
+BATCH = "batch"                     # the input the fit is judged at ...
+ONE_BATCH = "one_sequence"          # ... or at one sequence, for a quantity of one sequence (the latency floor)
 FIGURE_POINTS = 121                 # points per curve, evenly spaced in log(batch)
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -75,9 +76,14 @@ def function_names() -> list[str]:
     return names
 
 
+def to_js(expr) -> str:
+    """A SymPy expression in the registry's symbols as a JavaScript expression reading ``v``."""
+    return _Printer().doprint(expr)
+
+
 def javascript(name: str) -> str:
     """The closed form of ``name`` in JavaScript, as SymPy prints it (inputs read from ``v``)."""
-    return _Printer().doprint(REGISTRY.closed_form(name))
+    return to_js(REGISTRY.closed_form(name))
 
 
 def functions_js() -> str:
@@ -163,13 +169,13 @@ def data(d, sc: Scenario) -> dict:
     quantities = []
     for n in QUANTITIES:
         q = REGISTRY[n]
-        on = None if q.fit_measure else setup_dependence(n)
+        on = None if q.fit_measure else {"batch": "at_batch", "chips": "at_one", None: None}[setup_dependence(n)]
         quantities.append({
             "name": n, "meaning": q.meaning,
             "units": _display_units(n),
             "guards": [[g, f"{g}: {REGISTRY[g].valid}"] for g in guards(n)],
             "dense_na": f"{n} is not applicable to a dense model" if _moe_only_below(n) else None,
-            "fit": on,  # "batch": flagged by the fit at the batch; "chips": at one sequence
+            "fit": on,  # flagged by the fit at the workload's batch, at one sequence, or never
         })
     start = {}
     for n in SLIDERS:
@@ -193,7 +199,7 @@ def data(d, sc: Scenario) -> dict:
                     for f in FIGURES],
         "figure_points": FIGURE_POINTS,
         "reads": {n: [q.name for q in REGISTRY.leaves(n)] for n in function_names()},
-        "fit": FIT, "one_batch": ONE_BATCH, "batch": "batch",
+        "fit": FIT, "one_batch": ONE_BATCH, "batch_input": BATCH,
         "formats": formats,
         "inputs": levels,
     }
@@ -205,4 +211,4 @@ def context(d, sc: Scenario) -> dict:
 
 
 __all__ = ["QUANTITIES", "SLIDERS", "context", "data", "function_names", "functions_js", "guards",
-           "javascript"]
+           "javascript", "to_js"]
