@@ -170,22 +170,13 @@ def data(d, sc: Scenario) -> dict:
     for n in QUANTITIES:
         q = REGISTRY[n]
         on = None if q.fit_measure else {"batch": "at_batch", "chips": "at_one", None: None}[setup_dependence(n)]
-        quantities.append({
-            "name": n, "meaning": q.meaning,
-            "units": _display_units(n),
-            "guards": [[g, f"{g}: {REGISTRY[g].valid}"] for g in guards(n)],
-            "dense_na": f"{n} is not applicable to a dense model" if _moe_only_below(n) else None,
-            "fit": on,  # flagged by the fit at the workload's batch, at one sequence, or never
-        })
-    start = {}
-    for n in SLIDERS:
-        u, f = compiled.declared(n)
-        start[n] = sc.base_value(n) / f
+        quantities.append({"name": n, "meaning": q.meaning, "units": _display_units(n),
+                           "fit": on})  # flagged by the fit at the workload's batch, at one sequence, or never
     sliders = []
     for n, (lo, hi) in SLIDERS.items():
-        q = REGISTRY[n]
         u, f = compiled.declared(n)
-        sliders.append({"name": n, "label": q.meaning, "unit": f"{u:~P}", "factor": f, "min": lo, "max": hi, "start": start[n]})
+        sliders.append({"name": n, "label": REGISTRY[n].meaning, "unit": f"{u:~P}", "factor": f,
+                        "min": lo, "max": hi, "start": sc.base_value(n) / f})
     ignored = sorted(k for k in sc.raw_overrides if k not in SLIDERS)
     return {
         "hardware": [[h, d.hardware[h].name] for h in hws],
@@ -195,10 +186,12 @@ def data(d, sc: Scenario) -> dict:
         "ignored_overrides": ignored,
         "sliders": sliders,
         "quantities": quantities,
-        "figures": [dict(f, units=_display_units(f["quantity"]), against_units=_display_units(f["against"]))
-                    for f in FIGURES],
+        "figures": [dict(f, units=_display_units(f["quantity"])) for f in FIGURES],
         "figure_points": FIGURE_POINTS,
+        # what each printed function reads, and the refusals of the compiled path it must repeat
         "reads": {n: [q.name for q in REGISTRY.leaves(n)] for n in function_names()},
+        "guards": {n: [[g, f"{g}: {REGISTRY[g].valid}"] for g in guards(n)] for n in function_names()},
+        "dense_na": {n: f"{n} is not applicable to a dense model" for n in function_names() if _moe_only_below(n)},
         "fit": FIT, "one_batch": ONE_BATCH, "batch_input": BATCH,
         "formats": formats,
         "inputs": levels,
