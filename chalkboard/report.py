@@ -11,7 +11,7 @@ import string
 from derivations import KV_BYTES_BY_ATTENTION, REGISTRY
 from derivations._core import CHAPTERS
 
-from . import printers
+from . import explorer, printers
 from .evaluate import DimensionMismatch, MissingInput, NotApplicable, Scenario
 from .fmt import fmt, sig, split
 from .figures import FIGURES
@@ -283,6 +283,7 @@ def context(data, sc: Scenario, figures: dict[str, str], audit=None, check=None,
         "sources": sources(data),
         "hardware_count": len(data.hardware), "model_count": len(data.models),
         "rack_chips": fmt(sc.value("rack_chips")),
+        "explorer": explorer.context(data, sc),
     }
 
 
