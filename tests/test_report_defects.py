@@ -2,7 +2,8 @@
 
 The report is built once for the module (HTML and PDF). Each test looks for one class of
 defect in what a person reads: the HTML page's prose (formulas, figures, styles and code
-stripped) and the PDF's extracted text. The last test opens the page at a phone's width in
+stripped) and the PDF's extracted text; one renders the PDF's pages as images to find pages
+left half empty. The last test opens the page at a phone's width in
 Debian's Chromium (driven by Playwright, as tests/test_browser.py does) and checks that it
 does not scroll sideways.
 """
@@ -116,6 +117,30 @@ def test_lecture_times_cannot_be_read_as_seconds(prose, pdf_text):
     for text in (prose, pdf_text):
         flat = re.sub(r"\s+", " ", text)
         assert _hits(r"\(\d:\d\d\)|from \d+:\d\d into", flat) == []
+
+
+def test_no_half_empty_pdf_pages(built):
+    """Every PDF page but the last is written down to near its foot: a section start, a figure
+    or a formula block that does not fit must not leave half a page blank. The report's Typst
+    source is rendered as images (at a low resolution) and the lowest inked row of each page's
+    body measured; the page number in the bottom margin is not counted."""
+    import io
+
+    import matplotlib.image as mpimg
+    import numpy as np
+    import typst
+
+    pages = typst.compile(str(built / "report.typ"), root=str(built), format="png", ppi=20)
+    short = []
+    for i, png in enumerate(pages[:-1], start=1):
+        grey = mpimg.imread(io.BytesIO(png), format="png")[..., :3].mean(axis=2)
+        height = grey.shape[0]
+        inked = np.where((grey < 0.9).any(axis=1))[0]
+        body = inked[inked < 0.9 * height]  # the page number sits below 90% of the height
+        low = body.max() / height if len(body) else 0.0
+        if low < 0.7:
+            short.append((i, round(float(low), 2)))
+    assert short == [], f"pages (number, lowest text as a share of the height): {short}"
 
 
 # -- the page at a phone's width -------------------------------------------------------------
