@@ -43,7 +43,7 @@ from units import Quantity, UnitParseError, parse
 from . import printers, seeds
 from .data import Data, DataError, UniqueKeyLoader
 from .evaluate import InputError, MissingInput, Scenario, placeholders, walk
-from .fmt import fmt, sig
+from .fmt import fmt, sig, unit_words
 from . import FEATURED_HARDWARE as DEFAULT_HARDWARE, FEATURED_MODEL as DEFAULT_MODEL
 
 KINDS = ("derived", "arithmetic", "identity", "input", "sourced", "qualitative")
@@ -829,7 +829,7 @@ def _sweep(ctx, claim: Claim, entries: list[Entry], verdict: str, base_vals: lis
 
 def _unit_suffix(part: Part) -> str:
     u = f"{part.unit:~P}"
-    return f" {_PLURAL.get(u, u)}" if u and u != "dimensionless" else ""
+    return f" {unit_words(_PLURAL.get(u, u))}" if u and u != "dimensionless" else ""
 
 
 def evaluate_claim(data, claim: Claim, chips: Chips | None = None) -> Verdict:
@@ -1228,7 +1228,7 @@ def _num(val: float, unit: str) -> str:
         return text
     if text != "1" and unit in _PLURAL:
         unit = _PLURAL[unit]
-    return f"{text} {unit}"
+    return f"{text} {unit_words(unit)}"
 
 
 def seed_dir(root: Path) -> Path:

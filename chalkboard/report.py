@@ -152,7 +152,11 @@ def default_text(q) -> str | None:
         return REGISTRY.rules[d[6:]][2]
     if d.startswith("="):
         return f"the chip's {d[1:]}"
-    return d
+    from units import UnitParseError, parse
+    try:
+        return fmt(parse(d))  # "200e12 token" reads "2 × 10¹⁴ tokens"
+    except (UnitParseError, ValueError, TypeError):
+        return d
 
 
 def notation_row(q) -> dict:
