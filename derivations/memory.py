@@ -1,4 +1,4 @@
-"""“Pipelining is not wise”: memory capacity, hops and scale-up (chapter 4, from 1:03).
+"""Pipelining is not wise: memory capacity, hops and scale-up (chapter 4, from 1:03).
 
 Cited from the lecture notes' chapters-3-7.md, ids M-01 to M-11 and H-01 to H-06.
 
@@ -73,9 +73,9 @@ R.section(
     question="Each token crosses P rack-to-rack hops per step (chapters-3-7.md#H-01, #H-02); how "
              "much latency does that add, how much of a hop is moving the activations, and how long "
              "does a box read its weights (chapters-3-7.md#H-03, #H-06)?",
-    takeaway="A micro-batch of {balance_batch} steps through {model} on one {hardware} stage in "
-             "{micro_batch_step_time}; {pipeline_stages} hops of {hop_latency} make it "
-             "{pipeline_token_latency} per token. Moving one micro-batch's activations over the "
+    takeaway="A micro-batch of {balance_batch} takes {micro_batch_step_time} through every layer "
+             "of {model} on {hardware} (its stages' times summed); {pipeline_stages} hops of "
+             "{hop_latency} make it {pipeline_token_latency} per token. Moving one micro-batch's activations over the "
              "stage's NICs takes only {hop_transfer_time} of each hop. Reading every weight takes "
              "{weight_fetch_time_all} on {chips}, however many stages follow.",
     featured=("micro_batch_step_time", "hop_transfer_time", "pipeline_token_latency",

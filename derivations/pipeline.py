@@ -32,9 +32,10 @@ R.section(
     takeaway="{model} on {hardware}: a token carries {stage_boundary_bytes_per_token} across a "
              "stage boundary and {a2a_bytes_per_token} through each MoE layer's all-to-all "
              "({a2a_to_boundary_bytes} times more); with scale-up {scaleup_scaleout_ratio} times "
-             "faster than scale-out, a stage needs at least {min_moe_layers_per_stage}, so the "
-             "{moe_layers} MoE layers allow up to {max_pipeline_stages}. At {pipeline_stages} "
-             "(the deepest holding {moe_layers_per_stage}) the ratio is {pipelining_ratio}.",
+             "faster than scale-out, a stage needs at least {min_moe_layers_per_stage} MoE layers, so the "
+             "{moe_layers} MoE layers allow up to {max_pipeline_stages} stages. At {pipeline_stages} "
+             "stages (the deepest holding {moe_layers_per_stage} MoE layers) the ratio is "
+             "{pipelining_ratio}.",
     featured=("stage_boundary_bytes_per_token", "a2a_to_boundary_bytes", "pipelining_ratio",
               "min_moe_layers_per_stage", "max_pipeline_stages"),
 )
@@ -95,7 +96,7 @@ R.section(
              "rack idle; how many micro-batches remove that in inference, and what bubble is left "
              "in training (chapters-3-7.md#P-09, #P-10)?",
     takeaway="With {pipeline_stages} stages one batch leaves each rack idle {pipeline_idle_one_batch} "
-             "of the time; {micro_batches} micro-batches in flight leave {pipeline_idle_fraction}. "
+             "of the time; {micro_batches} micro-batches in flight leave it idle {pipeline_idle_fraction} of the time. "
              "Training with {micro_batches} micro-batches per step keeps a bubble of "
              "{training_bubble_fraction}.",
     featured=("pipeline_idle_one_batch", "pipeline_idle_fraction", "training_bubble_fraction"),
@@ -134,9 +135,9 @@ R.section(
              "how much of the weights does each rack hold, and how many racks does a model need "
              "just to hold them (chapters-3-7.md#P-12, #P-13)?",
     takeaway="{model} weighs {weights_bytes}; over {pipeline_stages} stages each rack holds "
-             "{weights_per_stage}, {weights_per_chip_pipelined} per chip. The {chips} of one "
-             "{hardware} stage have {rack_hbm} of HBM, so the weights alone fill "
-             "{weights_to_stage_hbm} stages' worth.",
+             "{weights_per_stage}, {weights_per_chip_pipelined}. One stage of {chips} of {hardware} "
+             "has {rack_hbm} of HBM, so the weights alone fill {weights_to_stage_hbm} of one "
+             "stage's HBM.",
     featured=("weights_bytes", "weights_per_stage", "weights_per_chip_pipelined", "rack_hbm",
               "weights_to_stage_hbm"),
 )
