@@ -245,3 +245,12 @@ def test_fractional_stage_count_is_refused():
                 "--set", "pipeline_stages=2.5")
     assert r.returncode == 2
     assert r.stderr.strip().count("\n") == 0 and "pipeline_stages" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_memory_figure_is_registered_and_drawn(data):
+    from chalkboard.figures import FIGURES
+    from chalkboard.figures_pipeline import memory_vs_stages
+    title, fn, section = FIGURES["memory_vs_stages"]
+    assert fn is memory_vs_stages and section == "pipeline_memory" and section in R.sections
+    svg = memory_vs_stages(data, "gb200-nvl72", "deepseek-v3")
+    assert svg.lstrip().startswith("<?xml") and "<svg" in svg
