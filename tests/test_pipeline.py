@@ -254,3 +254,24 @@ def test_memory_figure_is_registered_and_drawn(data):
     assert fn is memory_vs_stages and section == "pipeline_memory" and section in R.sections
     svg = memory_vs_stages(data, "gb200-nvl72", "deepseek-v3")
     assert svg.lstrip().startswith("<?xml") and "<svg" in svg
+
+
+def test_pipelined_set_up_is_judged_by_the_pipelined_fit(data, dsv3_gb200):
+    # Kimi K2 on 4 stages of one 8-GPU H100 box each, fp8 (H100: 1,979 TFLOP/s dense fp8,
+    # 3.35 TB/s, 80 GB). Balance batch 1.04e12 · 1979e12 / (2 · 32e9 · 3.35e12) = 9,599.6 sequences;
+    # its KV cache (MLA, 61 · 576 · 2 = 70,272 byte/token) at 8,192 tokens over 8 GPUs is
+    # 9,599.6 · 8192 · 70,272 / 8 = 690.8 GB per GPU, beside 1.04e12 / 32 = 32.5 GB of weights:
+    # no depth makes that fit. DeepSeek-V3 on GB200 NVL72 fills (2.33 + 45.31) / 186 = 26%.
+    b_star = 1.04e12 * 1979e12 / (2 * 32e9 * 3.35e12)
+    kv = b_star * 8192 * 70272 / 8
+    sc = Scenario(data, "h100-sxm", "kimi-k2", {})
+    assert _mag(sc, "balance_batch", "sequence") == pytest.approx(b_star)
+    assert kv == pytest.approx(690.8e9, rel=1e-3)
+    assert _mag(sc, "kv_per_chip_pipelined", "byte/chip") == pytest.approx(kv)
+    assert _mag(sc, "hbm_fill_pipelined") == pytest.approx((32.5e9 + kv) / 80e9)
+    why = sc.flag("pipeline_token_latency")
+    assert why is not None and "does not fit" in why and "4 pipeline stages" in why
+    assert sc.flag("pipeline_idle_fraction") is None          # schedule arithmetic, not a set-up
+    assert dsv3_gb200.flag("pipeline_token_latency") is None
+    assert dsv3_gb200.value("hbm_fill_pipelined").magnitude == pytest.approx((671e9 / 288 + 45.31e9) / 186e9,
+                                                                            rel=1e-3)
