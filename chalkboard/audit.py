@@ -42,7 +42,7 @@ from units import Quantity, UnitParseError, parse
 
 from . import printers, seeds
 from .data import Data, DataError, UniqueKeyLoader
-from .evaluate import InputError, MissingInput, Scenario, placeholders, walk
+from .evaluate import PIPELINE_CHAPTERS, InputError, MissingInput, Scenario, placeholders, walk
 from .fmt import fmt, sig, unit_words
 from . import FEATURED_HARDWARE as DEFAULT_HARDWARE, FEATURED_MODEL as DEFAULT_MODEL
 
@@ -1032,6 +1032,9 @@ def _format_of(ctx, claim, e: Entry) -> str | None:
 def _fit(ctx, claim, e: Entry) -> str | None:
     try:
         sc = _scenario(ctx, claim, e.hardware, e.model)
+        q = REGISTRY[claim.quantity] if claim.quantity is not None else None
+        if q is not None and q.section and REGISTRY.sections[q.section].chapter in PIPELINE_CHAPTERS:
+            return sc.flag(q.name)  # a pipelined set-up: its own fit, or none for a non-set-up
         if hasattr(sc, "feasibility"):
             ok, reasons = sc.feasibility()
             return None if ok else "; ".join(reasons)

@@ -329,6 +329,8 @@ def step_breakdown(data, hw, model, overrides=None) -> str:
     return _svg(fig)
 
 
+from .figures_pipeline import memory_vs_stages  # noqa: E402  (it draws with the helpers above)
+
 FIGURES = {
     "step_time_vs_batch": ("Step time vs batch. Top: the lecture's first picture, KV cache and attention "
                            "ignored, where compute meets the weight fetch at the balance batch B*. Bottom: the "
@@ -340,6 +342,7 @@ FIGURES = {
     "context_sweep": ("MFU and balance batch vs context length", context_sweep, "context"),
     "a2a_vs_racks": ("All-to-all time vs racks spanned", a2a_vs_racks, "moe_rack"),
     "step_breakdown": ("Step-time breakdown, one vs two racks", step_breakdown, "moe_rack"),
+    "memory_vs_stages": ("Memory per chip vs pipeline stages", memory_vs_stages, "pipeline_memory"),
 }
 
 

@@ -77,6 +77,14 @@ def feasibility(sc: Scenario, name: str | None = None) -> dict:
             if section is not None and section.chapter in TRAINING_CHAPTERS:
                 return {"feasible": None, "reason": "a training quantity: the decode-serving HBM fit does not apply"}
             return {"feasible": None, "reason": "not a set-up: depends on neither the batch nor the chips"}
+        if on == "pipeline":
+            why, fill = sc.fit_pipelined(), sc.fill_pipelined()
+            if why is not None:
+                return {"feasible": False, "reason": why}
+            if fill is None:
+                return {"feasible": None, "reason": "unknown: an input of the memory fit is not published"}
+            return {"feasible": True, "reason": f"pipelined: each chip's share of the weights and of one "
+                                                f"micro-batch's KV cache per stage fills {fill:.0%} of its HBM"}
         if on == "chips":
             batch = 1.0
     why = sc.fit(batch)
