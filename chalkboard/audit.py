@@ -16,7 +16,8 @@ otherwise) and holds roughly within a wider factor (the band, ×/÷ 2 by default
 ever reaches 0. A bound ("> X", "< X") holds on the claimed side only; otherwise it does not
 hold, by the stated percentage. A claim over several chips (a rule of thumb) holds when the
 median is within the tolerance and at least two thirds of the distinct chips in its scope
-are too; holds roughly when the median is but fewer chips are; otherwise does not hold.
+are too; holds roughly when the median is but fewer chips are, or when the median is only
+within the band; does not hold when the median is outside the band.
 
 Scope. A claim names its chips: a declared scope (all, GPUs, NVIDIA) or a list. Chips that
 share their silicon (claims.yaml `chips.same_silicon`) count once; announced parts are
@@ -97,12 +98,14 @@ def judge_rule(values: list[float], low: float, high: float, tolerance: float = 
     """A rule of thumb over several distinct chips: (verdict, median, number within tolerance).
 
     Holds when the median holds and at least two thirds of the values do; holds roughly when
-    the median holds but fewer values do; otherwise does not hold.
+    the median holds but fewer values do, or when the median is only within the band; does not
+    hold when the median is outside the band.
     """
     med = statistics.median(values)
     inside = sum(1 for v in values if judge(v, low, high, tolerance, band, compare) == HOLDS)
-    if judge(med, low, high, tolerance, band, compare) != HOLDS:
-        return FAILS, med, inside
+    on_median = judge(med, low, high, tolerance, band, compare)
+    if on_median != HOLDS:
+        return on_median, med, inside
     return (HOLDS if inside >= TWO_THIRDS * len(values) - _EDGE else ROUGHLY), med, inside
 
 
