@@ -97,7 +97,7 @@ def _build(e, values):
     raise TypeError(f"cannot typeset {type(e).__name__}: {e}")
 
 
-_RANK = {"constant": 0, "workload": 1, "model": 2, "hardware": 3, "derived": 4}
+_RANK = {"constant": 0, "workload": 1, "model": 2, "hardware": 3, "price": 4, "tier": 5, "derived": 6}
 _ORDER: dict = {}
 
 

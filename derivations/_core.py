@@ -4,6 +4,8 @@ A quantity is declared exactly once, with its symbol, unit, meaning, typeset nam
 where its value comes from:
 
 * ``hardware`` / ``model`` -- a field of an entry in hardware.yaml / models.yaml;
+* ``price`` -- a field of the selected price snapshot in prices.yaml (``--set price=ID``);
+* ``tier`` -- a field of a memory tier in prices.yaml (field ``"<tier>.<field>"``);
 * ``workload`` -- a parameter of the serving set-up (batch, context, chips), with a default;
 * ``constant`` -- a named constant such as 2 FLOP per multiply-accumulate;
 * ``derived`` -- a SymPy expression in other quantities (``expr``).
@@ -16,7 +18,7 @@ from dataclasses import dataclass, field
 
 import sympy as sp
 
-ORIGINS = ("hardware", "model", "workload", "constant", "derived")
+ORIGINS = ("hardware", "model", "price", "tier", "workload", "constant", "derived")
 
 # SymPy results of an earlier run from the same derivation sources, handed in by the caller
 # before the lecture modules are imported (build.py keys them by a hash of the sources).
@@ -145,6 +147,13 @@ class Registry:
 
     def model(self, name, unit, meaning, base, sub=None, field=None, **kw):
         return self.declare(name, unit, meaning, "model", base, sub, field=field or name, **kw)
+
+    def price(self, name, unit, meaning, base, sub=None, field=None, **kw):
+        return self.declare(name, unit, meaning, "price", base, sub, field=field or name, **kw)
+
+    def tier(self, name, unit, meaning, base, sub=None, field=None, **kw):
+        """A field of one memory tier of prices.yaml: ``field`` is '<tier>.<field>'."""
+        return self.declare(name, unit, meaning, "tier", base, sub, field=field, **kw)
 
     def workload(self, name, unit, meaning, base, sub=None, default=None, **kw):
         return self.declare(name, unit, meaning, "workload", base, sub, default=default, **kw)
