@@ -96,7 +96,7 @@ def _parse_sets(pairs):
 
 def _load(args):
     from chalkboard.data import load
-    return load(ROOT, args.hardware_file, args.models_file)
+    return load(ROOT, args.hardware_file, args.models_file, args.prices_file)
 
 
 # -- commands -----------------------------------------------------------------------------
@@ -311,6 +311,8 @@ def make_parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--hardware-file", default="hardware.yaml", help="hardware data (default: %(default)s)")
     common.add_argument("--models-file", default="models.yaml", help="model data (default: %(default)s)")
+    common.add_argument("--prices-file", default="prices.yaml",
+                        help="API price snapshots and memory tiers (default: %(default)s)")
 
     p = _Parser(
         prog="build.py", parents=[common],
