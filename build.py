@@ -112,7 +112,8 @@ def cmd_check(args) -> int:
     dt = time.perf_counter() - t0
     print(f"chalkboard check: {len(REGISTRY.quantities)} quantities in {len(REGISTRY.sections)} sections")
     print(f"  dimension check : {rep.definitions} definitions and {rep.equations} equations "
-          f"({rep.terms} sums/max/min compared), {rep.identities} identities verified symbolically")
+          f"({rep.terms} sums/max/min compared), {rep.identities} identities verified symbolically "
+          f"({rep.in_functions} of them in undefined functions: the reversible layers' inverses)")
     print(f"  data            : {len(data.hardware)} hardware entries, {len(data.models)} models, "
           f"{len(data.sources)} sources, every value parsed to its declared dimension")
     print(f"  evaluations     : {res.count_ok} numbers over {len(data.hardware)} x {len(data.models)} "

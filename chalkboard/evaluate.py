@@ -13,6 +13,7 @@ from functools import lru_cache
 import math
 
 import sympy as sp
+from sympy.core.function import AppliedUndef
 
 from derivations import ATTENTION_FLOPS_BY_ATTENTION, KV_BYTES_BY_ATTENTION, REGISTRY
 from derivations.inputs import NUMBER_FORMATS
@@ -96,6 +97,14 @@ def walk(expr: sp.Expr, leaf, where: str = "expression", dims_only: bool = False
                 raise ValueError(f"the logarithm of {term} = {x:g} is undefined")
             x = abs(x) or 1.0
         return Quantity(math.log(x), _ONE)
+    if isinstance(expr, AppliedUndef):
+        # an arbitrary map f of one argument (a layer of a reversible network): it keeps its
+        # argument's dimension, so y + f(x) is checked like y + x. It has no value to compute.
+        if not dims_only:
+            raise TypeError(f"{where}: {expr.func} is an undefined function; it has no value")
+        if len(args) != 1:
+            raise TypeError(f"{where}: undefined function {expr} of {len(args)} arguments")
+        return args[0]
     raise TypeError(f"{where}: cannot evaluate {type(expr).__name__} ({expr})")
 
 

@@ -62,6 +62,7 @@ class Equation:
     meaning: str
     section: str | None = None
     identity: bool = False    # True: both sides must also agree symbolically (a derivation step)
+    free: tuple = ()          # symbols local to the relation (not quantities): dimensionless placeholders
 
 
 # The lecture's chapters (shared/lecture README's chapter map): title and start time.
@@ -180,13 +181,20 @@ class Registry:
             return fn
         return deco
 
-    def equation(self, name: str, lhs, rhs, meaning: str, identity: bool = False) -> Equation:
+    def equation(self, name: str, lhs, rhs, meaning: str, identity: bool = False,
+                 free: tuple = (), listed: bool = True) -> Equation:
+        """A relation lhs = rhs. ``free``: symbols of the relation that are not quantities (the
+        arguments of a map in undefined functions), checked as dimensionless placeholders.
+        ``listed=False`` keeps it out of its section's list of board equations (a check only)."""
         if name in self.equations:
             raise ValueError(f"equation {name!r} declared twice")
+        for s in free:
+            if s in self.by_symbol:
+                raise ValueError(f"equation {name!r}: free symbol {s} is a quantity's symbol")
         eq = Equation(name, sp.sympify(lhs), sp.sympify(rhs), meaning,
-                      self._current.id if self._current else None, identity)
+                      self._current.id if self._current else None, identity, tuple(free))
         self.equations[name] = eq
-        if self._current is not None:
+        if self._current is not None and listed:
             self._current.equations.append(name)
         return eq
 
