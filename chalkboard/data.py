@@ -458,7 +458,10 @@ def check_counts(overrides) -> None:
             raise InputError(f"--set {name}={v.magnitude:g}: must be a whole number (it counts something)")
 
 
-def load_prices(root: Path, prices_file: str = "prices.yaml"):
+PRICES_FILE = "prices.yaml"   # optional under this default name; a --prices-file given must exist
+
+
+def load_prices(root: Path, prices_file: str = PRICES_FILE):
     """(price entries, memory-tier entries, default price id, sources) from prices.yaml."""
     doc = _read_yaml(root / prices_file, prices_file)
     known = {"default", "sources", "prices", "memory_tiers"}
@@ -506,7 +509,11 @@ def load(root: Path, hardware_file: str = "hardware.yaml", models_file: str = "m
                       MODEL_CHOICES, m_sources)
     for m in models.values():
         _check_model(models_file, m)
-    prices, tiers, default_price, p_sources = load_prices(root, prices_file)
+    if prices_file == PRICES_FILE and not (root / prices_file).exists():
+        # no price data beside the other files: the price-dependent quantities are not applicable
+        prices, tiers, default_price, p_sources = {}, {}, None, {}
+    else:
+        prices, tiers, default_price, p_sources = load_prices(root, prices_file)
     return Data(hardware, models, {**hw_sources, **m_sources, **p_sources},
                 {"hardware": hardware_file, "models": models_file, "prices": prices_file},
                 prices, tiers, default_price)

@@ -387,8 +387,8 @@ class Scenario:
         elif q.origin in ("price", "tier"):
             entry, fld = self._entry_of(q)
             if entry is None:
-                what = "no price entry selected (--set price=ID)" if q.origin == "price" else \
-                    f"prices.yaml has no memory tier {q.field.split('.')[0]!r}"
+                what = "no price snapshot (no prices.yaml, or none selected with --set price=ID)" \
+                    if q.origin == "price" else f"prices.yaml has no memory tier {q.field.split('.')[0]!r}"
                 raise MissingInput(f"{name}: {what}")
             val = self._from_value(name, entry, fld)
         else:  # pragma: no cover

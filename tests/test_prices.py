@@ -188,3 +188,16 @@ def test_bad_prices_file_on_the_command_line_exits_2(tmp_path):
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and "anthropic-claude-opus-4-5: input_price:" in lines[0], r.stderr
     assert "Traceback" not in r.stderr
+
+
+def test_without_prices_file_price_quantities_are_not_applicable(tmp_path):
+    for f in ("hardware.yaml", "models.yaml"):
+        shutil.copy(ROOT / f, tmp_path / f)
+    d = load(tmp_path)
+    assert d.prices == {} and d.default_price is None
+    sc = Scenario(d, "h100-sxm", "llama-3-70b")
+    with pytest.raises(MissingInput, match="no price snapshot"):
+        sc.value("output_over_input_price")
+    assert mag(sc, "drain_time", "ms") > 0        # the rest still evaluates
+    r = run_cli("eval", "input_price", "--prices-file", str(tmp_path / "missing.yaml"))
+    assert r.returncode == 2 and "missing.yaml: file not found" in r.stderr
