@@ -115,6 +115,7 @@ def cmd_check(args) -> int:
           f"({rep.terms} sums/max/min compared), {rep.identities} identities verified symbolically "
           f"({rep.in_functions} of them in undefined functions: the reversible layers' inverses)")
     print(f"  data            : {len(data.hardware)} hardware entries, {len(data.models)} models, "
+          f"{len(data.prices)} price snapshots, {len(data.tiers)} memory tiers, "
           f"{len(data.sources)} sources, every value parsed to its declared dimension")
     print(f"  evaluations     : {res.count_ok} numbers over {len(data.hardware)} x {len(data.models)} "
           f"hardware x model pairs; {res.count_na} not applicable (an input not published, "

@@ -40,7 +40,7 @@ R.section(
              "{long_output_premium} times for output above {long_context_threshold}. On {hardware} "
              "a tier at that length implies {kv_bytes_implied_by_tier} of KV per token for {model} "
              "(its architecture has {kv_bytes_per_token}); its own crossover is at {context_crossover}, "
-             "{tier_threshold_over_crossover} times the tier's threshold.",
+             "and the tier's threshold is {tier_threshold_over_crossover} times that.",
     featured=("kv_bytes_implied_by_tier", "long_input_premium", "long_output_premium",
               "tier_threshold_over_crossover", "cost_per_token_at_threshold", "kv_bytes_shared_layer"),
 )
@@ -158,7 +158,7 @@ R.section(
              "chapters-3-7.md#C-03) or held in a memory tier and read back (#C-09). What does each "
              "cost per token, and which tier suits a 5-minute or a 1-hour cache (#C-13, #C-14)?",
     takeaway="Rematerialising a token of {model} on {hardware} takes {remat_chip_time_per_token} of "
-             "chip time, {remat_cost_per_token} at its rental price. A tier is worth holding a KV "
+             "chip time at peak (remat_cost_per_token prices it where the chip has a rental price). A tier is worth holding a KV "
              "for about its drain time: HBM {drain_time}, host memory {ddr_drain_time}, flash "
              "{flash_drain_time}, disk {disk_drain_time}. The selected price snapshot's cache hit is "
              "{cache_hit_discount} times cheaper than base input.",
