@@ -432,7 +432,7 @@ def build(root: Path, args) -> int:
     source_date_epoch()
     print("chalkboard build", file=sys.stderr)
     t = time.perf_counter()
-    data = load(root, args.hardware_file, args.models_file)
+    data = load(root, args.hardware_file, args.models_file, getattr(args, "prices_file", "prices.yaml"))
     claims_path = root / args.claims_file
     if claims_path.exists() or claims_path.is_symlink() or args.claims_file != "claims.yaml":
         read_yaml(claims_path, args.claims_file)  # encoding, size, nesting, aliases: one line each
