@@ -8,7 +8,7 @@ SymPy results of an earlier run first (``_core.PRELOADED``, see build.py).
 import importlib
 
 MODULES = ("inputs", "roofline", "latency_cost", "kv_cache", "balance", "context", "schedule",
-           "moe_rack", "fast_mode", "training", "reversible")
+           "moe_rack", "fast_mode", "training", "reversible", "textbook")
 _EXPORTS = ("REGISTRY", "KV_BYTES_BY_ATTENTION", "ATTENTION_FLOPS_BY_ATTENTION")
 
 
