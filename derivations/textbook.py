@@ -56,13 +56,12 @@ R.section(
 fwd_params = R.derived(
     "forward_flop_per_token_params", c_F * N_active, "FLOP/token",
     "forward-pass FLOP per token in the weights: 2 per active parameter (the 2N rule)", "C", "fwd,N",
-    note="kipply, Transformer Inference Arithmetic (2022): 'roughly 2·P FLOPs per token'; "
-         "scaling-book, Transformers chapter")
+    note="scaling-book, 'Serving LLaMA 3-70B on TPUs': Total FLOPs = 2 · param count · B")
 R.derived(
     "forward_flop_per_token", fwd_params + L * a_attn / delta, "FLOP/token",
     "forward-pass FLOP of one new token at a context of L tokens: the weights' 2N plus attention "
     "over every cached token (attention_flops_per_token, from the architecture)", "C", "fwd",
-    note="Kaplan et al. 2020, Table 1: C_forward ≈ 2N + 2·n_layer·n_ctx·d_attn (their count of "
+    note="Kaplan et al. 2020, sec. 2.1: C_forward ≈ 2N + 2·n_layer·n_ctx·d_attn (their count of "
          "attention); here scores and values over the cached context, as in kv_cache")
 R.derived(
     "train_flop_per_token", c_train * N_active, "FLOP/token",
@@ -326,8 +325,8 @@ t_AR = R.derived("all_reduce_time", c_AR * t_AG, "s",
 c_tp = R.constant("tp_allreduces_per_layer", "2 /token",
                   "residual-stream all-reduces per layer per token in the forward pass of tensor (Megatron) "
                   "parallelism: after attention and after the MLP", "c", "TP",
-                  source="Shoeybi et al. 2019, Megatron-LM, sec. 3: two all-reduces in the forward pass "
-                         "of each transformer layer")
+                  source="Shoeybi et al. 2019, Megatron-LM, sec. 3 and Figure 4: four all-reduces per "
+                         "model-parallel transformer layer, two in the forward pass, two in the backward")
 b_tp = R.derived("tp_allreduce_bytes_per_token_layer", c_tp * d_model * beta_act, "byte/token",
                  "bytes tensor parallelism all-reduces per token per layer in the forward pass", "b", "TP")
 R.derived("tp_allreduce_bytes_per_layer", B * delta * b_tp, "byte",
