@@ -137,7 +137,8 @@ INLINE_ID = "custom"
 DENSE_MOE_DEFAULTS = {"experts": 1.0, "experts_per_token": 1.0, "moe_layers": 0.0, "d_expert": 0.0}
 # counts an override must give as whole numbers: the model's, the hardware's and the workload's
 WHOLE_NUMBERS = (*WHOLE_NUMBER_FIELDS, *HARDWARE_WHOLE_NUMBER_FIELDS, "batch", "chips", "racks",
-                 "index_heads", "index_head_dim")
+                 "index_heads", "index_head_dim", "ring_chips", "ring_directions", "collective_axes",
+                 "optimizer_moments", "matmul_m", "matmul_k", "matmul_n")
 # pairs (smaller, larger) that a coherent model keeps in order, with what breaking it means
 ORDERED = (("params_active", "params_total", "the sparsity N_total/N_active would be below 1"),
            ("experts_per_token", "experts", "a token cannot use more experts than there are"),

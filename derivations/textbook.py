@@ -370,4 +370,5 @@ b_crit = R.derived(
     "(the scaling-book's C/W)", "b", "*")
 R.derived("dp_max_chips", sp.floor(D_b / (b_crit * c_1)) * c_1, "chip",
           "most chips a batch of train_batch_tokens can be spread over in data parallelism before the "
-          "all-reduce shows", "S", "DP")
+          "all-reduce shows", "S", "DP",
+          valid="the batch is smaller than one chip's critical batch: the all-reduce shows on any number of chips")

@@ -495,3 +495,15 @@ def test_zero_only_where_it_means_something(capsys):
     assert ev(capsys, "all_gather_time", "h100-sxm", "llama-3-70b", "s", hop_latency="0") > 0
     rc = cli.main(["eval", "all_gather_time", "--hardware", "h100-sxm", "--set", "link_bandwidth=0"])
     assert rc == 2 and "must be positive" in capsys.readouterr().err
+
+
+def test_counts_must_be_whole(capsys):
+    rc = cli.main(["eval", "all_gather_time", "--hardware", "h100-sxm", "--set", "ring_chips=2.5"])
+    assert rc == 2 and "ring_chips=2.5: must be a whole number" in capsys.readouterr().err
+
+
+def test_too_small_a_batch_for_data_parallelism_is_not_applicable(capsys):
+    # 1,000 tokens on a v5p (critical batch 2,550 per chip): no number of chips hides the all-reduce.
+    rc = cli.main(["eval", "dp_max_chips", "--hardware", "tpu-v5p", "--model", "llama-3-70b",
+                   "--set", "train_batch_tokens=1000", "--set", "link_bandwidth=9e10", "--set", "ring_directions=2"])
+    assert rc == 2 and "not applicable" in capsys.readouterr().err
