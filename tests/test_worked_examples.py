@@ -174,6 +174,21 @@ def test_sb_inference_13b_optimizer_state(capsys):
         pytest.approx(100, rel=0.05)
 
 
+def test_sb_transformers_q5_attention_equals_qkvo_flops(capsys):
+    # SB Part 4 "All the Transformer Math You Need", Question 5: self-attention FLOPs equal the
+    # QKVO projection FLOPs when 24BTDNH = 12BT²NH, "2D = T, so e.g. for D=4096, this is 8192".
+    # A multi-head model whose only weights are Q, K, V and O (4·D² per layer, N·H = D = 4096):
+    # attention over T cached tokens matches those weights' 2N at T = 2D, where a token's forward
+    # pass takes twice its weight FLOPs.
+    qkvo = {"layers": "32", "d_model": "4096", "n_heads": "32", "n_kv_heads": "32", "d_head": "128",
+            "params_active": str(4 * 4096**2 * 32), "params_total": str(4 * 4096**2 * 32)}
+    assert ev(capsys, "attention_crossover", "h100-sxm", "llama-3-8b", "token/sequence", **qkvo) == \
+        pytest.approx(8192)
+    weights = ev(capsys, "forward_flop_per_token_params", "h100-sxm", "llama-3-8b", "FLOP/token", **qkvo)
+    assert ev(capsys, "forward_flop_per_token", "h100-sxm", "llama-3-8b", "FLOP/token", context="8192",
+              **qkvo) == pytest.approx(2 * weights)
+
+
 # -- SB llama-serve: LLaMA 3-70B on TPU v5e ----------------------------------------------------
 def test_sb_llama_serve_kv_per_token_int8(capsys):
     # "KV cache size per token in int8 = 2 * K * H * L = 2 * 8 * 128 * 80 = 160kiB".
