@@ -8,7 +8,8 @@ SymPy results of an earlier run first (``_core.PRELOADED``, see build.py).
 import importlib
 
 MODULES = ("inputs", "roofline", "latency_cost", "kv_cache", "balance", "context", "schedule",
-           "moe_rack", "fast_mode", "training", "reversible", "textbook")
+           "moe_rack", "textbook", "fast_mode", "training", "reversible",
+           "textbook_training")
 _EXPORTS = ("REGISTRY", "KV_BYTES_BY_ATTENTION", "ATTENTION_FLOPS_BY_ATTENTION")
 
 
