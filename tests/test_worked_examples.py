@@ -371,8 +371,11 @@ def test_sb_gpus_pop_quiz_1_allgather_time(capsys):
     # Pop Quiz 1 [AllGather time]: AllGather(bf16[B_X, F]), B = 1024, F = 16,384 on an 8xH100 node
     # at 450 GB/s: "(2 · B · F · (8 - 1)) / (8 · 450e9) ... more precisely, 65us" (bandwidth only:
     # no hop latency).
-    assert ev(capsys, "all_gather_time", "h100-sxm", "llama-3-70b", "us", collective_bytes=str(2 * 1024 * 16384),
-              ring_chips="8", hop_latency="0") == pytest.approx(65, rel=0.01)
+    sets = {"collective_bytes": str(2 * 1024 * 16384), "ring_chips": "8", "hop_latency": "0"}
+    assert ev(capsys, "all_gather_time", "h100-sxm", "llama-3-70b", "us", **sets) == pytest.approx(65, rel=0.01)
+    # "For an AllReduce, you can combine an RS + AG as usual for twice the cost."
+    assert ev(capsys, "reduce_scatter_time", "h100-sxm", "llama-3-70b", "us", **sets) == pytest.approx(65, rel=0.01)
+    assert ev(capsys, "all_reduce_time", "h100-sxm", "llama-3-70b", "us", **sets) == pytest.approx(130, rel=0.01)
 
 
 def test_sb_gpus_allgather_bandwidths(capsys):
@@ -522,3 +525,11 @@ def test_too_small_a_batch_for_data_parallelism_is_not_applicable(capsys):
     rc = cli.main(["eval", "dp_max_chips", "--hardware", "tpu-v5p", "--model", "llama-3-70b",
                    "--set", "train_batch_tokens=1000", "--set", "link_bandwidth=9e10", "--set", "ring_directions=2"])
     assert rc == 2 and "not applicable" in capsys.readouterr().err
+
+
+def test_rounding_up_is_shown_as_a_ceiling(capsys):
+    # chips_for_weights rounds up: the closed form eval prints carries ⌈…⌉, and 70e9 bf16 weights on
+    # 80 GB chips need ⌈1.75⌉ = 2.
+    assert cli.main(["eval", "chips_for_weights", "--hardware", "h100-sxm", "--model", "llama-3-70b", "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["value"] == 2 and "⌈" in d["expression"] and "⌉" in d["expression"]
