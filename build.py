@@ -137,8 +137,12 @@ def cmd_eval(args) -> int:
     from chalkboard.results import describe
     from derivations import REGISTRY
 
+    from chalkboard.results import choices
+
     for name in args.quantity:
         _known_quantity(name, REGISTRY)
+    if any(name in choices() for name in args.quantity):
+        return _eval_choice(args)
     if args.sweep:
         return _eval_sweep(args)
     if len(args.quantity) > 1:
@@ -173,8 +177,40 @@ def cmd_eval(args) -> int:
     return 0
 
 
+def _eval_choice(args) -> int:
+    """eval of a choice (e.g. best_kv_tier): the option chosen, and each option's value."""
+    from chalkboard.data import check_counts
+    from chalkboard.evaluate import Scenario
+    from chalkboard.fmt import sig
+    from chalkboard.results import describe_choice
+
+    if len(args.quantity) > 1 or args.sweep or args.csv:
+        raise UserError(f"{args.quantity[0]} names an option, not a number: give it alone, without "
+                        "--sweep or --csv")
+    data = _load(args)
+    sc = Scenario(data, args.hardware, args.model, _parse_sets(args.set))
+    check_counts(sc.overrides)
+    d = describe_choice(sc, args.quantity[0])
+    if args.json:
+        print(json.dumps(d, indent=2, ensure_ascii=False))
+        return 0
+    print(f"{d['quantity']} = {d['display']}   ({d['meaning']})")
+    print(f"  on {d['hardware']} x {d['model']}; {d['against']['quantity']} = {d['against']['value']}")
+    w = max(len(o["label"]) for o in d["options"])
+    for o in d["options"]:
+        mark = "->" if o["option"] == d["value"] else "  "
+        if o["value"] is None:
+            print(f"  {mark} {o['label']:<{w}}  not applicable: {o['not_applicable']}")
+        else:
+            print(f"  {mark} {o['label']:<{w}}  {o['quantity']} = {o['value']} "
+                  f"({sig(o['ratio'])} x the {d['against']['quantity']})")
+    return 0
+
+
 def _known_quantity(name, registry) -> None:
-    if name not in registry:
+    from chalkboard.results import choices
+
+    if name not in registry and name not in choices():
         close = [n for n in registry.quantities if name.lower() in n]
         hint = f" (did you mean: {', '.join(close[:5])}?)" if close else " (see `python build.py list quantities`)"
         raise UserError(f"unknown quantity {name!r}{hint}")

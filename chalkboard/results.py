@@ -282,7 +282,45 @@ def list_quantities() -> list[dict]:
         if section is not None:
             d["section"], d["chapter"] = section.id, section.chapter
         out.append(d)
+    for name, c in choices().items():
+        section = REGISTRY[c["against"]].section or REGISTRY[list(c["options"].values())[-1]].section
+        out.append({"name": name, "symbol": name, "unit": None, "origin": "choice", "meaning": c["meaning"],
+                    "options": c["options"], "against": c["against"],
+                    **({"section": section, "chapter": REGISTRY.sections[section].chapter} if section else {})})
     return out
+
+
+def choices() -> dict:
+    """Answers that name one of several options (e.g. the memory tier for a hold time), each
+    chosen from declared quantities by a rule its derivation module states."""
+    REGISTRY.quantities  # noqa: B018  (loads the derivation modules)
+    from derivations.prices import CHOICES
+    return CHOICES
+
+
+def describe_choice(sc: Scenario, name: str) -> dict:
+    """A choice for one scenario: the option chosen, and each option's value against the
+    quantity it is chosen for."""
+    from derivations.prices import best_tier
+
+    c = choices()[name]
+    against = sc.value(c["against"])
+    options, seconds = [], {}
+    for key, qname in c["options"].items():
+        row = {"option": key, "label": c["labels"][key], "quantity": qname}
+        try:
+            v = sc.value(qname)
+            seconds[key] = sc.base_value(qname)
+            row.update(value=fmt(v), ratio=seconds[key] / sc.base_value(c["against"]))
+        except MissingInput as e:
+            row.update(value=None, not_applicable=str(e))
+        options.append(row)
+    if not seconds:
+        raise MissingInput(f"{name}: no option could be evaluated")
+    chosen = best_tier(seconds, sc.base_value(c["against"]))
+    return {"quantity": name, "value": chosen, "display": c["labels"][chosen], "meaning": c["meaning"],
+            "hardware": sc.hw.id, "model": sc.model.id, "against": {"quantity": c["against"], "value": fmt(against)},
+            "options": options}
 
 
 def _entry_json(e) -> dict:

@@ -241,6 +241,22 @@ TIER_DRAIN_TIMES = {"hbm": "drain_time", "ddr": "ddr_drain_time", "flash": "flas
                     "disk": "disk_drain_time"}
 
 
+# A choice, not a number: which tier a KV that waits hold_time should live in (C-13, C-14).
+# `build.py eval best_kv_tier --set hold_time=1h` evaluates each tier's drain time and names
+# the one nearest the hold time.
+TIER_LABELS = {"hbm": "HBM", **TIER_NAMES}
+CHOICES = {
+    "best_kv_tier": {
+        "meaning": "the memory tier a cached KV should wait in for hold_time: the one whose drain "
+                   "time (capacity / bandwidth) is nearest the hold time, on a log scale "
+                   "(chapters-3-7.md#C-13, #C-14)",
+        "against": "hold_time",
+        "options": TIER_DRAIN_TIMES,
+        "labels": TIER_LABELS,
+    },
+}
+
+
 def best_tier(drain_seconds: dict, lifetime_seconds: float) -> str:
     """The tier whose drain time is nearest a cache lifetime, by ratio (C-13: hold a KV in the
     tier whose capacity/bandwidth is about the time it waits)."""

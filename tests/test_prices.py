@@ -3,6 +3,7 @@
 The lecture's own numbers (chapters-3-7.md#A-05: ≈ 1,667 bytes per token; #C-12: $5 and $6.25),
 and for each derivation at least one figure computed here by hand from published numbers.
 """
+import json
 import math
 import shutil
 
@@ -201,3 +202,29 @@ def test_without_prices_file_price_quantities_are_not_applicable(tmp_path):
     assert mag(sc, "drain_time", "ms") > 0        # the rest still evaluates
     r = run_cli("eval", "input_price", "--prices-file", str(tmp_path / "missing.yaml"))
     assert r.returncode == 2 and "missing.yaml: file not found" in r.stderr
+
+
+def test_eval_names_the_tier_for_a_hold_time(tmp_path):
+    # Drain times from the tier devices' data sheets (prices.yaml memory_tiers): flash
+    # 30.72 TB / 7 GB/s = 4,389 s, disk 24 TB / 285 MB/s = 84,211 s, host memory 960 GB / 1 TB/s =
+    # 0.96 s; HBM of an H100: 80 GB / 3.35 TB/s = 23.9 ms. The tier nearest the hold time (log scale).
+    for hold, tier in (("5 min", "flash"), ("1 hour", "flash"), ("20 ms", "hbm"), ("1 s", "ddr"),
+                       ("1 day", "disk")):
+        r = run_cli("eval", "best_kv_tier", "--hardware", "h100-sxm", "--set", f"hold_time={hold}", "--json")
+        assert r.returncode == 0, r.stderr
+        d = json.loads(r.stdout)
+        assert d["value"] == tier, (hold, d["value"])
+        drains = {o["option"]: o for o in d["options"]}
+        assert drains["flash"]["ratio"] == pytest.approx(30.72e12 / 7e9 / _seconds(hold), rel=1e-9)
+    r = run_cli("eval", "best_kv_tier", "--hardware", "h100-sxm")
+    assert r.returncode == 0 and r.stdout.startswith("best_kv_tier = NVMe flash")
+    assert "-> NVMe flash" in r.stdout and "drain_time = 23.9 ms" in r.stdout
+    r = run_cli("eval", "best_kv_tier", "--sweep", "hold_time=1:100")
+    assert r.returncode == 2 and "names an option, not a number" in r.stderr
+    names = {q["name"]: q for q in json.loads(run_cli("list", "quantities", "--json").stdout)}
+    assert names["best_kv_tier"]["origin"] == "choice" and names["best_kv_tier"]["chapter"] == "prices"
+
+
+def _seconds(text):
+    n, unit = text.split()
+    return float(n) * {"min": 60, "hour": 3600, "ms": 1e-3, "s": 1, "day": 86400}[unit]
