@@ -7,9 +7,10 @@ SymPy results of an earlier run first (``_core.PRELOADED``, see build.py).
 """
 import importlib
 
-MODULES = ("inputs", "roofline", "latency_cost", "kv_cache", "balance", "context", "schedule",
-           "moe_rack", "fast_mode", "training", "reversible")
-_EXPORTS = ("REGISTRY", "KV_BYTES_BY_ATTENTION", "ATTENTION_FLOPS_BY_ATTENTION")
+MODULES = ("inputs", "roofline", "latency_cost", "kv_cache", "params", "balance", "context",
+           "schedule", "moe_rack", "fast_mode", "training", "reversible")
+_EXPORTS = ("REGISTRY", "KV_BYTES_BY_ATTENTION", "ATTENTION_FLOPS_BY_ATTENTION",
+            "ATTENTION_PARAMS_BY_ATTENTION", "CHOICE_INPUTS")
 
 
 def load():
@@ -18,8 +19,11 @@ def load():
         importlib.import_module(f"{__name__}.{m}")
     from .inputs import R
     from .kv_cache import ATTENTION_FLOPS_BY_ATTENTION, KV_BYTES_BY_ATTENTION
+    from .params import ATTENTION_PARAMS_BY_ATTENTION, CHOICE_INPUTS
     globals().update(REGISTRY=R, KV_BYTES_BY_ATTENTION=KV_BYTES_BY_ATTENTION,
-                     ATTENTION_FLOPS_BY_ATTENTION=ATTENTION_FLOPS_BY_ATTENTION)
+                     ATTENTION_FLOPS_BY_ATTENTION=ATTENTION_FLOPS_BY_ATTENTION,
+                     ATTENTION_PARAMS_BY_ATTENTION=ATTENTION_PARAMS_BY_ATTENTION,
+                     CHOICE_INPUTS=CHOICE_INPUTS)
     return R
 
 
