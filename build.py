@@ -99,7 +99,7 @@ def _load(args):
     data = load(ROOT, args.hardware_file, args.models_file, getattr(args, "model_config", None))
     if data.config_model:  # what reading the config assumed, said once
         m = data.models[data.config_model]
-        print(f"note: {m.file}: read as model {m.id}; assumed: {'; '.join(m.assumed)}", file=sys.stderr)
+        print(f"note: {m.file}: read as model {m.id}: {'; '.join(m.assumed)}", file=sys.stderr)
     if getattr(args, "model", "") is None:  # --model not given: the config's model, else the featured one
         args.model = data.config_model or DEFAULT_MODEL
     return data

@@ -382,7 +382,7 @@ def build(root: Path, args) -> int:
     data = load(root, args.hardware_file, args.models_file, getattr(args, "model_config", None))
     if data.config_model:
         m = data.models[data.config_model]
-        print(f"  note: {m.file}: read as model {m.id}; assumed: {'; '.join(m.assumed)}", file=sys.stderr)
+        print(f"  note: {m.file}: read as model {m.id}: {'; '.join(m.assumed)}", file=sys.stderr)
     if getattr(args, "model", None) is None:  # --model not given: the config's model, else the featured one
         from . import FEATURED_MODEL
         args.model = data.config_model or FEATURED_MODEL

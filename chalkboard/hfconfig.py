@@ -104,9 +104,11 @@ def _weight_format(c: _Config) -> None:
         method, bits = q.get("quant_method"), q.get("bits")
         if method == "fp8":
             c.tag("weight_format", "fp8", "quantization_config.quant_method fp8")
+            c.entry.assumed.append("weights fp8 (quantization_config.quant_method fp8)")
             return
         if method in ("awq", "gptq") and bits in (4, 8):
             c.tag("weight_format", f"int{bits}", f"quantization_config ({method}, bits {bits})")
+            c.entry.assumed.append(f"weights int{bits} (quantization_config: {method}, bits {bits})")
             return
         c.fail("quantization_config", f"quant_method {json.dumps(method)[:30]} is not read "
                                       "(known: fp8; awq or gptq with 4 or 8 bits)")
@@ -226,7 +228,7 @@ def read_config(path: Path, label: str, taken=()) -> Entry:
     if "tie_word_embeddings" not in doc:
         entry.assumed.append("tie_word_embeddings not given: untied (the architecture's default)")
     c.tag("embeddings", "tied" if tied else "untied", f"tie_word_embeddings {json.dumps(tied)}")
-    c.tag("mlp", "gated", f"model_type {doc.get('model_type')} (SwiGLU: gate, up and down projections)")
+    c.tag("mlp", "gated", f"model_type {doc.get('model_type')} (a SwiGLU MLP)")
     _attention_mla(c) if family == DEEPSEEK else _attention_gqa(c)
     if family != DENSE:
         _experts(c, family, layers)
