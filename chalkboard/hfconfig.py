@@ -13,6 +13,7 @@ error naming the file and its model_type.
 from __future__ import annotations
 
 import json
+import math
 import re
 from pathlib import Path
 
@@ -50,7 +51,7 @@ class _Config:
                 self.fail(fld, f"missing (a {self.doc.get('model_type')} config needs it)")
             self.entry.assumed.append(f"{fld} not given: {default[1]}")
             return default[0]
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or v != int(v):
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v != int(v):
             self.fail(fld, f"expected a whole number, got {json.dumps(v)[:40]}")
         if v < 0 or (v == 0 and not allow_zero):
             self.fail(fld, f"must be {'zero or more' if allow_zero else 'positive'} (got {v:g})")
@@ -207,6 +208,8 @@ def read_config(path: Path, label: str, taken=()) -> Entry:
         doc = json.loads(text)
     except json.JSONDecodeError as e:
         raise DataError(label, None, None, f"not JSON: {e.msg} at line {e.lineno}, column {e.colno}") from None
+    except ValueError as e:  # a number too long to read
+        raise DataError(label, None, None, f"not readable JSON: {str(e).splitlines()[0][:80]}") from None
     except RecursionError:
         raise DataError(label, None, None, "not JSON: nested too deeply") from None
     if not isinstance(doc, dict):

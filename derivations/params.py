@@ -26,7 +26,7 @@ from .inputs import (R, n_layers, d_model, n_heads, n_kv_heads, d_head, d_latent
 from .roofline import N_routed
 
 R.section(
-    "params", "How many parameters do a model's dimensions give?",
+    "params", "How many parameters do the dimensions of a model give?",
     seeds=(),
     question="From its layers, widths, heads, vocabulary and experts, how many parameters does a "
              "model hold, and how many does each token use?",
