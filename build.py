@@ -4,6 +4,7 @@
 Commands (run `python build.py COMMAND --help` for each):
 
   python build.py                 build the report: build/report.html, report.pdf, figures, results.json
+                                  (--all-hardware: also one report per chip and build/hardware/index.html)
   python build.py check           dimension-check every equation, evaluate every hardware x model
   python build.py eval QUANTITY   one number, its inputs and the closed form it came from
                                   (--sweep NAME=SPEC: a table over a grid of inputs)
@@ -307,6 +308,10 @@ def cmd_build(args) -> int:
     from chalkboard.build import BuildError, build  # noqa: I001  (imports data only; derivations load in a timed stage)
 
     args.set_pairs = _parse_sets(args.set)
+    if args.chip_pdf and not args.all_hardware:
+        raise UserError("--chip-pdf goes with --all-hardware")
+    if args.chip_pdf and args.no_pdf:
+        raise UserError("--chip-pdf and --no-pdf contradict each other")
     try:
         return build(ROOT, args)
     except BuildError as e:
@@ -345,6 +350,12 @@ def make_parser() -> argparse.ArgumentParser:
     b.add_argument("--set", action="append", metavar="NAME=VALUE",
                    help="override a workload or data input for the featured scenario (e.g. --set context=4096)")
     b.add_argument("--no-pdf", action="store_true", help="skip the PDF")
+    b.add_argument("--all-hardware", action="store_true",
+                   help="also write one report per chip with the featured model and workload, "
+                        "OUT/hardware/CHIP/report.html, and an index of them, OUT/hardware/index.html, "
+                        "with each chip's balance batch, latency floor and cost floor (--set applies to every chip)")
+    b.add_argument("--chip-pdf", action="store_true",
+                   help="with --all-hardware: also a PDF per chip, OUT/hardware/CHIP/report.pdf (slower)")
     b.add_argument("--force", action="store_true",
                    help="build even when nothing changed since the last build into --out")
     model_config(b)

@@ -4,7 +4,9 @@
 Each command runs REPEAT times in fresh processes on this machine; medians are compared:
 
 * the full build against the bare import of its dependencies (SymPy, Pint, matplotlib,
-  Jinja2, PyYAML, Typst, numpy), with SymPy's cache cold (.cache/ removed first) and warm;
+  Jinja2, PyYAML, Typst, numpy): a build whose inputs changed (`--force`, so nothing is
+  skipped) with SymPy's cache cold (.cache/ removed first) and warm, and an unchanged
+  rebuild (the output is up to date and the build says so);
 * `build.py eval` against the bare import of what eval needs (SymPy, Pint, PyYAML, numpy);
 * a 10^6-point step-time sweep (the compiled, vectorised path) against the same formula
   written by hand in numpy, in one process;
@@ -123,17 +125,20 @@ def main() -> int:
     print(f"chalkboard speed ({args.repeat} runs each, medians; {os.cpu_count()} CPUs)")
     with tempfile.TemporaryDirectory() as tmp:
         out = str(Path(tmp) / "out")
-        build = [py, "build.py", "--out", out]
-        timed(build)  # warm the file cache and matplotlib's font cache
+        build = [py, "build.py", "build", "--out", out]
+        forced = [*build, "--force"]
+        timed(forced)  # warm the file cache and matplotlib's font cache
         floor_b, _ = median_of([py, "-c", BUILD_IMPORTS], args.repeat)
-        cold, mem_cold = median_of(build, args.repeat, before=lambda: shutil.rmtree(ROOT / ".cache", ignore_errors=True))
-        warm, mem_warm = median_of(build, args.repeat)
+        cold, mem_cold = median_of(forced, args.repeat, before=lambda: shutil.rmtree(ROOT / ".cache", ignore_errors=True))
+        warm, mem_warm = median_of(forced, args.repeat)
+        same, mem_same = median_of(build, args.repeat)
         floor_e, _ = median_of([py, "-c", EVAL_IMPORTS], args.repeat)
         ev, _ = median_of([py, "build.py", "eval", "step_time"], args.repeat)
         print("  build (import floor: SymPy, Pint, matplotlib, Jinja2, PyYAML, Typst, numpy)")
         row("bare imports", floor_b, floor_b)
-        row("build.py, SymPy cache cold", cold, floor_b, mem_cold)
-        row("build.py, SymPy cache warm", warm, floor_b, mem_warm)
+        row("changed inputs, SymPy cache cold", cold, floor_b, mem_cold)
+        row("changed inputs, SymPy cache warm", warm, floor_b, mem_warm)
+        row("unchanged rebuild", same, floor_b, mem_same)
         print("  eval (import floor: SymPy, Pint, PyYAML, numpy)")
         row("bare imports", floor_e, floor_e)
         row("build.py eval step_time", ev, floor_e)
@@ -147,7 +152,8 @@ def main() -> int:
                 proj = scaled_project(factor, Path(tmp))
                 shutil.copytree(ROOT / ".cache", proj / ".cache", dirs_exist_ok=True) if (ROOT / ".cache").exists() else None
                 t_c, m_c = median_of([py, "build.py", "check"], max(1, args.repeat // 2), cwd=proj)
-                t_b, m_b = median_of([py, "build.py", "--out", str(proj / "out")], max(1, args.repeat // 2), cwd=proj)
+                t_b, m_b = median_of([py, "build.py", "build", "--force", "--out", str(proj / "out")],
+                                     max(1, args.repeat // 2), cwd=proj)
                 row(f"check, {factor}x pairs ({16 * 8 * factor})", t_c, None, m_c)
                 row(f"build, {factor}x pairs ({16 * 8 * factor})", t_b, None, m_b)
     return 0

@@ -16,7 +16,8 @@ otherwise) and holds roughly within a wider factor (the band, ×/÷ 2 by default
 ever reaches 0. A bound ("> X", "< X") holds on the claimed side only; otherwise it does not
 hold, by the stated percentage. A claim over several chips (a rule of thumb) holds when the
 median is within the tolerance and at least two thirds of the distinct chips in its scope
-are too; holds roughly when the median is but fewer chips are; otherwise does not hold.
+are too; holds roughly when the median is but fewer chips are, or when the median is only
+within the band; does not hold when the median is outside the band.
 
 Scope. A claim names its chips: a declared scope (all, GPUs, NVIDIA) or a list. Chips that
 share their silicon (claims.yaml `chips.same_silicon`) count once; announced parts are
@@ -42,8 +43,8 @@ from units import Quantity, UnitParseError, parse
 
 from . import printers, seeds
 from .data import Data, DataError, UniqueKeyLoader
-from .evaluate import InputError, MissingInput, Scenario, placeholders, walk
-from .fmt import fmt, sig
+from .evaluate import PIPELINE_CHAPTERS, InputError, MissingInput, Scenario, placeholders, walk
+from .fmt import fmt, sig, unit_words
 from . import FEATURED_HARDWARE as DEFAULT_HARDWARE, FEATURED_MODEL as DEFAULT_MODEL
 
 KINDS = ("derived", "arithmetic", "identity", "input", "sourced", "qualitative")
@@ -97,12 +98,14 @@ def judge_rule(values: list[float], low: float, high: float, tolerance: float = 
     """A rule of thumb over several distinct chips: (verdict, median, number within tolerance).
 
     Holds when the median holds and at least two thirds of the values do; holds roughly when
-    the median holds but fewer values do; otherwise does not hold.
+    the median holds but fewer values do, or when the median is only within the band; does not
+    hold when the median is outside the band.
     """
     med = statistics.median(values)
     inside = sum(1 for v in values if judge(v, low, high, tolerance, band, compare) == HOLDS)
-    if judge(med, low, high, tolerance, band, compare) != HOLDS:
-        return FAILS, med, inside
+    on_median = judge(med, low, high, tolerance, band, compare)
+    if on_median != HOLDS:
+        return on_median, med, inside
     return (HOLDS if inside >= TWO_THIRDS * len(values) - _EDGE else ROUGHLY), med, inside
 
 
@@ -829,7 +832,7 @@ def _sweep(ctx, claim: Claim, entries: list[Entry], verdict: str, base_vals: lis
 
 def _unit_suffix(part: Part) -> str:
     u = f"{part.unit:~P}"
-    return f" {_PLURAL.get(u, u)}" if u and u != "dimensionless" else ""
+    return f" {unit_words(_PLURAL.get(u, u))}" if u and u != "dimensionless" else ""
 
 
 def evaluate_claim(data, claim: Claim, chips: Chips | None = None) -> Verdict:
@@ -1032,6 +1035,9 @@ def _format_of(ctx, claim, e: Entry) -> str | None:
 def _fit(ctx, claim, e: Entry) -> str | None:
     try:
         sc = _scenario(ctx, claim, e.hardware, e.model)
+        q = REGISTRY[claim.quantity] if claim.quantity is not None else None
+        if q is not None and q.section and REGISTRY.sections[q.section].chapter in PIPELINE_CHAPTERS:
+            return sc.flag(q.name)  # a pipelined set-up: its own fit, or none for a non-set-up
         if hasattr(sc, "feasibility"):
             ok, reasons = sc.feasibility()
             return None if ok else "; ".join(reasons)
@@ -1228,7 +1234,7 @@ def _num(val: float, unit: str) -> str:
         return text
     if text != "1" and unit in _PLURAL:
         unit = _PLURAL[unit]
-    return f"{text} {unit}"
+    return f"{text} {unit_words(unit)}"
 
 
 def seed_dir(root: Path) -> Path:

@@ -99,6 +99,51 @@ def compile_pdf(folder: Path, timestamp: int) -> bytes:
         raise BuildError(f"Typst could not compile the PDF: {str(e).strip().splitlines()[0]}") from None
 
 
+def compile_pdf_background(folder: Path, timestamp: int):
+    """Start compile_pdf in a forked process (Typst holds the interpreter while it compiles);
+    returns a function that waits for the PDF's bytes and raises BuildError as compile_pdf
+    does. Without fork, the PDF is compiled at once."""
+    import multiprocessing as mp
+
+    try:
+        ctx = mp.get_context("fork")
+        receive, send = ctx.Pipe(duplex=False)
+        child = ctx.Process(target=_compile_and_send, args=(send, receive, folder, timestamp), daemon=True)
+        child.start()
+        send.close()
+    except (ValueError, OSError):
+        done = compile_pdf(folder, timestamp)
+        return lambda: done
+
+    def wait() -> bytes:
+        try:
+            try:
+                kind, payload = receive.recv()
+            except EOFError:
+                kind, payload = "error", "the process compiling the PDF ended without a result"
+        finally:
+            receive.close()
+            if child.is_alive():
+                child.terminate()
+            child.join()
+        if kind == "error":
+            raise BuildError(payload)
+        return payload
+    return wait
+
+
+def _compile_and_send(conn, read_end, folder, timestamp):
+    read_end.close()
+    try:
+        conn.send(("ok", compile_pdf(folder, timestamp)))
+    except BuildError as e:
+        conn.send(("error", str(e)))
+    except BaseException as e:  # reported by the parent as one line
+        conn.send(("error", f"Typst could not compile the PDF: {type(e).__name__}: {e}"))
+    finally:
+        conn.close()
+
+
 FALLBACK_DATE = "2026-04-29"   # the lecture's date, if no source gives an as-of date
 
 
@@ -130,29 +175,32 @@ def pdf_timestamp(data) -> int:
 
 def results_json(data, res, registry) -> str:
     from .compiled import declared
-    from .fmt import split_base
+    from .fmt import base_splitter
     from .results import list_hardware, list_models
 
     quantities = {}
     for q in registry.derived_quantities():
         quantities[q.name] = {"unit": q.unit, "meaning": q.meaning, "sympy": str(registry.closed_form(q.name)),
                               "inputs": [leaf.name for leaf in registry.leaves(q.name)]}
+    splitters = {q.name: base_splitter(declared(q.name)[0]) for q in registry.derived_quantities()}
     pairs = {}
     for (hid, mid), vals in res.values.items():
         flags = res.flags[(hid, mid)]
+        values = {}
+        for n, v in vals.items():
+            mag, unit = splitters[n](v)
+            values[n] = {"value": _round12(mag), "unit": unit,
+                         **({"feasible": False, "infeasible": flags[n]} if n in flags else {})}
         pairs[f"{hid}|{mid}"] = {
             "hardware": hid, "model": mid,
             "feasible": res.fit[(hid, mid)]["feasible"], "feasibility": res.fit[(hid, mid)]["reason"],
             "formats": res.formats[(hid, mid)],
-            "values": {n: {**dict(zip(("value", "unit"), split_base(v, declared(n)[0]))),
-                           **({"feasible": False, "infeasible": flags[n]} if n in flags else {})}
-                       for n, v in vals.items()},
+            "values": values,
             "not_applicable": res.missing[(hid, mid)],
-            "inputs": res.inputs[(hid, mid)],
+            "inputs": {n: {**rec, "value": _round12(rec["value"])} for n, rec in res.inputs[(hid, mid)].items()},
         }
-    doc = {"quantities": quantities, "hardware": list_hardware(data), "models": list_models(data),
-           "results": pairs}
-    return _dump(_rounded(doc))
+    doc = {"quantities": quantities, "hardware": list_hardware(data), "models": list_models(data)}
+    return _dump({**_rounded(doc), "results": pairs})
 
 
 def _dump(doc: dict) -> str:
@@ -171,6 +219,10 @@ def _dump(doc: dict) -> str:
     return "{\n" + ",\n".join(parts) + "\n}\n"
 
 
+def _round12(x):
+    return float(f"{x:.12g}") if isinstance(x, float) else x
+
+
 def _rounded(x):
     """Floats to 12 significant digits: the last bits depend on the order of float operations
     (the compiled path works in base units), not on the data."""
@@ -185,7 +237,7 @@ def _rounded(x):
 
 # -- the output folder: built beside, exchanged in one step ------------------------------------
 OUTPUT_NAMES = frozenset({"report.html", "report.pdf", "report.typ", "results.json", "figures",
-                          ".chalkboard-stamp"})
+                          "hardware", ".chalkboard-stamp"})
 # temp files that earlier versions of this program left inside the output folder
 LEGACY_TEMP = re.compile(r"^\.(figures|report\.(html|pdf|typ)|results\.json)\.")
 
@@ -332,9 +384,10 @@ class Staging:
 
     def write(self, rel: str, content: str | bytes) -> None:
         path = self.path / rel
-        if not path.parent.is_dir():
-            path.parent.mkdir(parents=True)
-            os.chmod(path.parent, 0o755)
+        for folder in reversed(path.parents):
+            if folder.is_relative_to(self.path) and not folder.is_dir():
+                folder.mkdir()
+                os.chmod(folder, 0o755)
         with open(path, "xb") as f:
             f.write(content.encode("utf-8") if isinstance(content, str) else content)
             f.flush()
@@ -402,17 +455,20 @@ def build(root: Path, args) -> int:
     from .audit import run_audit
     from .check import check_all
     from .evaluate import Scenario
-    from .figures import draw_all_background
+    from .figures import draw_group_background, joined
     from .report import attach_figures, context
     from .results import evaluate_all
     t = stage("derive", t)
+    overrides = dict(getattr(args, "set_pairs", {}) or {})
+    sc = Scenario(data, args.hardware, args.model, overrides)
+    check_counts(sc.overrides)
+    # the first group of figures needs neither the check nor the audit: it is drawn on the
+    # other core from here on
+    first_figures = draw_group_background(0, data, args.hardware, args.model, overrides)
     rep = check_all(REGISTRY)
     if not rep.ok:
         raise BuildError("dimension check failed: " + "; ".join(rep.failures))
     t = stage("check", t)
-    overrides = dict(getattr(args, "set_pairs", {}) or {})
-    sc = Scenario(data, args.hardware, args.model, overrides)
-    check_counts(sc.overrides)
     res = evaluate_all(data, overrides)
     if res.errors:
         raise BuildError("evaluation failed: " + res.errors[0])
@@ -431,23 +487,30 @@ def build(root: Path, args) -> int:
         if audit is not None and audit.rule_of_thumb(q) is not None:
             refs[q] = audit.rule_of_thumb(q)
     extra = {"validation": (lambda: val.figure_svg(checked))} if validation is not None else {}
-    figures_ready = draw_all_background(data, args.hardware, args.model, overrides, refs, extra)  # other core
+    second_figures = draw_group_background(1, data, args.hardware, args.model, overrides, refs, extra)
     html_env, typ_env = environments(root)
-    ctx = context(data, sc, {}, audit=audit.for_report() if audit else None,
-                  check={"definitions": rep.definitions, "equations": rep.equations,
-                         "evaluations": res.count_ok}, validation=validation)
-    rjson = results_json(data, res, REGISTRY)
+    from .report import shared_tables
+    audit_ctx = audit.for_report() if audit else None
+    check_ctx = {"definitions": rep.definitions, "equations": rep.equations, "evaluations": res.count_ok}
+    shared = shared_tables(data, sc.model.id)
+    ctx = context(data, sc, {}, audit=audit_ctx, check=check_ctx, validation=validation, shared=shared)
     t = stage("render", t)
     try:
-        figures = figures_ready()
+        figures = joined(first_figures, second_figures)
     except RuntimeError as e:
         raise BuildError(str(e)) from None
     if validation is not None:
         validation["svg"] = figures["validation"][0]
-    t = stage("figures", t)  # the wait for the figures drawn beside the render stage
+    t = stage("figures", t)  # the wait for the figures drawn beside the stages before
     attach_figures(ctx, figures, sc)
-    html = html_env.get_template("report.html.j2").render(**ctx)
     typ_src = typ_env.get_template("report.typ.j2").render(**ctx)
+    chips = html = None
+    if getattr(args, "all_hardware", False):
+        html = html_env.get_template("report.html.j2").render(**ctx)
+        chips = chip_reports(data, sc, overrides, refs, figures, (html, typ_src), html_env, typ_env,
+                             lambda chip_sc: context(data, chip_sc, {}, audit=audit_ctx, check=check_ctx,
+                                                     validation=validation, shared=shared))
+        t = stage("hardware", t)
 
     try:
         with Staging(out) as staged:
@@ -459,11 +522,27 @@ def build(root: Path, args) -> int:
             for n, (svg, _) in figures.items():
                 put(f"figures/{n}.svg", svg)
             put("report.typ", typ_src)
-            if timestamp is not None:  # compiled from the staged report.typ and figures
-                put("report.pdf", compile_pdf(staged.path, timestamp))
+            # the PDF is compiled from the staged report.typ and figures on the other core
+            # while this one writes results.json and the page
+            pdf = None if timestamp is None else compile_pdf_background(staged.path, timestamp)
+            put("results.json", results_json(data, res, REGISTRY))
+            put("report.html", html or html_env.get_template("report.html.j2").render(**ctx))
+            if pdf is not None:
+                put("report.pdf", pdf())
             t = stage("pdf", t)
-            put("results.json", rjson)
-            put("report.html", html)
+            if chips is not None:
+                for chip in chips["pages"]:
+                    folder = f"hardware/{chip['id']}"
+                    if getattr(args, "chip_pdf", False):
+                        for n, svg in chip["figures"].items():
+                            put(f"{folder}/figures/{n}.svg", svg)
+                        put(f"{folder}/report.typ", chip["typ"])
+                        if timestamp is not None:
+                            put(f"{folder}/report.pdf", compile_pdf(staged.path / folder, timestamp))
+                    put(f"{folder}/report.html", chip["html"])
+                put("hardware/index.html", chips["index"])
+                if getattr(args, "chip_pdf", False):
+                    t = stage("chip pdfs", t)
             if getattr(args, "fingerprint", None):  # lets an unchanged rebuild skip the work
                 from .uptodate import STAMP, stamp
                 staged.write(STAMP, stamp(args.fingerprint, written))
@@ -476,5 +555,175 @@ def build(root: Path, args) -> int:
     total = time.perf_counter() - t_start
     print(f"wrote {_shown(out / 'report.html')}"
           + ("" if timestamp is None else f", {_shown(out / 'report.pdf')}")
-          + f", {len(figures)} figures, {_shown(out / 'results.json')} in {total:.2f} s")
+          + f", {len(figures)} figures, {_shown(out / 'results.json')}"
+          + ("" if chips is None else f", {_shown(out / 'hardware' / 'index.html')} and "
+             f"{len(chips['pages'])} chip reports")
+          + f" in {total:.2f} s")
     return 0
+
+
+# -- one report per chip (--all-hardware) --------------------------------------------------------
+INDEX_QUANTITIES = ("balance_batch", "latency_floor", "cost_floor")
+CHIP_INDEPENDENT_FIGURES = ("hardware_by_year", "validation")   # drawn once, shared by every chip
+
+
+def chip_order(data) -> list[str]:
+    """Every chip, oldest first (launch year, then id), as the report's summary table orders them."""
+    return sorted(data.hardware, key=lambda h: (data.hardware[h].values["launch_year"].quantity.magnitude, h))
+
+
+def index_cell(sc, name: str) -> dict:
+    """One headline number of a chip as the index shows it: the text `build.py eval` prints
+    (display), the value and unit it prints with --json, and † with the reason where the set-up
+    does not fit; a dash with the reason where an input is not published."""
+    from .errors import MissingInput, NotApplicable
+    from .fmt import fmt, split
+
+    try:
+        v = sc.value(name)
+    except NotApplicable as e:
+        return {"display": "n/a", "value": None, "unit": None, "why": str(e), "flag": None}
+    except MissingInput as e:
+        return {"display": "–", "value": None, "unit": None, "why": f"not published: {e}", "flag": None}
+    mag, unit = split(v)
+    return {"display": fmt(v), "value": mag, "unit": unit, "why": None, "flag": sc.flag(name)}
+
+
+def _draw_chip_figures(data, chips, model, overrides, refs) -> dict:
+    """chip -> {figure name: (SVG, chip drawn)} for ``chips``, leaving out the figures that are
+    the same for every chip."""
+    import warnings
+
+    from .figures import FIGURES, draw_all
+    out = {}
+    for hw in chips:
+        out[hw] = {}
+        for name in FIGURES:
+            if name in CHIP_INDEPENDENT_FIGURES:
+                continue
+            with warnings.catch_warnings():
+                warnings.simplefilter("error")
+                try:
+                    out[hw].update(draw_all(data, hw, model, overrides, refs, {name}))
+                except (RuntimeWarning, UserWarning) as w:  # values the figure cannot show: left out, said
+                    print(f"  note: {hw}: figure {name} left out ({type(w).__name__}: {w})", file=sys.stderr)
+    return out
+
+
+def _draw_chips_background(data, chips, model, overrides, refs):
+    """Draw the figures of ``chips`` in two forked processes (half the chips each) while the
+    caller renders; returns a function that waits for them. Without fork, draws at once."""
+    import multiprocessing as mp
+
+    groups = [chips[0::2], chips[1::2]]
+    try:
+        mpc = mp.get_context("fork")
+        started = []
+        for group in groups:
+            receive, send = mpc.Pipe(duplex=False)
+            ends = [r for r, _ in started] + [receive]
+            child = mpc.Process(target=_send_chip_figures,
+                                args=(send, data, group, model, overrides, refs, ends), daemon=True)
+            child.start()
+            send.close()
+            started.append((receive, child))
+    except (ValueError, OSError):
+        done = _draw_chip_figures(data, chips, model, overrides, refs)
+        return lambda: done
+
+    def wait():
+        out, failed = {}, None
+        try:
+            for receive, _ in started:
+                try:
+                    kind, payload = receive.recv()
+                except EOFError:
+                    kind, payload = "error", "a process drawing the chips' figures ended without a result"
+                if kind == "error":
+                    failed = failed or payload
+                else:
+                    out.update(payload)
+        finally:
+            for receive, child in started:
+                receive.close()
+                if child.is_alive():
+                    child.terminate()
+                child.join()
+        if failed:
+            raise BuildError(f"drawing the chips' figures failed: {failed}")
+        return out
+    return wait
+
+
+def _send_chip_figures(conn, data, chips, model, overrides, refs, read_ends=()):
+    for end in read_ends:
+        end.close()
+    try:
+        conn.send(("ok", _draw_chip_figures(data, chips, model, overrides, refs)))
+    except BaseException as e:  # reported by the parent as one line
+        conn.send(("error", f"{type(e).__name__}: {e}"))
+    finally:
+        conn.close()
+
+
+def chip_reports(data, featured_sc, overrides, refs, featured_figures, featured_pages, html_env, typ_env,
+                 make_context) -> dict:
+    """A report for every chip with the featured model and workload, and the index page.
+
+    Everything that does not depend on the chip (data, derivations, the evaluation of every
+    pair, the audit, the validation, the summary tables, the figures by launch year and of the
+    measurements) comes from the featured build; per chip only its scenario, its sections and its
+    figures are made. Returns {"pages": [{id, html, typ, figures}], "index": html}."""
+    from .evaluate import Scenario
+    from .report import attach_figures
+
+    model = featured_sc.model.id
+    order = chip_order(data)
+    others = [h for h in order if h != featured_sc.hw.id]
+    figures_ready = _draw_chips_background(data, others, model, overrides, refs)
+    common = {n: f for n, f in featured_figures.items() if n in CHIP_INDEPENDENT_FIGURES}
+    contexts, rows = {}, []
+    for hid in order:
+        if hid == featured_sc.hw.id:
+            sc = featured_sc   # its report is the featured one, already rendered
+        else:
+            sc = Scenario(data, hid, model, dict(overrides))
+            contexts[hid] = (sc, make_context(sc))
+        h = data.hardware[hid]
+        price = h.values.get("rental_price")
+        rows.append({
+            "id": hid, "name": h.name, "vendor": h.tags.get("vendor", ""),
+            "launch_year": int(h.values["launch_year"].quantity.magnitude),
+            "formats": sc.formats_text(), "fit": sc.fit(),
+            "price": None if price is None else {"text": price.text, "as_of": price.as_of,
+                                                  "source": price.source.title, "note": price.note},
+            "cells": {q: index_cell(sc, q) for q in INDEX_QUANTITIES},
+        })
+    drawn = figures_ready()
+    pages = []
+    for hid in order:
+        if hid == featured_sc.hw.id:
+            pages.append({"id": hid, "html": featured_pages[0], "typ": featured_pages[1],
+                          "figures": {n: svg for n, (svg, _) in featured_figures.items()}})
+            continue
+        sc, ctx = contexts[hid]
+        figs = {**drawn[hid], **{n: (svg, hid) for n, (svg, _) in common.items()}}  # the same for every chip
+        figs = {n: figs[n] for n in featured_figures if n in figs}  # the featured report's order
+        attach_figures(ctx, figs, sc)
+        pages.append({"id": hid, "html": html_env.get_template("report.html.j2").render(**ctx),
+                      "typ": typ_env.get_template("report.typ.j2").render(**ctx),
+                      "figures": {n: svg for n, (svg, _) in figs.items()}})
+    from derivations import REGISTRY
+    index = html_env.get_template("hardware_index.html.j2").render(
+        title=f"chalkboard: {featured_sc.model.name} on every chip",
+        model=featured_sc.model.name, model_id=model, featured=featured_sc.hw.id,
+        workload=[(n, fmt_value(featured_sc, n)) for n in ("batch", "context")],
+        overrides=sorted(overrides.items()),
+        columns=[{"name": q, "meaning": REGISTRY[q].meaning} for q in INDEX_QUANTITIES], rows=rows,
+        priced=sum(r["price"] is not None for r in rows))
+    return {"pages": pages, "index": index}
+
+
+def fmt_value(sc, name: str) -> str:
+    from .fmt import fmt
+    return fmt(sc.value(name))

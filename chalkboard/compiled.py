@@ -57,7 +57,21 @@ def declared(name: str):
 
 
 def to_base(q) -> float:
-    return float(q.magnitude) * base_factor(q.units)
+    """``q``'s magnitude in base units. The data's and the constants' quantities are the same
+    objects in every scenario, so each is converted once: remembered by identity, holding the
+    object so that its identity is not reused while remembered."""
+    hit = _BASE.get(id(q))
+    if hit is not None and hit[0] is q:
+        return hit[1]
+    mag = float(q.magnitude) * base_factor(q.units)
+    if len(_BASE) >= _BASE_MAX:
+        _BASE.clear()
+    _BASE[id(q)] = (q, mag)
+    return mag
+
+
+_BASE: dict = {}
+_BASE_MAX = 100_000
 
 
 def from_base(name: str, mag: float):

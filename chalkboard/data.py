@@ -431,11 +431,12 @@ def _check_model(label, m: Entry):
             raise DataError(label, m.id, small, f"exceeds {large}")
 
 
-WORKLOAD_COUNTS = ("batch", "chips", "racks", "context")
+WORKLOAD_COUNTS = ("batch", "chips", "racks", "context", "pipeline_stages", "micro_batches",
+                   "moe_layers_per_stage")
 
 
 def check_counts(overrides) -> None:
-    """InputError if a --set workload count (batch, chips, racks, context) is not a whole number."""
+    """InputError if a --set workload count (batch, chips, racks, context, ...) is not a whole number."""
     from .errors import InputError
     for name in WORKLOAD_COUNTS:
         v = overrides.get(name)

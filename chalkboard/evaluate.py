@@ -563,9 +563,11 @@ class Scenario:
     def fit(self, batch: float | None = None) -> str | None:
         """None if the weights and the KV cache of ``batch`` sequences (default: the workload's)
         fit in the chips' HBM; otherwise the reason, in one sentence. Unknown inputs: None."""
-        batch = self.value("batch").to("sequence").magnitude if batch is None else batch
-        if batch in self._fits:
+        if batch in self._fits:  # the workload's batch (None) asked for again and again by flag()
             return self._fits[batch]
+        if batch is None:
+            self._fits[None] = self.fit(self.value("batch").to("sequence").magnitude)
+            return self._fits[None]
         try:
             w, kv, cap = self._memory(batch)
             chips = self.value("chips").to("chip").magnitude
@@ -589,32 +591,62 @@ class Scenario:
         self._fits[batch] = reason
         return reason
 
+    def fill_pipelined(self) -> float | None:
+        """Share of each chip's HBM a pipelined set-up needs (hbm_fill_pipelined); None if unknown."""
+        try:
+            return self.value("hbm_fill_pipelined").to("").magnitude
+        except (MissingInput, NotApplicable):
+            return None
+
+    def fit_pipelined(self) -> str | None:
+        """None if, with the model cut into pipeline_stages stages of S chips and one balance-batch
+        micro-batch per stage in flight, each chip's share of the weights and KV cache fits in its
+        HBM; otherwise the reason, in one sentence. Unknown inputs: None."""
+        fill = self.fill_pipelined()
+        if fill is None or fill <= 1:
+            return None
+        from .fmt import fmt
+        stages = self.value("pipeline_stages").to("").magnitude
+        return (f"does not fit: with {stages:g} pipeline stage{'s' if stages != 1 else ''} of "
+                f"{fmt(self.value('chips'))} and one micro-batch of {fmt(self.value('balance_batch'))} per "
+                f"stage in flight, each chip needs {fmt(self.value('weights_per_chip_pipelined'))} of weights "
+                f"and {fmt(self.value('kv_per_chip_pipelined'))} of KV cache, more than its "
+                f"{fmt(self.input('hbm_capacity'))} of HBM ({fill:.0%}); more stages shrink only the weights")
+
     def flag(self, name: str) -> str | None:
         """Why the value of ``name`` describes a set-up that does not fit in HBM, or None.
 
         A quantity that depends on the batch describes the workload's batch; one that depends
-        on the chips but not the batch (the latency floor) describes a batch of one sequence.
+        on the chips but not the batch (the latency floor) describes a batch of one sequence;
+        one of a pipelined set-up (chapters 3 and 4) is judged by the pipelined fit.
         Measures of the fit itself, and quantities of the chip or model alone, are never flagged.
         """
         q = REGISTRY[name]
         if q.is_input or q.fit_measure:
             return None
         on = setup_dependence(name)
+        if on == "pipeline":
+            return self.fit_pipelined()
         return self.fit() if on == "batch" else self.fit(1.0) if on == "chips" else None
 
 
 TRAINING_CHAPTERS = ("training", "crypto")  # training runs: not judged by the serving fit
+PIPELINE_CHAPTERS = ("pipeline", "memory")  # pipelined set-ups: judged by the pipelined fit
 
 
 @lru_cache(maxsize=None)
 def setup_dependence(name: str) -> str | None:
-    """'batch' if ``name`` depends on the workload's batch, else 'chips' if on the chips
-    (a set-up of one sequence), else None (a property of the chip or model alone, or a
-    quantity of training, which the decode-serving HBM fit does not describe)."""
+    """'pipeline' if ``name`` is a quantity of a pipelined set-up (chapters 3 and 4) that depends
+    on the batch or the chips, else 'batch' if it depends on the workload's batch, else 'chips'
+    if on the chips (a set-up of one sequence), else None (a property of the chip or model alone,
+    or a quantity of training, which the decode-serving HBM fit does not describe)."""
     q = REGISTRY[name]
-    if q.section and REGISTRY.sections[q.section].chapter in TRAINING_CHAPTERS:
+    chapter = REGISTRY.sections[q.section].chapter if q.section else None
+    if chapter in TRAINING_CHAPTERS:
         return None
     leaves = {q.name for q in REGISTRY.leaves(name)}
+    if chapter in PIPELINE_CHAPTERS and leaves & {"batch", "chips"}:
+        return "pipeline"
     return "batch" if "batch" in leaves else "chips" if "chips" in leaves else None
 
 

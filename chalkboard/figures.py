@@ -84,11 +84,26 @@ def _shade_unfit(ax, base: Scenario, xmax: float) -> None:
         ax.axvline(cap, color="#b22", lw=0.9)
 
 
-def step_time_vs_batch(data, hw, model, overrides=None) -> str:
-    """(1) Step time vs batch: compute line, weight-fetch floor, KV slope, their max.
+def _legend_below(ax, ncol=2, **kw) -> None:
+    """The legend under the axes, on its own ground: no curve can run through its entries."""
+    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=ncol, frameon=False, **kw)
 
-    The balance batch of the lecture (KV ignored: compute meets the weight floor) is marked;
-    the regions where the actual step is memory- or compute-bound are shaded.
+
+def _featured_batch(base: Scenario) -> tuple[float, str]:
+    """The scenario's batch and how to call it ("the lecture's batch" when it is the lecture's default)."""
+    b = base.value("batch").to("sequence").magnitude
+    src = str(base.records["batch"].source)
+    return b, ("the lecture's batch" if "lecture" in src and "--set" not in src else "the featured batch")
+
+
+def step_time_vs_batch(data, hw, model, overrides=None) -> str:
+    """(1) Step time vs batch, in two panels that share the batch axis.
+
+    Top: the lecture's first picture, KV cache and attention ignored: the compute line meets the
+    all-weights fetch at the balance batch B* (marked), memory-bound left of it, compute-bound right.
+    Bottom: the same step with attention and the KV cache at the scenario's context: compute,
+    weight fetch, weights + KV fetch and their max; the crossover with KV is marked where there
+    is one, and said not to exist where the context is past L*. The featured batch is marked in both.
     """
     base = Scenario(data, hw, model, dict(overrides or {}))
     b_ref = base.value("balance_batch").to("sequence").magnitude
@@ -96,69 +111,110 @@ def step_time_vs_batch(data, hw, model, overrides=None) -> str:
         b_kv = base.value("balance_batch_kv").to("sequence").magnitude
     except NotApplicable:
         b_kv = None
-    bs = np.linspace(1, max(3 * b_ref, 64), 240)
-    r = _sweep(data, hw, model, ("compute_time", "weight_fetch_time", "weight_fetch_time_min",
-                                 "weight_fetch_time_all", "memory_time", "step_time",
-                                 "step_time_weights_only"), "batch", bs, "sequence", overrides, to="ms")
-    t_c, t_w, t_mem, t_step = r["compute_time"], r["weight_fetch_time"], r["memory_time"], r["step_time"]
+    b_op, b_name = _featured_batch(base)
+    top = max(3 * b_ref, 1.25 * b_op, 64)
+    if b_kv is not None and b_kv < 4 * b_ref:
+        top = max(top, 1.25 * b_kv)
+    bs = np.linspace(1, top, 400)
+    r = _sweep(data, hw, model, ("compute_time", "compute_time_weights", "weight_fetch_time",
+                                 "weight_fetch_time_all", "memory_time", "step_time"),
+               "batch", bs, "sequence", overrides, to="ms")
     ctx = base.value("context").to("token/sequence").magnitude
-    fig, ax = plt.subplots(figsize=(6.4, 3.9))
-    ax.plot(bs, t_c, color=C["compute"], label="compute  $t_{compute}$ (weights and attention)")
-    ax.plot(bs, t_w, color=C["weights"], ls="--", label="weight fetch  $t_{weights}$ (experts touched)")
-    if not np.allclose(r["weight_fetch_time_min"], r["weight_fetch_time_all"]):
-        ax.plot(bs, r["weight_fetch_time_all"], color=C["weights"], lw=0.7, ls=(0, (1, 2)),
-                label="all weights (the lecture's fetch) / only N_active (strict bound)")
-        ax.plot(bs, r["weight_fetch_time_min"], color=C["weights"], lw=0.7, ls=(0, (1, 2)))
-    ax.plot(bs, t_mem, color=C["mem"], ls=":", lw=1.6,
-            label=f"weights + KV fetch  $t_{{mem}}$ at context {ctx:,.0f}")
-    ax.plot(bs, r["step_time_weights_only"], color="#777", lw=1, ls=(0, (6, 2)),
-            label="the lecture's first picture (KV, attention ignored)")
-    ax.plot(bs, t_step, color=C["step"], lw=2.2, label="step time = max(compute, memory)")
-    floor = base.value("latency_floor").to("ms").magnitude
-    ax.annotate(f"latency floor (batch 1) {floor:.3g} ms", (bs[-1], floor), ha="right", va="top", fontsize=8,
-                color=C["weights"], xytext=(0, -3), textcoords="offset points")
-    _shade_unfit(ax, base, bs[-1])
-    ax.axvline(b_ref, color="#555", lw=0.8, ls="-.")
-    ax.annotate(f"balance batch B* = {b_ref:,.0f}\n(KV ignored)", (b_ref, 0), xytext=(4, 18),
-                textcoords="offset points", fontsize=8)
-    edge = b_kv if b_kv is not None and b_kv < bs[-1] else bs[-1]
-    ax.axvspan(0, edge, color=C["weights"], alpha=0.06, label="memory-bound")
+    fig, (a1, a2) = plt.subplots(2, 1, figsize=(6.4, 7.4), sharex=True,
+                                 gridspec_kw={"height_ratios": [1, 1.25], "hspace": 0.62})
+
+    # top: the lecture's first picture (KV and attention ignored)
+    t_cw, t_wall = r["compute_time_weights"], r["weight_fetch_time_all"]
+    a1.axvspan(0, b_ref, color=C["weights"], alpha=0.07, lw=0, label="memory-bound (B < B*)")
+    a1.axvspan(b_ref, bs[-1], color=C["compute"], alpha=0.07, lw=0, label="compute-bound (B > B*)")
+    a1.plot(bs, np.maximum(t_cw, t_wall), color="#bbbbbb", lw=5, solid_capstyle="butt", label="step = max of the two")
+    a1.plot(bs, t_cw, color=C["compute"], label="compute  $t_{compute,w}$ (weights only)")
+    a1.plot(bs, t_wall, color=C["weights"], ls="--", label="fetch every weight  $t_{weights,all}$")
+    y_ref = base.value("weight_fetch_time_all").to("ms").magnitude
+    a1.plot([b_ref], [y_ref], "o", color=C["step"], ms=5, zorder=5)
+    a1.annotate(f"B* = {b_ref:,.0f}: compute = weight fetch", (b_ref, y_ref), xytext=(6, -14),
+                textcoords="offset points", fontsize=7.5)
+    a1.set_ylim(0, 1.15 * float(max(t_cw.max(), t_wall.max())))
+    a1.set_ylabel("ms per decode step")
+    a1.set_title("KV cache and attention ignored (the lecture's first picture)", fontsize=8.5)
+    fig.suptitle(f"Step time vs batch: {model} on {hw}", fontsize=9.5, y=0.99)
+
+    # bottom: with attention and the KV cache at the scenario's context
+    t_c, t_w, t_mem, t_step = r["compute_time"], r["weight_fetch_time"], r["memory_time"], r["step_time"]
+    _shade_unfit(a2, base, bs[-1])
     if b_kv is not None and b_kv < bs[-1]:
-        ax.axvspan(edge, bs[-1], color=C["compute"], alpha=0.06, label="compute-bound")
-    elif b_kv is None:
+        a2.axvspan(0, b_kv, color=C["weights"], alpha=0.07, lw=0, label="memory-bound")
+        a2.axvspan(b_kv, bs[-1], color=C["compute"], alpha=0.07, lw=0, label="compute-bound")
+    a2.plot(bs, t_step, color="#bbbbbb", lw=5, solid_capstyle="butt", label="step time = max(compute, memory)")
+    a2.plot(bs, t_c, color=C["compute"], label="compute  $t_{compute}$ (weights and attention)")
+    a2.plot(bs, t_mem, color=C["mem"], ls="--", label=f"weights + KV fetch  $t_{{mem}}$ (context {ctx:,.0f})")
+    a2.plot(bs, t_w, color=C["weights"], ls=":", lw=1.4, label="weight fetch alone  $t_{weights}$ (experts touched)")
+    if b_kv is not None and b_kv < bs[-1]:
+        y_kv = float(_sweep(data, hw, model, ("step_time",), "batch", np.array([b_kv]), "sequence", overrides,
+                            to="ms")["step_time"][0])
+        a2.plot([b_kv], [y_kv], "o", color=C["step"], ms=5, zorder=5)
+        a2.annotate(f"with KV: compute = memory at B = {b_kv:,.0f}", (b_kv, y_kv), xytext=(6, -14),
+                    textcoords="offset points", fontsize=7.5)
+    else:
         l_star = base.value("context_crossover").to("token/sequence").magnitude
-        ax.annotate(f"memory-bound at every batch:\ncontext {ctx:,.0f} is past the crossover L* = {l_star:,.0f}",
-                    (0.98, 0.5), xycoords="axes fraction", ha="right", fontsize=8, color=C["mem"])
-    ax.set_xlim(0, bs[-1])
-    ax.set_ylim(0, None)
-    ax.set_xlabel("batch B (sequences)")
-    ax.set_ylabel("time per decode step (ms)")
-    ax.set_title(f"Step time vs batch: {model} on {hw}", fontsize=9)
-    ax.legend(fontsize=7, loc="upper left", frameon=False)
+        why = (f"memory-bound at every batch: context {ctx:,.0f} is past the crossover L* = {l_star:,.0f}"
+               if b_kv is None else f"memory-bound up to B = {b_kv:,.0f}, beyond this plot")
+        a2.text(0.02, 0.96, why, transform=a2.transAxes, ha="left", va="top", fontsize=7.5, color=C["mem"],
+                bbox={"facecolor": "white", "edgecolor": "none", "pad": 1.5})
+    floor = base.value("latency_floor").to("ms").magnitude
+    a2.set_ylim(0, 1.1 * float(max(t_step.max(), t_c.max())))
+    a2.set_ylabel("ms per decode step")
+    a2.set_xlabel("batch B (sequences)")
+    a2.set_title(f"With attention and the KV cache (context {ctx:,.0f}); latency floor at batch 1: {floor:.3g} ms",
+                 fontsize=8.5)
+
+    y_op = base.value("step_time").to("ms").magnitude
+    for ax in (a1, a2):
+        ax.axvline(b_op, color="#333", lw=0.9, ls="-.")
+        ax.set_xlim(0, bs[-1])
+    a2.plot([b_op], [y_op], "D", color=C["step"], ms=5, zorder=5)
+    a2.annotate(f"{b_name}, {b_op:,.0f}: {y_op:.3g} ms", (b_op, y_op), xytext=(6, 4), textcoords="offset points",
+                fontsize=7.5, bbox={"facecolor": "white", "edgecolor": "none", "pad": 1})
+    a1.annotate(f"{b_name}: {b_op:,.0f}", (b_op, 1), xycoords=("data", "axes fraction"), xytext=(4, -10),
+                textcoords="offset points", fontsize=7.5, va="top")
+    _legend_below(a1)
+    _legend_below(a2)
     return _svg(fig)
 
 
 def cost_vs_batch(data, hw, model, overrides=None) -> str:
-    """(2) Cost per token vs batch, log-log, with the floor and the knee (the balance batch)."""
+    """(2) Cost per token vs batch, log-log, with the floor and a knee that is named for what it is.
+
+    Where the context is below the crossover, the knee is the balance batch with KV (compute meets
+    weights + KV fetch). Past it there is no such batch; the KV-ignored balance batch B* is then
+    drawn only as the lecture's reference, labelled so, and the featured batch is marked on the curve.
+    """
     base = Scenario(data, hw, model, dict(overrides or {}))
     floor = base.value("cost_floor").to("USD/Mtoken").magnitude
     try:
-        knee = base.value("balance_batch_kv")
+        knee = base.value("balance_batch_kv").to("sequence").magnitude
+        knee_label = f"knee: balance batch with KV {knee:,.0f} (compute = weights + KV fetch)"
     except NotApplicable:
-        knee = base.value("balance_batch")
+        knee = base.value("balance_batch").to("sequence").magnitude
+        ctx = base.value("context").to("token/sequence").magnitude
+        knee_label = (f"B* = {knee:,.0f}, KV ignored (the lecture's balance batch); with KV at context "
+                      f"{ctx:,.0f} no batch is compute-bound")
     bs = np.logspace(0, 5, 121)
     cost = _sweep(data, hw, model, ("cost_per_token",), "batch", bs, "sequence", overrides,
                   to="USD/Mtoken")["cost_per_token"]
-    fig, ax = plt.subplots(figsize=(6.4, 3.6))
+    fig, ax = plt.subplots(figsize=(6.4, 4.2))
     ax.loglog(bs, cost, color=C["step"], lw=2, label="cost per token")
     _shade_unfit(ax, base, bs[-1])
     ax.axhline(floor, color=C["compute"], ls="--", lw=1, label=f"floor {floor:.3g} USD per million tokens (as B → ∞)")
-    k = knee.to("sequence").magnitude
-    ax.axvline(k, color="#555", lw=0.8, ls="-.", label=f"knee: balance batch {k:,.0f}")
+    ax.axvline(knee, color="#555", lw=0.8, ls="-.", label=knee_label)
+    b_op, b_name = _featured_batch(base)
+    c_op = base.value("cost_per_token").to("USD/Mtoken").magnitude
+    ax.plot([b_op], [c_op], "D", color=C["step"], ms=5, zorder=5,
+            label=f"{b_name}, {b_op:,.0f}: {c_op:.3g} USD per million tokens")
     ax.set_xlabel("batch B (sequences)")
     ax.set_ylabel("USD per million tokens")
     ax.set_title(f"Cost per token vs batch: {model} on {hw}", fontsize=9)
-    ax.legend(fontsize=7.5, frameon=False)
+    _legend_below(ax, ncol=1)
     return _svg(fig)
 
 
@@ -239,14 +295,14 @@ def a2a_vs_racks(data, hw, model, overrides=None) -> str:
     r = _sweep(data, hw, model, ("a2a_time_scaleup", "a2a_time_scaleout"), "racks", ns, "", overrides, to="ms")
     up, out = r["a2a_time_scaleup"], r["a2a_time_scaleout"]
     step = Scenario(data, hw, model, dict(overrides or {})).value("step_time").to("ms").magnitude
-    fig, ax = plt.subplots(figsize=(6.4, 3.4))
+    fig, ax = plt.subplots(figsize=(6.4, 4.0))
     ax.plot(ns, up, "o-", color=C["up"], label="in-rack share over scale-up")
     ax.plot(ns, out, "s-", color=C["out"], label="off-rack share over scale-out")
     ax.axhline(step, color="#555", ls="--", lw=1, label=f"roofline step time {step:.3g} ms (one rack)")
     ax.set_xlabel("racks one MoE layer spans (n)")
     ax.set_ylabel("all-to-all time per step (ms)")
     ax.set_title(f"All-to-all vs racks spanned: {model} on {hw}", fontsize=9)
-    ax.legend(fontsize=7.5, frameon=False)
+    _legend_below(ax, ncol=1)
     return _svg(fig)
 
 
@@ -273,13 +329,20 @@ def step_breakdown(data, hw, model, overrides=None) -> str:
     return _svg(fig)
 
 
+from .figures_pipeline import memory_vs_stages  # noqa: E402  (it draws with the helpers above)
+
 FIGURES = {
-    "step_time_vs_batch": ("Step time vs batch", step_time_vs_batch, "roofline"),
-    "cost_vs_batch": ("Cost per token vs batch", cost_vs_batch, "latency_cost"),
+    "step_time_vs_batch": ("Step time vs batch. Top: the lecture's first picture, KV cache and attention "
+                           "ignored, where compute meets the weight fetch at the balance batch B*. Bottom: the "
+                           "same step with attention and the KV cache at the featured context; the featured "
+                           "batch is marked in both", step_time_vs_batch, "roofline"),
+    "cost_vs_batch": ("Cost per token vs batch, log axes, with the floor the cost approaches as the batch grows "
+                      "and the featured batch marked", cost_vs_batch, "latency_cost"),
     "hardware_by_year": ("Drain time and hardware ratio by launch year", None, "schedule"),
     "context_sweep": ("MFU and balance batch vs context length", context_sweep, "context"),
     "a2a_vs_racks": ("All-to-all time vs racks spanned", a2a_vs_racks, "moe_rack"),
     "step_breakdown": ("Step-time breakdown, one vs two racks", step_breakdown, "moe_rack"),
+    "memory_vs_stages": ("Memory per chip vs pipeline stages", memory_vs_stages, "pipeline_memory"),
 }
 
 
@@ -325,49 +388,68 @@ def draw_all_background(data, hw, model, overrides=None, refs=None, extra=None):
     them. ``extra`` maps more figure names to functions that draw them (an SVG string each,
     returned with no chip). Where fork is not available (or fails), the figures are drawn at
     once and the function returns them."""
+    first = draw_group_background(0, data, hw, model, overrides, refs)
+    second = draw_group_background(1, data, hw, model, overrides, refs, extra)
+    return lambda: joined(first, second)
+
+
+def draw_group_background(group: int, data, hw, model, overrides=None, refs=None, extra=None, read_ends=()):
+    """Start drawing one of the two groups of figures (the second also draws every figure no
+    group names, and ``extra``) in a forked process; returns a function that waits for it and
+    returns name -> (SVG, chip), raising RuntimeError if drawing failed. The first group needs
+    no audit (``refs``), so a build can start it early. Without fork the group is drawn at once."""
     import multiprocessing as mp
 
-    jobs = [(_GROUPS[0], None), (_GROUPS[1] + tuple(n for n in FIGURES if n not in _GROUPS[0] + _GROUPS[1]),
-                                 extra)]
+    only = _GROUPS[group] if group == 0 else \
+        _GROUPS[1] + tuple(n for n in FIGURES if n not in _GROUPS[0] + _GROUPS[1])
     try:
         ctx = mp.get_context("fork")
-        started = []
-        for only, more in jobs:
-            receive, send = ctx.Pipe(duplex=False)
-            # the child closes every read end it inherits, so a parent that dies or stops reading
-            # breaks the pipe and the child's send fails instead of blocking for ever
-            ends = [r for r, _ in started] + [receive]
-            child = ctx.Process(target=_draw_and_send, args=(send, data, hw, model, overrides, refs, more, only,
-                                                              ends), daemon=True)
-            child.start()
-            send.close()
-            started.append((receive, child))
+        receive, send = ctx.Pipe(duplex=False)
+        # the child closes every read end it inherits, so a parent that dies or stops reading
+        # breaks the pipe and the child's send fails instead of blocking for ever
+        child = ctx.Process(target=_draw_and_send, args=(send, data, hw, model, overrides, refs, extra, only,
+                                                          [*_OPEN_ENDS, receive]), daemon=True)
+        child.start()
+        send.close()
+        _OPEN_ENDS.append(receive)
     except (ValueError, OSError):
-        done = _draw_everything(data, hw, model, overrides, refs, extra, None)
+        done = _draw_everything(data, hw, model, overrides, refs, extra if group else None, only)
         return lambda: done
 
     def wait():
-        out, failed = {}, None
         try:
-            for receive, child in started:
-                try:
-                    kind, payload = receive.recv()
-                except EOFError:
-                    kind, payload = "error", "a process drawing the figures ended without a result"
-                if kind == "error":
-                    failed = failed or payload
-                else:
-                    out.update(payload)
+            try:
+                kind, payload = receive.recv()
+            except EOFError:
+                kind, payload = "error", "a process drawing the figures ended without a result"
         finally:  # also on an interruption: no child is left behind
-            for receive, child in started:
-                receive.close()
-                if child.is_alive():
-                    child.terminate()
-                child.join()
-        if failed:
-            raise RuntimeError(f"drawing the figures failed: {failed}")
-        return {n: out[n] for n in [*FIGURES, *(extra or {})] if n in out}  # the declared order
+            receive.close()
+            if receive in _OPEN_ENDS:
+                _OPEN_ENDS.remove(receive)
+            if child.is_alive():
+                child.terminate()
+            child.join()
+        if kind == "error":
+            raise RuntimeError(f"drawing the figures failed: {payload}")
+        return payload
     return wait
+
+
+_OPEN_ENDS: list = []   # read ends of the figure processes still running (a later child closes them)
+
+
+def joined(*waits) -> dict:
+    """Wait for every group (all of them, even when one fails) and return the figures in the
+    declared order."""
+    out, failed = {}, None
+    for wait in waits:
+        try:
+            out.update(wait())
+        except RuntimeError as e:
+            failed = failed or e
+    if failed:
+        raise failed
+    return {n: out[n] for n in [*FIGURES, *[k for k in out if k not in FIGURES]] if n in out}
 
 
 def _draw_everything(data, hw, model, overrides, refs, extra, only):

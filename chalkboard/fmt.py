@@ -98,19 +98,36 @@ def split_base(base_mag: float, units) -> tuple[float, str]:
     return base_mag / _target_factor(u), u
 
 
+def base_splitter(units):
+    """``split_base`` for one declared unit, its plan worked out once: a function of the
+    base-unit magnitude (for a table of many values of one quantity)."""
+    kind, _, fixed = _plan(units)
+    if kind == "bare":
+        return lambda base_mag: (base_mag, "")
+    if kind == "fixed":
+        f = _target_factor(fixed)
+        return lambda base_mag: (base_mag / f, fixed)
+    return lambda base_mag: split_base(base_mag, units)
+
+
 def display_unit(q) -> str:
     return _display(q.units, float(q.magnitude) * _factor(q.units))
 
 
+_SUPERSCRIPT = str.maketrans("0123456789-", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻")
+
+
 def sig(x: float, digits: int = 3) -> str:
-    """3 significant digits, thousands separated, no scientific notation below 1e15."""
+    """3 significant digits, thousands separated; from 10 million up (and below 0.0001) as a
+    power of ten a person reads, '6.71 × 10¹¹', never the programmer's '6.71e11'."""
     if x == 0 or not math.isfinite(x):
         return f"{x:g}"
     mag = abs(x)
     if mag >= 1e7 or mag < 1e-4:
         m, e = f"{x:.{digits - 1}e}".split("e")
         m = m.rstrip("0").rstrip(".") if "." in m else m
-        return f"{m}e{int(e)}"
+        power = "10" + str(int(e)).translate(_SUPERSCRIPT)
+        return f"{m} × {power}"
     if mag >= 1 and abs(x - round(x)) < 1e-9 * mag:
         return f"{int(round(x)):,}"  # whole numbers: no trailing zeros
     decimals = max(0, digits - 1 - int(math.floor(math.log10(mag))))
@@ -139,9 +156,16 @@ _PLURAL = {"sequence": "sequences", "token": "tokens", "parameter": "parameters"
            "die": "dies", "cable": "cables", "day": "days"}
 
 
+def unit_words(u: str) -> str:
+    """A unit as prose writes it: a reciprocal reads 'per chip', never '1/chip' or '/chip'."""
+    if u.startswith("1/"):
+        u = u[1:]
+    return "per " + u[1:] if u.startswith("/") else u
+
+
 def fmt(q, unit: str | None = None, digits: int = 3) -> str:
     mag, u = split(q, unit)
     text = sig(mag, digits)
     if u in _PLURAL and text != "1":
         u = _PLURAL[u]  # "2,000 sequences", "72 chips"
-    return f"{text} {u}".strip()
+    return f"{text} {unit_words(u)}".strip()

@@ -76,11 +76,11 @@ def _build(e, values):
     if isinstance(e, sp.Mul):
         c, rest = e.as_coeff_Mul()
         if c < 0:
-            n, d = sp.fraction(e, exact=True)
+            n, d = _fraction(e)
             if isinstance(d, sp.Add):  # −a/(b − c) reads better as a/(c − b)
                 return ("frac", _node(-n, values), _node(sp.expand(-d), values))
             return ("neg", _node(-e, values))
-        n, d = sp.fraction(e, exact=True)
+        n, d = _fraction(e)
         if d != 1:
             return ("frac", _node(n, values), _node(d, values))
         factors = list(e.args)
@@ -95,6 +95,24 @@ def _build(e, values):
             return ("frac", ("num", "1"), _node(b ** -x, values))
         return ("pow", _node(b, values), _node(x, values))
     raise TypeError(f"cannot typeset {type(e).__name__}: {e}")
+
+
+def _fraction(e):
+    """Numerator and denominator of a product, as ``sp.fraction(e, exact=True)`` splits them
+    for what the printers meet (rational coefficients, powers with a negative number as
+    exponent), without SymPy's constancy test of symbolic exponents (a simplify each)."""
+    num, den = [], []
+    for f in sp.Mul.make_args(e):
+        if f.is_Rational:
+            if f.p != 1:
+                num.append(sp.Integer(f.p))
+            if f.q != 1:
+                den.append(sp.Integer(f.q))
+        elif isinstance(f, sp.Pow) and f.exp.is_Number and f.exp.is_negative:
+            den.append(sp.Pow(f.base, -f.exp))
+        else:
+            num.append(f)
+    return sp.Mul(*num), sp.Mul(*den)
 
 
 _RANK = {"constant": 0, "workload": 1, "model": 2, "hardware": 3, "derived": 4}
@@ -118,9 +136,28 @@ def _ordered(args):
         k = _KEYS.get(a)
         if k is None:
             syms = [order.get(s, 100_000) for s in a.free_symbols]
-            k = _KEYS[a] = (0 if a.is_Number else 1, min(syms) if syms else -1, str(a))
+            k = _KEYS[a] = (0 if a.is_Number else 1, min(syms) if syms else -1, _Text(a))
         return k
     return sorted(args, key=key)
+
+
+class _Text:
+    """An expression's text as the last sort key, printed only when the keys before it tie."""
+    __slots__ = ("e", "s")
+
+    def __init__(self, e):
+        self.e, self.s = e, None
+
+    def text(self) -> str:
+        if self.s is None:
+            self.s = str(self.e)
+        return self.s
+
+    def __eq__(self, other):
+        return self.text() == other.text()
+
+    def __lt__(self, other):
+        return self.text() < other.text()
 
 
 _KEYS: dict = {}

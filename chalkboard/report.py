@@ -11,7 +11,7 @@ import string
 from derivations import KV_BYTES_BY_ATTENTION, REGISTRY
 from derivations._core import CHAPTERS
 
-from . import printers
+from . import explorer, printers
 from .evaluate import DimensionMismatch, MissingInput, NotApplicable, Scenario
 from .fmt import fmt, sig, split
 from .figures import FIGURES
@@ -152,7 +152,11 @@ def default_text(q) -> str | None:
         return REGISTRY.rules[d[6:]][2]
     if d.startswith("="):
         return f"the chip's {d[1:]}"
-    return d
+    from units import UnitParseError, parse
+    try:
+        return fmt(parse(d))  # "200e12 token" reads "2 × 10¹⁴ tokens"
+    except (UnitParseError, ValueError, TypeError):
+        return d
 
 
 def notation_row(q) -> dict:
@@ -267,23 +271,33 @@ def featured(sc: Scenario) -> dict:
             "workload": rows, "fit": sc.fit(), "fill": f"{sc.value('hbm_fill').to('').magnitude:.0%}"}
 
 
-def context(data, sc: Scenario, figures: dict[str, str], audit=None, check=None, validation=None) -> dict:
+def shared_tables(data, model_id: str) -> dict:
+    """The parts of the report that do not depend on the featured chip: computed once when
+    one build renders a report for every chip."""
+    return {"notation": notation(), "summary": summary(data, model_id), "network": network_table(data),
+            "sources": sources(data)}
+
+
+def context(data, sc: Scenario, figures: dict[str, str], audit=None, check=None, validation=None,
+            shared: dict | None = None) -> dict:
+    shared = shared if shared is not None else shared_tables(data, sc.model.id)
     return {
         "title": "chalkboard: the math behind how LLMs are trained and served",
         "featured": featured(sc),
-        "notation": notation(),
+        "notation": shared["notation"],
         "sections": sections(sc, figures),
-        "summary": summary(data, sc.model.id),
-        "network": network_table(data),
+        "summary": shared["summary"],
+        "network": shared["network"],
         "network_columns": ["Domain (chips)", "Domain (dies)", "Scale-up GB/s per direction",
                             "Scale-out GB/s per direction", "Scale-up / scale-out"],
         "audit": audit,
         "validation": validation,
         "check": check,
-        "sources": sources(data),
+        "sources": shared["sources"],
         "hardware_count": len(data.hardware), "model_count": len(data.models),
         "rack_chips": fmt(sc.value("rack_chips")),
+        "explorer": explorer.context(data, sc),
     }
 
 
-__all__ = ["attach_figures", "context", "substituted"]
+__all__ = ["attach_figures", "context", "shared_tables", "substituted"]

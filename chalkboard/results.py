@@ -32,6 +32,13 @@ class AllResults:
 def evaluate_all(data: Data, overrides: dict | None = None) -> AllResults:
     res = AllResults()
     names = [q.name for q in REGISTRY.derived_quantities()]
+    seen: dict[int, tuple] = {}   # the data's quantities recur in every pair: each split once
+
+    def shown(q):
+        hit = seen.get(id(q))
+        if hit is None or hit[0] is not q:
+            hit = seen[id(q)] = (q, split(q))
+        return hit[1]
     for hid in data.hardware:
         for mid in data.models:
             sc = Scenario(data, hid, mid, dict(overrides or {}))
@@ -51,7 +58,7 @@ def evaluate_all(data: Data, overrides: dict | None = None) -> AllResults:
             res.flags[(hid, mid)] = {n: r for n in vals if (r := sc.flag(n))}
             res.formats[(hid, mid)] = {**sc.formats, **({"note": sc.compute_note} if sc.compute_note else {})}
             res.inputs[(hid, mid)] = {
-                n: {**dict(zip(("value", "unit"), split(r.value))), "source": r.source,
+                n: {**dict(zip(("value", "unit"), shown(r.value))), "source": r.source,
                     **({"url": r.url} if r.url else {}), **({"as_of": r.as_of} if r.as_of else {})}
                 for n, r in sorted(sc.records.items())}
     return res
@@ -70,6 +77,14 @@ def feasibility(sc: Scenario, name: str | None = None) -> dict:
             if section is not None and section.chapter in TRAINING_CHAPTERS:
                 return {"feasible": None, "reason": "a training quantity: the decode-serving HBM fit does not apply"}
             return {"feasible": None, "reason": "not a set-up: depends on neither the batch nor the chips"}
+        if on == "pipeline":
+            why, fill = sc.fit_pipelined(), sc.fill_pipelined()
+            if why is not None:
+                return {"feasible": False, "reason": why}
+            if fill is None:
+                return {"feasible": None, "reason": "unknown: an input of the memory fit is not published"}
+            return {"feasible": True, "reason": f"pipelined: each chip's share of the weights and of one "
+                                                f"micro-batch's KV cache per stage fills {fill:.0%} of its HBM"}
         if on == "chips":
             batch = 1.0
     why = sc.fit(batch)

@@ -42,7 +42,8 @@ def fingerprint(root: Path, args) -> str:
             h.update(str(f.relative_to(root) if f.is_relative_to(root) else f).encode())
             h.update(hashlib.sha256(f.read_bytes()).digest())
     options = {"hardware": args.hardware, "model": args.model, "set": sorted(args.set or []),
-               "no_pdf": bool(args.no_pdf), "SOURCE_DATE_EPOCH": os.environ.get("SOURCE_DATE_EPOCH"),
+               "no_pdf": bool(args.no_pdf), "all_hardware": bool(getattr(args, "all_hardware", False)),
+               "chip_pdf": bool(getattr(args, "chip_pdf", False)), "SOURCE_DATE_EPOCH": os.environ.get("SOURCE_DATE_EPOCH"),
                "files": [str(x) for x in names]}
     for lib in LIBRARIES:
         try:

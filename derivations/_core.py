@@ -67,7 +67,7 @@ CHAPTERS = {
     "batch": ("How batch size affects token cost and speed", "0:00"),
     "moe": ("How MoE models are laid out across GPU racks", "0:32"),
     "pipeline": ("Pipeline parallelism across racks", "0:47"),
-    "memory": ("“Pipelining is not wise”", "1:03"),
+    "memory": ("Pipelining is not wise: memory capacity, latency, scale-up", "1:03"),
     "training": ("RL and over-training beyond Chinchilla", "1:19"),
     "prices": ("Deducing long-context memory costs from API prices", "1:33"),
     "crypto": ("Neural nets and cryptography", "2:04"),

@@ -28,7 +28,10 @@ eq_slopes = R.equation(
 L_star = R.derived(
     "context_crossover", R.solve(eq_slopes, L), "token/sequence",
     "context length at which the KV fetch per sequence takes as long as its compute", "L", "*",
-    how="solved d(kv_fetch_time)/dB = d(compute_time)/dB for context")
+    how="solved d(kv_fetch_time)/dB = d(compute_time)/dB for context",
+    valid="attention compute grows faster with the context than the KV fetch "
+          "(attention FLOP per cached token / peak FLOP/s > KV bytes per token / HBM bandwidth), "
+          "so the KV fetch never catches up with compute")
 
 mfu = R.derived(
     "mfu", sp.Min(1, t_compute / t_mem), "",

@@ -26,7 +26,7 @@ R.section(
     chapter="moe",
     question="How many experts go on each GPU, how much all-to-all traffic does a step make, "
              "and what happens when one MoE layer spans more than one rack?",
-    takeaway="{model} on {hardware}: {expert_chips} hold {experts_per_chip}; the scale-up "
+    takeaway="{model} on {hardware}: {expert_chips} share the experts of a layer, {experts_per_chip}; the scale-up "
              "network is {scaleup_scaleout_ratio} times faster than scale-out, so spanning two "
              "racks sends {offrack_fraction_two_racks} of the all-to-all over the slow network.",
     featured=("experts_per_chip", "tokens_per_expert", "a2a_bytes_per_token", "offrack_fraction",

@@ -60,6 +60,10 @@ def test_two_thirds_rule():
     assert judge_rule([300] * 4 + [1000] * 5, 300, 300, 1.3, 2)[0] == FAILS    # median out
     v, med, n = judge_rule([153, 295, 206, 312, 312, 398, 544, 247, 312], 300, 300, 1.3, 2)
     assert (v, med, n) == (ROUGHLY, 312, 5)                # median 312 in; 5 of 9 within 231-390
+    # the median only within the 'roughly' band: roughly, not 'does not hold' (on-demand prices per
+    # GPU-hour against "$2 an hour": median 3.99 is within 2/2..2*2 = 1..4 but not 2/1.5..2*1.5)
+    assert judge_rule([2.79, 3.99, 6.3, 10.5, 2.59], 2, 2, 1.5, 2)[:2] == (ROUGHLY, 3.99)
+    assert judge_rule([2.79, 4.5, 6.3, 10.5, 2.59], 2, 2, 1.5, 2)[0] == FAILS   # median 4.5 > 4
     assert judge_rule([1.5, 0.9, 2.0], 1, 1, compare=">")[0] == HOLDS        # median 1.5, 2 of 3 above
     assert judge_rule([1.5, 0.9, 0.8], 1, 1, compare=">")[0] == FAILS        # median 0.9 on the wrong side
 

@@ -163,7 +163,7 @@ def test_negative_bandwidth(tmp_path, cli):
     (("eval", "experts_per_chip", "--model", "llama-3-8b"), ("llama-3-8b", "experts")),
     (("eval", "balance_batch_kv"), ("not applicable", "crossover")),
     (("audit", "--claims-file", "no-such-claims.yaml"), ("no-such-claims.yaml", "not found")),
-    (("eval", "cost_floor", "--hardware", "gb200-nvl72"), ("rental_price",)),
+    (("eval", "cost_floor", "--hardware", "rubin"), ("rental_price",)),  # no public price for Rubin
 ])
 def test_bad_cli_input(cli, args, must):
     _one_line_error(cli(*args), *must)

@@ -181,6 +181,32 @@ def test_mla_attention_flops_per_cached_token_absorbed_form(data):
     assert mag(sc.value("compute_time_weights"), "s") == pytest.approx(BATCH * 2 * 37e9 / (72 * 5e15), rel=1e-9)
 
 
+def test_context_crossover_exists_only_where_kv_grows_faster_than_attention_compute(data):
+    # Per cached token a step fetches kv bytes at W and computes a FLOP at F. The KV fetch catches
+    # up with compute only if kv/W > a/F. DeepSeek-V3 (MLA): kv = 61 * (512 + 64) * 2 B = 70,272 B,
+    # a = 16,990,208 FLOP (test above). A100 80GB: 2.039 TB/s, 312 TFLOP/s bf16 (its datasheet):
+    # 70,272 / 2.039e12 = 34.5 ns < 16,990,208 / 312e12 = 54.5 ns, so there is no crossover (it
+    # used to print a negative context). GB200 at fp8, 8 TB/s and 5 PFLOP/s: 8.8 ns > 3.4 ns.
+    kv, a = 61 * 576 * 2, 2 * 61 * 128 * (512 + 64 + 512)
+    assert kv / 2.039e12 < a / 312e12
+    with pytest.raises(MissingInput, match="never catches up"):
+        Scenario(data, "a100-80gb", "deepseek-v3").value("context_crossover")
+    # L* = 2 * N_active / (kv * F / W - a), per token of context
+    want = 2 * 37e9 / (kv * 5e15 / 8e12 - a)
+    got = mag(Scenario(data, "gb200-nvl72", "deepseek-v3").value("context_crossover"), "token/sequence")
+    assert got == pytest.approx(want, rel=1e-9)
+
+
+def test_no_quantity_is_negative_or_nan_for_any_pair(data):
+    # Every declared quantity is a time, a size, a count, a rate or a ratio: a negative or NaN
+    # value means a formula was used outside its domain without a 'valid' condition.
+    from chalkboard.results import evaluate_all
+    res = evaluate_all(data)
+    assert not res.errors
+    bad = [(h, m, n, v) for (h, m), vals in res.values.items() for n, v in vals.items() if not v >= 0]
+    assert bad == []
+
+
 def test_two_step_forms(data):
     sc = Scenario(data, "gb200-nvl72", "deepseek-v3")
     c, w, kv = (mag(sc.value(n), "s") for n in ("compute_time", "weight_fetch_time", "kv_fetch_time"))

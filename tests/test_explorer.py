@@ -1,0 +1,268 @@
+"""The report's live explorer: its JavaScript is SymPy's printing of the closed forms, its numbers
+in a real browser (Debian's Chromium driven by Playwright) equal `build.py eval --json`, and
+without JavaScript the page is still the whole static report.
+"""
+import contextlib
+import importlib.util
+import io
+import json
+import math
+import os
+import re
+import shutil
+
+import pytest
+import sympy as sp
+
+from conftest import ROOT, run_cli
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+needs_browser = pytest.mark.skipif(
+    CHROMIUM is None and not os.environ.get("CI"),
+    reason="Chromium is not installed (apt-get install chromium); CI runs this test")
+BROWSER_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--no-first-run",
+                "--disable-component-update", "--disable-sync"]
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory):
+    out = tmp_path_factory.mktemp("explorer")
+    r = run_cli("--out", str(out), "--no-pdf")
+    assert r.returncode == 0, r.stderr
+    return out / "report.html"
+
+
+def _functions_in_page(html: str) -> dict:
+    """name -> JavaScript expression, read back from the page's script."""
+    m = re.search(r"const CHALKBOARD_FUNCTIONS = \{\n(.*?)\n\};", html, re.S)
+    assert m, "the page defines no printed functions"
+    return dict(re.findall(r'^  "(\w+)": function \(v\) \{ return (.*?); \},$', m.group(1), re.S | re.M))
+
+
+def _below(name):
+    """Every derived quantity the definition of ``name`` reads, all the way down (itself included)."""
+    from derivations import REGISTRY
+
+    q = REGISTRY[name]
+    if q.is_input:
+        return set()
+    out = {name}
+    for s in q.expr.free_symbols:
+        out |= _below(REGISTRY.q(s).name)
+    return out
+
+
+# -- (a) the script holds no formula typed by hand ------------------------------------------------
+def test_page_functions_are_sympys_javascript_of_the_closed_forms(report):
+    from chalkboard import explorer
+    from derivations import REGISTRY
+
+    funcs = _functions_in_page(report.read_text(encoding="utf-8"))
+    # the quantities the explorer shows, and the domain checks (``valid``) below them
+    guards = {d for n in explorer.QUANTITIES for d in _below(n) if REGISTRY[d].valid}
+    assert set(funcs) == set(explorer.QUANTITIES) | guards
+    assert {"step_time", "latency_floor", "balance_batch", "cost_per_token", "mfu", "throughput"} <= set(funcs)
+    for name, code in funcs.items():
+        expected = sp.jscode(REGISTRY.closed_form(name))    # SymPy's own printer, symbols by name
+        got = code.replace("v.", "")
+        if "Math.floor" in expected:  # the page's floor allows 1e-9, as the compiled path does
+            got = got.replace(" + 1e-09)", ")")
+        assert got == expected, name
+
+
+def test_explorer_script_names_no_quantity():
+    """The hand-written script reads quantities only through the data and the printed functions."""
+    from derivations import REGISTRY
+
+    src = (ROOT / "templates" / "explorer.html.j2").read_text(encoding="utf-8")
+    script = src[src.rindex("<script>"):]
+    words = set(re.findall(r"[A-Za-z_]\w*", script))
+    assert words & set(REGISTRY.quantities) == set()
+    assert "{{ explorer.functions | safe }}" in src  # the printed functions come from Python
+
+
+def test_explorer_data_has_every_chip_and_model_and_base_units(data):
+    from chalkboard import explorer
+    from chalkboard.evaluate import Scenario
+
+    sc = Scenario(data, "h100-sxm", "llama-3-70b", {"context": "4096"})
+    d = explorer.data(data, sc)
+    assert [h for h, _ in d["hardware"]] == list(data.hardware)
+    assert [m for m, _ in d["models"]] == list(data.models)
+    assert {s["name"]: s["start"] for s in d["sliders"]} == {"batch": 2000, "context": 4096, "chips": 8}
+    i = d["inputs"]
+    # H100 SXM: 3.35 TB/s of HBM bandwidth, 80 GB (NVIDIA H100 datasheet, as in hardware.yaml), in byte/s and byte
+    h100 = {**i["constants"], **i["hardware"]["h100-sxm"]}
+    assert h100["hbm_bandwidth"] == pytest.approx(3.35e12) and h100["hbm_capacity"] == pytest.approx(80e9)
+    # Llama 3 70B in bf16: 2 bytes per weight (its default format); the H100 computes bf16 at 989.5 TFLOP/s dense
+    llama = {**i["constants"], **i["models"]["llama-3-70b"], **i["pairs"].get("h100-sxm|llama-3-70b", {})}
+    assert llama["bytes_per_weight"] == 2.0 and llama["peak_flops"] == pytest.approx(989.5e12)
+    # DeepSeek-V3 is stored in fp8: the same chip computes at its fp8 rate, 1,979 TFLOP/s dense
+    ds = {**i["models"]["deepseek-v3"], **i["pairs"].get("h100-sxm|deepseek-v3", {})}
+    assert ds["bytes_per_weight"] == 1.0 and ds["peak_flops"] == pytest.approx(1979e12)
+
+
+# -- (b) the numbers in a browser equal `build.py eval --json` ------------------------------------
+_CLI = None
+
+
+def _eval(quantity, hw, model, sets):
+    """`build.py eval QUANTITY --hardware HW --model MODEL --set ... --json`, in this process."""
+    global _CLI
+    if _CLI is None:
+        spec = importlib.util.spec_from_file_location("chalkboard_cli", ROOT / "build.py")
+        _CLI = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(_CLI)
+    argv = ["eval", quantity, "--hardware", hw, "--model", model, "--json"]
+    for k, v in sets.items():
+        argv += ["--set", f"{k}={v}"]
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        rc = _CLI.main(argv)
+    return rc, (json.loads(out.getvalue()) if rc == 0 else err.getvalue())
+
+
+def _base(value, unit):
+    from units import Quantity, unit as parse_unit
+
+    return float(Quantity(value, parse_unit(unit)).to_base_units().magnitude)
+
+
+def _check_display(text, value_base):
+    """The shown number, in the unit shown, is the value rounded to the digits shown."""
+    from units import Quantity, unit as parse_unit
+
+    text = text.replace(" †", "")
+    m = re.fullmatch(r"(-?[\d,]*\.?\d*(?:e-?\d+)?)\s*(.*)", text)
+    assert m, text
+    num, label = m.group(1).replace(",", ""), m.group(2)
+    label = {"sequences": "sequence", "tokens": "token", "chips": "chip"}.get(label, label)
+    expected = float(Quantity(value_base, parse_unit("")).magnitude) if not label else \
+        value_base / float(Quantity(1.0, parse_unit(label)).to_base_units().magnitude)
+    mant = num.split("e")[0]
+    decimals = len(mant.split(".")[1]) if "." in mant else 0
+    scale = 10 ** int(num.split("e")[1]) if "e" in num else 1
+    assert abs(float(num) - expected) <= 0.5 * 10 ** -decimals * scale * (1 + 1e-9), (text, expected)
+
+
+def _set_box(page, name, value):
+    page.fill(f"#x-number-{name}", str(value))   # fires the input event, as typing does
+
+
+COMBOS = [
+    # hardware, model, batch, context, chips (None: the chip's default)
+    ("gb200-nvl72", "deepseek-v3", 2000, 8192, None),
+    ("h100-sxm", "llama-3-70b", 100, 4096, None),
+    ("h100-sxm", "llama-3-70b", 2000, 4096, None),        # does not fit: 441% of HBM (README)
+    ("b200", "mixtral-8x22b", 333, 30000, 4),
+    ("h100-sxm", "deepseek-v3", 64, 32768, 16),
+]
+
+
+@needs_browser
+def test_explorer_numbers_match_eval(report):
+    from playwright.sync_api import sync_playwright
+
+    from chalkboard import explorer
+
+    errors, requests, checked = [], [], 0
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=BROWSER_ARGS)
+        page = browser.new_page(viewport={"width": 1200, "height": 900})
+        page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.on("request", lambda r: requests.append(r.url))
+        page.goto(report.as_uri(), wait_until="load")
+        assert page.is_visible("#explorer")
+        assert page.is_hidden("#explorer-off")
+        for hw, model, batch, ctx, chips in COMBOS:
+            page.select_option("#x-hardware", hw)
+            page.select_option("#x-model", model)
+            _set_box(page, "batch", batch)
+            _set_box(page, "context", ctx)
+            if chips is not None:
+                _set_box(page, "chips", chips)
+            sets = {"batch": batch, "context": ctx, **({"chips": chips} if chips else {})}
+            shown_chips = int(page.input_value("#x-number-chips"))
+            rc, ref = _eval("chips", hw, model, sets)
+            assert rc == 0 and shown_chips == pytest.approx(ref["value"])  # the chip's default follows it
+            for q in explorer.QUANTITIES:
+                out = page.locator(f"#x-q-{q}")
+                text, value = out.text_content(), out.get_attribute("data-value")
+                rc, ref = _eval(q, hw, model, sets)
+                where = f"{q} on {hw} x {model} {sets}: page {text!r}"
+                if rc != 0:     # not published for this pair: the page says n/a with the reason
+                    assert text == "n/a" and out.get_attribute("title"), where
+                    continue
+                want = _base(ref["value"], ref["unit"])
+                got = float(value)
+                assert math.isclose(got, want, rel_tol=1e-9), (where, got, want)
+                _check_display(text, got)
+                if ref["feasible"] is not None:   # † and the fit agree with eval's verdict
+                    assert out.get_attribute("data-fits") == ("yes" if ref["feasible"] else "no"), where
+                    assert text.endswith("†") != ref["feasible"], where
+                checked += 1
+            figs = page.eval_on_selector_all(".x-figs svg", "els => els.map(e => e.querySelectorAll('polyline').length)")
+            assert figs[0] == 1, (hw, model)   # step time against batch is drawn for every pair here
+        # the log slider moves the number and the numbers with it
+        before = page.locator("#x-q-step_time").get_attribute("data-value")
+        page.eval_on_selector("#x-range-batch", "e => { e.value = '500'; e.dispatchEvent(new Event('input')); }")
+        batch = int(page.input_value("#x-number-batch"))
+        assert batch != 64 and page.locator("#x-q-step_time").get_attribute("data-value") != before
+        rc, ref = _eval("step_time", "h100-sxm", "deepseek-v3", {"batch": batch, "context": 32768, "chips": 16})
+        assert math.isclose(float(page.locator("#x-q-step_time").get_attribute("data-value")),
+                            _base(ref["value"], ref["unit"]), rel_tol=1e-9)
+        browser.close()
+    assert errors == []
+    assert [u for u in requests if not u.startswith("file://")] == []
+    assert checked >= 40
+
+
+@needs_browser
+def test_printed_max_min_floor_piecewise_evaluate_like_python():
+    """SymPy's JavaScript for Max, Min, floor and Piecewise gives the compiled path's numbers."""
+    from playwright.sync_api import sync_playwright
+
+    from chalkboard import compiled, explorer
+    from derivations import REGISTRY
+
+    B, L, S = (REGISTRY[n].sym for n in ("batch", "context", "chips"))
+    exprs = [sp.Max(B, L, S), sp.Min(1, B / L), sp.floor(B / S), sp.floor(3 * S / S),
+             sp.Piecewise((B, B > L), (2 * L, True)), sp.Max(B / S, sp.Min(L, 7)) + sp.floor(L / 3)]
+    points = [{"batch": 2000.0, "context": 8192.0, "chips": 72.0}, {"batch": 9000.0, "context": 31.0, "chips": 3.0}]
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=BROWSER_ARGS)
+        page = browser.new_page()
+        for e in exprs:
+            fn = sp.lambdify([B, L, S], e, modules=compiled._SCALAR)
+            for v in points:
+                got = page.evaluate(f"(v) => {explorer.to_js(e)}", v)
+                assert got == pytest.approx(float(fn(v["batch"], v["context"], v["chips"])), rel=1e-12), (e, v)
+        browser.close()
+
+
+# -- (c) without JavaScript: the static report ----------------------------------------------------
+@needs_browser
+def test_page_without_javascript_is_the_static_report(report):
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=BROWSER_ARGS)
+        page = browser.new_context(java_script_enabled=False).new_page()
+        page.goto(report.as_uri(), wait_until="load")
+        assert page.is_hidden("#explorer")
+        assert page.is_visible("#explorer-off")
+        sizes = page.eval_on_selector_all(
+            "math", "els => els.map(e => { const r = e.getBoundingClientRect(); return [r.width, r.height]; })")
+        n_svg = page.eval_on_selector_all("figure svg", "els => els.length")
+        assert len(sizes) > 50 and all(w > 0 and h > 0 for w, h in sizes)
+        assert n_svg >= 5
+        assert page.is_visible("#summary table") and page.is_visible("#sec-roofline")
+        browser.close()
+
+
+def test_explorer_adds_little_to_the_page(report):
+    html = report.read_text(encoding="utf-8")
+    start = html.index('<section id="explorer"')
+    end = html.index("</script>", html.index("(function () {")) + len("</script>")
+    assert end - start < 80_000, f"the explorer takes {end - start:,} bytes"

@@ -1,0 +1,170 @@
+"""Defects a reader of the built report can see, checked on the report as `python build.py` writes it.
+
+The report is built once for the module (HTML and PDF). Each test looks for one class of
+defect in what a person reads: the HTML page's prose (formulas, figures, styles and code
+stripped) and the PDF's extracted text; one renders the PDF's pages as images to find pages
+left half empty. The last test opens the page at a phone's width in
+Debian's Chromium (driven by Playwright, as tests/test_browser.py does) and checks that it
+does not scroll sideways.
+"""
+import html as htmllib
+import os
+import re
+import shutil
+
+import pytest
+
+from conftest import run_cli
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    out = tmp_path_factory.mktemp("defects")
+    r = run_cli("--out", str(out), "--force")
+    assert r.returncode == 0, r.stderr
+    return out
+
+
+@pytest.fixture(scope="module")
+def page(built):
+    return (built / "report.html").read_text()
+
+
+def _prose(page: str, keep_code: bool = False) -> str:
+    """What the HTML page says in words: no styles, figures or formulas (nor code, unless asked)."""
+    s = re.sub(r"<style.*?</style>", " ", page, flags=re.S)
+    s = re.sub(r"<svg.*?</svg>", " ", s, flags=re.S)
+    s = re.sub(r"<math.*?</math>", " ", s, flags=re.S)
+    if not keep_code:
+        s = re.sub(r"<code>.*?</code>", " ", s, flags=re.S)
+    s = re.sub(r"<(p|div|li|tr|td|th|h\d|summary|figcaption|section)\b[^>]*>", "\n", s)
+    s = re.sub(r"<[^>]+>", "", s)
+    return htmllib.unescape(s)
+
+
+@pytest.fixture(scope="module")
+def prose(page):
+    return _prose(page)
+
+
+@pytest.fixture(scope="module")
+def pdf_text(built):
+    from pypdf import PdfReader
+    return "\n".join(p.extract_text() for p in PdfReader(str(built / "report.pdf")).pages)
+
+
+def _hits(pattern, text, flags=0, width=50):
+    return [text[max(0, m.start() - width):m.end() + width].replace("\n", " ")
+            for m in re.finditer(pattern, text, flags)][:5]
+
+
+# -- template leftovers --------------------------------------------------------------------
+LEFTOVERS = r"\{\{|\}\}|\{%|%\}|<<|>>|<%|%>|\{[a-z_]+(?:![rs])?(?::[^{}]*)?\}"
+
+
+def test_no_unfilled_placeholders_or_template_syntax(page, prose, pdf_text):
+    assert _hits(LEFTOVERS, _prose(page, keep_code=True)) == []
+    assert _hits(LEFTOVERS, pdf_text) == []
+    # nor a rendered "None" or "undefined" where a value should be
+    assert _hits(r"\bNone\b|\bundefined\b|\bnan\b", prose) == []
+
+
+# -- numbers ---------------------------------------------------------------------------------
+E_NOTATION = r"(?<![\w.])[-−]?\d+(?:\.\d+)?[eE][+-]?\d+\b"
+
+
+def test_no_e_notation_in_prose(prose, pdf_text):
+    """'6.71e11 parameters' is how a program prints; a report says 6.71 × 10¹¹. Code (input
+    names, settings) may hold such text; the words, tables and typeset numbers may not."""
+    assert _hits(E_NOTATION, prose) == []
+    assert _hits(E_NOTATION, pdf_text) == []
+
+
+def test_no_doubled_units(prose, pdf_text):
+    """'70.3 kB/token per token of context': the unit already says per token."""
+    doubled = r"/\s*(\w+)\s+per\s+\1\b|\bper\s+(\w+)\s+per\s+\2\b"
+    for text in (prose, pdf_text):
+        flat = re.sub(r"\s+", " ", text)
+        assert _hits(doubled, flat) == []
+
+
+def test_reciprocal_units_read_per(prose, pdf_text):
+    """A count per chip reads '4 per chip': neither '4 1/chip' nor '4 /chip' beside a number."""
+    assert _hits(r"\d\s+1/[A-Za-z]", prose) == []
+    assert _hits(r"\d\s+/[A-Za-z]", prose) == []
+    assert _hits(r"\d\s+1/[A-Za-z]", pdf_text) == []
+
+
+# -- structure -------------------------------------------------------------------------------
+def test_no_empty_numbering_level(page, pdf_text):
+    """Steps numbered 1.0.1 … 7.0.17 have an empty middle level."""
+    assert _hits(r"(?<![\d.])\d+\.0\.\d+", pdf_text) == []
+    headings = " ".join(re.findall(r"<h\d[^>]*>(.*?)</h\d>", page, flags=re.S))
+    assert _hits(r"(?<![\d.])\d+\.0\.\d+", headings) == []
+
+
+def test_sentences_do_not_run_on(pdf_text):
+    """Each note under a formula is its own line: 'solved … for batch With the named …' is one
+    note run into the next."""
+    assert _hits(r"[a-z0-9)\]] With the named constants", pdf_text) == []
+    assert _hits(r"[a-z0-9)\]] Closed form \(", pdf_text) == []
+
+
+def test_lecture_times_cannot_be_read_as_seconds(prose, pdf_text):
+    """A chapter starting '(0:32)' into a two-hour lecture reads as 32 seconds."""
+    for text in (prose, pdf_text):
+        flat = re.sub(r"\s+", " ", text)
+        assert _hits(r"\(\d:\d\d\)|from \d+:\d\d into", flat) == []
+
+
+def test_no_half_empty_pdf_pages(built):
+    """Every PDF page but the last is written down to near its foot: a section start, a figure
+    or a formula block that does not fit must not leave half a page blank. The report's Typst
+    source is rendered as images (at a low resolution) and the lowest inked row of each page's
+    body measured; the page number in the bottom margin is not counted."""
+    import io
+
+    import matplotlib.image as mpimg
+    import numpy as np
+    import typst
+
+    pages = typst.compile(str(built / "report.typ"), root=str(built), format="png", ppi=20)
+    short = []
+    for i, png in enumerate(pages[:-1], start=1):
+        grey = mpimg.imread(io.BytesIO(png), format="png")[..., :3].mean(axis=2)
+        height = grey.shape[0]
+        inked = np.where((grey < 0.9).any(axis=1))[0]
+        body = inked[inked < 0.9 * height]  # the page number sits below 90% of the height
+        low = body.max() / height if len(body) else 0.0
+        if low < 0.7:
+            short.append((i, round(float(low), 2)))
+    assert short == [], f"pages (number, lowest text as a share of the height): {short}"
+
+
+# -- the page at a phone's width -------------------------------------------------------------
+@pytest.mark.skipif(CHROMIUM is None and not os.environ.get("CI"),
+                    reason="Chromium is not installed (apt-get install chromium); CI runs this test")
+def test_page_does_not_scroll_sideways_at_390_px(built):
+    from playwright.sync_api import sync_playwright
+
+    assert CHROMIUM, "CI must install Chromium"
+    with sync_playwright() as p:
+        browser = p.chromium.launch(
+            executable_path=CHROMIUM, headless=True,
+            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--no-first-run",
+                  "--disable-component-update", "--disable-sync"])
+        try:
+            view = browser.new_page(viewport={"width": 390, "height": 844})
+            view.goto((built / "report.html").as_uri(), wait_until="load")
+            width = view.evaluate("document.scrollingElement.scrollWidth")
+            # what sticks out, to say where the page is too wide
+            wide = view.evaluate("""() => [...document.querySelectorAll('body *')]
+                .filter(e => e.getBoundingClientRect().right > 391)
+                .filter(e => !e.parentElement.closest('.scroll, math'))
+                .slice(0, 5).map(e => e.tagName + (e.id ? '#' + e.id : '') + ' ' +
+                                 Math.round(e.getBoundingClientRect().right))""")
+        finally:
+            browser.close()
+    assert width <= 390 + 1, wide
