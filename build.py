@@ -97,7 +97,8 @@ def _parse_sets(pairs):
 
 def _load(args):
     from chalkboard.data import load
-    data = load(ROOT, args.hardware_file, args.models_file, getattr(args, "model_config", None))
+    data = load(ROOT, args.hardware_file, args.models_file, args.prices_file,
+                model_config=getattr(args, "model_config", None))
     if data.config_model:  # what reading the config assumed, said once
         m = data.models[data.config_model]
         print(f"note: {m.file}: read as model {m.id}: {'; '.join(m.assumed)}", file=sys.stderr)
@@ -119,8 +120,10 @@ def cmd_check(args) -> int:
     dt = time.perf_counter() - t0
     print(f"chalkboard check: {len(REGISTRY.quantities)} quantities in {len(REGISTRY.sections)} sections")
     print(f"  dimension check : {rep.definitions} definitions and {rep.equations} equations "
-          f"({rep.terms} sums/max/min compared), {rep.identities} identities verified symbolically")
+          f"({rep.terms} sums/max/min compared), {rep.identities} identities verified symbolically "
+          f"({rep.in_functions} of them in undefined functions: the reversible layers' inverses)")
     print(f"  data            : {len(data.hardware)} hardware entries, {len(data.models)} models, "
+          f"{len(data.prices)} price snapshots, {len(data.tiers)} memory tiers, "
           f"{len(data.sources)} sources, every value parsed to its declared dimension")
     print(f"  evaluations     : {res.count_ok} numbers over {len(data.hardware)} x {len(data.models)} "
           f"hardware x model pairs; {res.count_na} not applicable (an input not published, "
@@ -325,6 +328,8 @@ def make_parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--hardware-file", default="hardware.yaml", help="hardware data (default: %(default)s)")
     common.add_argument("--models-file", default="models.yaml", help="model data (default: %(default)s)")
+    common.add_argument("--prices-file", default="prices.yaml",
+                        help="API price snapshots and memory tiers (default: %(default)s)")
 
     p = _Parser(
         prog="build.py", parents=[common],

@@ -432,7 +432,8 @@ def build(root: Path, args) -> int:
     source_date_epoch()
     print("chalkboard build", file=sys.stderr)
     t = time.perf_counter()
-    data = load(root, args.hardware_file, args.models_file, getattr(args, "model_config", None))
+    data = load(root, args.hardware_file, args.models_file, getattr(args, "prices_file", "prices.yaml"),
+                model_config=getattr(args, "model_config", None))
     if data.config_model:
         m = data.models[data.config_model]
         print(f"  note: {m.file}: read as model {m.id}: {'; '.join(m.assumed)}", file=sys.stderr)

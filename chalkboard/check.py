@@ -4,13 +4,15 @@ Each expression is walked with unit-valued placeholders (the same walk that eval
 numbers), so a sum of mismatched terms fails naming the quantity and the two terms; a
 definition whose result does not have its declared unit fails naming both units; an
 equation whose sides differ fails naming the equation. Identities (equations both of
-whose sides SymPy can expand) must also hold symbolically.
+whose sides SymPy can expand) must also hold symbolically; they may be written in undefined
+functions (a reversible layer's f), which keep their argument's dimension.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
 import sympy as sp
+from sympy.core.function import AppliedUndef
 
 from units import Quantity
 
@@ -22,6 +24,7 @@ class CheckReport:
     definitions: int = 0
     equations: int = 0
     identities: int = 0
+    in_functions: int = 0   # identities in undefined functions (the reversible maps' inverses)
     terms: int = 0          # sums, maxes and mins whose terms were compared
     failures: list[str] = field(default_factory=list)
 
@@ -49,7 +52,11 @@ def check_definition(registry, q) -> None:
 
 def check_equation(registry, eq) -> bool:
     """Raise on a dimension mismatch; return True if the two sides are also identical."""
-    leaf = placeholders(registry)
+    known = placeholders(registry)
+    local = {s: Quantity(float(sp.sqrt(sp.prime(i + 2))), "") for i, s in enumerate(eq.free)}
+
+    def leaf(sym):
+        return local[sym] if sym in local else known(sym)
     lhs = walk(eq.lhs, leaf, where=eq.name, dims_only=True)
     rhs = walk(eq.rhs, leaf, where=eq.name, dims_only=True)
     if lhs.dimensionality != rhs.dimensionality:
@@ -74,6 +81,7 @@ def check_all(registry) -> CheckReport:
             rep.terms += _count_terms(eq.lhs) + _count_terms(eq.rhs)
             if eq.identity:
                 rep.identities += 1
+                rep.in_functions += bool(eq.free) or eq.lhs.has(AppliedUndef) or eq.rhs.has(AppliedUndef)
                 if not same:
                     rep.failures.append(f"{eq.name}: the two sides are not equal symbolically")
         except DimensionMismatch as e:

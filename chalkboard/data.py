@@ -1,4 +1,4 @@
-"""Load and validate hardware.yaml and models.yaml.
+"""Load and validate hardware.yaml, models.yaml and prices.yaml.
 
 Every value in the files is a string with a unit, read by Pint (never by YAML), checked
 against the dimension of the quantity it feeds, and carried with its source and as-of
@@ -204,12 +204,37 @@ MODEL_CHOICES = {"weight_format": (NUMBER_FORMAT_NAMES, True), "kv_format": (NUM
 MODEL_TAGS = {"name": True, "source": False, "note": False, "label": False}
 
 
+# prices.yaml: API price snapshots (USD per million tokens) and the memory tiers below HBM.
+PRICE_FIELDS = {
+    "input_price": ("USD/Mtoken", True),
+    "output_price": ("USD/Mtoken", True),
+    "long_context_threshold": ("token/sequence", False),
+    "long_input_price": ("USD/Mtoken", False),
+    "long_output_price": ("USD/Mtoken", False),
+    "cache_write_5m_price": ("USD/Mtoken", False),
+    "cache_write_1h_price": ("USD/Mtoken", False),
+    "cache_read_price": ("USD/Mtoken", False),
+}
+PRICE_TAGS = {"name": True, "provider": True, "source": False, "note": False}
+LONG_CONTEXT_FIELDS = ("long_context_threshold", "long_input_price", "long_output_price")
+TIER_FIELDS = {
+    "capacity": ("byte", True),
+    "bandwidth": ("byte/s", True),
+    "cost": ("USD/hour", False),
+}
+TIER_TAGS = {"name": True, "source": False, "note": False}
+MEMORY_TIERS = ("ddr", "flash", "disk")   # below HBM, fastest first; HBM is the chip's own
+
+
 @dataclass
 class Data:
     hardware: dict[str, Entry]
     models: dict[str, Entry]
     sources: dict[str, Source]
     files: dict[str, str]
+    prices: dict[str, Entry] = field(default_factory=dict)
+    tiers: dict[str, Entry] = field(default_factory=dict)
+    default_price: str | None = None
     config_model: str | None = None   # the id of the model read with --model-config, if any
 
 
@@ -355,7 +380,8 @@ def is_whole(x) -> bool:
 
 
 def _example(unit):
-    return {"FLOP/s": "989 TFLOP/s", "byte": "80 GB", "byte/s": "3.35 TB/s", "chip": "8 chip",
+    return {"USD/Mtoken": "5 USD/Mtoken", "token/sequence": "200000 token/sequence",
+            "FLOP/s": "989 TFLOP/s", "byte": "80 GB", "byte/s": "3.35 TB/s", "chip": "8 chip",
             "USD/hour": "2.99 USD/hour", "parameter": "70e9 parameter"}.get(unit, "1")
 
 
@@ -444,9 +470,43 @@ def check_counts(overrides) -> None:
             raise InputError(f"--set {name}={v.magnitude:g}: must be a whole number (it counts something)")
 
 
+PRICES_FILE = "prices.yaml"   # optional under this default name; a --prices-file given must exist
+
+
+def load_prices(root: Path, prices_file: str = PRICES_FILE):
+    """(price entries, memory-tier entries, default price id, sources) from prices.yaml."""
+    doc = _read_yaml(root / prices_file, prices_file)
+    known = {"default", "sources", "prices", "memory_tiers"}
+    for k in doc:
+        if k not in known:
+            raise DataError(prices_file, _text(prices_file, None, None, k), None,
+                            f"unknown section (known: {', '.join(sorted(known))})")
+    sources = _sources(doc, prices_file)
+    prices = _entries(doc, prices_file, "prices", "price", PRICE_FIELDS, PRICE_TAGS, {}, sources)
+    for p in prices.values():
+        given = [f for f in LONG_CONTEXT_FIELDS if f in p.values]
+        if given and len(given) != len(LONG_CONTEXT_FIELDS):
+            missing = next(f for f in LONG_CONTEXT_FIELDS if f not in p.values)
+            raise DataError(prices_file, p.id, missing,
+                            f"missing (a long-context tier gives {', '.join(LONG_CONTEXT_FIELDS)} together)")
+        for long, base in (("long_input_price", "input_price"), ("long_output_price", "output_price")):
+            if long in p.values and p.values[long].quantity < p.values[base].quantity:
+                raise DataError(prices_file, p.id, long, f"is below {base} (a long-context tier costs more)")
+    tiers = _entries(doc, prices_file, "memory_tiers", "tier", TIER_FIELDS, TIER_TAGS, {}, sources)
+    for t in tiers:
+        if t not in MEMORY_TIERS:
+            raise DataError(prices_file, t, None, f"unknown memory tier (known: {', '.join(MEMORY_TIERS)})")
+    default = doc.get("default")
+    if not isinstance(default, str) or not default.strip():
+        raise DataError(prices_file, "default", None, "missing: name the price entry used unless --set price=ID")
+    if default not in prices:
+        raise DataError(prices_file, "default", None, f"{default!r} is not a price entry (known: {', '.join(prices)})")
+    return prices, tiers, default, sources
+
+
 def load(root: Path, hardware_file: str = "hardware.yaml", models_file: str = "models.yaml",
-         model_config: str | None = None) -> Data:
-    """The hardware and model files, and with ``model_config`` one more model read from a
+         prices_file: str = "prices.yaml", model_config: str | None = None) -> Data:
+    """The hardware, model and price files, and with ``model_config`` one more model read from a
     Hugging Face config.json (a path as given, relative to the working folder)."""
     hw_doc = _read_yaml(root / hardware_file, hardware_file)
     hw_sources = _sources(hw_doc, hardware_file)
@@ -463,8 +523,14 @@ def load(root: Path, hardware_file: str = "hardware.yaml", models_file: str = "m
                       MODEL_CHOICES, m_sources)
     for m in models.values():
         _check_model(models_file, m)
-    data = Data(hardware, models, {**hw_sources, **m_sources},
-                {"hardware": hardware_file, "models": models_file})
+    if prices_file == PRICES_FILE and not (root / prices_file).exists():
+        # no price data beside the other files: the price-dependent quantities are not applicable
+        prices, tiers, default_price, p_sources = {}, {}, None, {}
+    else:
+        prices, tiers, default_price, p_sources = load_prices(root, prices_file)
+    data = Data(hardware, models, {**hw_sources, **m_sources, **p_sources},
+                {"hardware": hardware_file, "models": models_file, "prices": prices_file},
+                prices, tiers, default_price)
     if model_config:
         from .hfconfig import add_config_model  # reads the derivations: loaded only when asked for
         add_config_model(data, model_config)

@@ -13,6 +13,7 @@ from functools import lru_cache
 import math
 
 import sympy as sp
+from sympy.core.function import AppliedUndef
 
 from derivations import (ATTENTION_FLOPS_BY_ATTENTION, ATTENTION_PARAMS_BY_ATTENTION, CHOICE_INPUTS,
                          KV_BYTES_BY_ATTENTION, REGISTRY)
@@ -97,6 +98,14 @@ def walk(expr: sp.Expr, leaf, where: str = "expression", dims_only: bool = False
                 raise ValueError(f"the logarithm of {term} = {x:g} is undefined")
             x = abs(x) or 1.0
         return Quantity(math.log(x), _ONE)
+    if isinstance(expr, AppliedUndef):
+        # an arbitrary map f of one argument (a layer of a reversible network): it keeps its
+        # argument's dimension, so y + f(x) is checked like y + x. It has no value to compute.
+        if not dims_only:
+            raise TypeError(f"{where}: {expr.func} is an undefined function; it has no value")
+        if len(args) != 1:
+            raise TypeError(f"{where}: undefined function {expr} of {len(args)} arguments")
+        return args[0]
     raise TypeError(f"{where}: cannot evaluate {type(expr).__name__} ({expr})")
 
 
@@ -125,6 +134,7 @@ class InputRecord:
 
 
 FORMAT_KEYS = ("format", "weight_format", "kv_format", "compute_format")
+SELECT_KEYS = ("price",)   # --set price=ID picks a price snapshot of prices.yaml
 DENSE_MOE_DEFAULTS = {"experts": 1.0, "experts_per_token": 1.0, "moe_layers": 0.0, "d_expert": 0.0,
                       "shared_experts": 0.0}
 BY_ATTENTION = {"kv_bytes_per_token": KV_BYTES_BY_ATTENTION,
@@ -197,6 +207,11 @@ class Scenario:
             self._compute_error = None
         except MissingInput as e:  # raised when a FLOP/s is read, so rate-free numbers still evaluate
             self.compute_format, self.compute_note, self._compute_error = None, None, e
+        price_id = o.pop("price", None) or data.default_price
+        if price_id is not None and price_id not in data.prices:
+            raise InputError(f"{data.files.get('prices', 'prices.yaml')}: unknown price id {price_id!r} "
+                             f"(known: {', '.join(data.prices)})")
+        self.price = data.prices.get(price_id) if price_id is not None else None
         self.is_dense = "experts" not in self.model.values and "experts" not in o
         self._cache: dict[str, object] = {}
         self._fixed: dict[str, object] = {}
@@ -223,6 +238,11 @@ class Scenario:
             if q.field and not q.field.startswith("<") and q.field != q.name:
                 field_to_q[q.field] = q.name
         for name, text in raw.items():
+            if name in SELECT_KEYS:
+                if not text:
+                    raise InputError(f"--set {name}=: give a price id of prices.yaml")
+                out[name] = text
+                continue
             if name in FORMAT_KEYS:
                 allowed = RATE_FORMATS if name == "compute_format" else tuple(NUMBER_FORMATS)
                 if text not in allowed:
@@ -264,8 +284,8 @@ class Scenario:
         if name in self.overrides:
             v = self.overrides[name]
         else:
-            entry = self.model if q.origin == "model" else self.hw if q.origin == "hardware" else None
-            val = entry.get(q.field) if entry is not None and q.field else None
+            entry, fld = self._entry_of(q)
+            val = entry.get(fld) if entry is not None and fld else None
             if val is None:
                 return None
             v = val.quantity
@@ -290,6 +310,19 @@ class Scenario:
                                  f"for {self.model.id}: {why}")
 
     # -- inputs ---------------------------------------------------------------------------
+    def _entry_of(self, q):
+        """(data entry, field) an input of origin hardware, model, price or tier is read from."""
+        if q.origin == "model":
+            return self.model, q.field
+        if q.origin == "hardware":
+            return self.hw, q.field
+        if q.origin == "price":
+            return self.price, q.field
+        if q.origin == "tier":
+            tier, fld = q.field.split(".", 1)
+            return self.data.tiers.get(tier), fld
+        return None, None
+
     def _record(self, name, value, source, url=None, as_of=None, note=None):
         self.records[name] = InputRecord(name, value, source, url, as_of, note)
         return value
@@ -298,7 +331,7 @@ class Scenario:
         v = entry.get(fld)
         if v is None:
             raise MissingInput(f"{entry.id} has no {fld}")
-        file = self.data.files["hardware" if entry.kind == "hardware" else "models"]
+        file = self.data.files[{"hardware": "hardware", "model": "models"}.get(entry.kind, "prices")]
         src = v.source.title if entry.file else f"{file}: {entry.id}.{fld}: {v.source.title}"
         return self._record(name, v.quantity, src,
                             v.source.url, v.as_of, " ".join(x for x in (v.note, note) if x) or None)
@@ -364,6 +397,13 @@ class Scenario:
             val = self._from_value(name, self.hw, q.field)
         elif q.origin == "model":
             val = self._from_value(name, self.model, q.field)
+        elif q.origin in ("price", "tier"):
+            entry, fld = self._entry_of(q)
+            if entry is None:
+                what = "no price snapshot (no prices.yaml, or none selected with --set price=ID)" \
+                    if q.origin == "price" else f"prices.yaml has no memory tier {q.field.split('.')[0]!r}"
+                raise MissingInput(f"{name}: {what}")
+            val = self._from_value(name, entry, fld)
         else:  # pragma: no cover
             raise TypeError(name)
         self._cache[name] = val

@@ -11,6 +11,7 @@ import io
 import numpy as np
 
 from .evaluate import MissingInput, NotApplicable, Scenario
+from .figures_prices import cost_vs_context
 
 _STYLE = {
     "svg.hashsalt": "chalkboard",      # deterministic ids: two builds give identical SVG
@@ -343,6 +344,7 @@ FIGURES = {
     "a2a_vs_racks": ("All-to-all time vs racks spanned", a2a_vs_racks, "moe_rack"),
     "step_breakdown": ("Step-time breakdown, one vs two racks", step_breakdown, "moe_rack"),
     "memory_vs_stages": ("Memory per chip vs pipeline stages", memory_vs_stages, "pipeline_memory"),
+    "cost_vs_context": ("Chip time per token vs context, and the price tier", cost_vs_context, "price_tiers"),
 }
 
 

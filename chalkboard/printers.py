@@ -6,9 +6,11 @@ HTML page and the PDF is the same expression SymPy computed.
 """
 from __future__ import annotations
 
+import re
 from html import escape
 
 import sympy as sp
+from sympy.core.function import AppliedUndef
 
 from derivations import REGISTRY
 
@@ -94,6 +96,10 @@ def _build(e, values):
         if x.is_Number and x < 0:
             return ("frac", ("num", "1"), _node(b ** -x, values))
         return ("pow", _node(b, values), _node(x, values))
+    if isinstance(e, AppliedUndef):   # an arbitrary map: f(x), or f₁(x) for a function named f1
+        m = re.fullmatch(r"([A-Za-z]+)(\d*)", str(e.func))
+        base, sub = (m.group(1), m.group(2) or None) if m else (str(e.func), None)
+        return ("ufunc", base, sub, [_node(a, values) for a in e.args])
     raise TypeError(f"cannot typeset {type(e).__name__}: {e}")
 
 
@@ -115,7 +121,7 @@ def _fraction(e):
     return sp.Mul(*num), sp.Mul(*den)
 
 
-_RANK = {"constant": 0, "workload": 1, "model": 2, "hardware": 3, "derived": 4}
+_RANK = {"constant": 0, "workload": 1, "model": 2, "hardware": 3, "price": 4, "tier": 5, "derived": 6}
 _ORDER: dict = {}
 
 
@@ -211,6 +217,9 @@ def _text(n, ctx=None) -> str:
         return f"√({_text(n[1])})"
     if k == "func":
         return f"{n[1]}(" + ", ".join(_text(a) for a in n[2]) + ")"
+    if k == "ufunc":
+        sub = (n[2] or "").translate(str.maketrans("0123456789", "₀₁₂₃₄₅₆₇₈₉"))
+        return f"{n[1]}{sub}(" + ", ".join(_text(a) for a in n[3]) + ")"
     if k == "floor":
         return f"⌊{_text(n[1])}⌋"
     raise TypeError(k)
@@ -270,6 +279,10 @@ def _ml(n, ctx=None) -> str:
     if k == "func":
         args = "<mo>,</mo>".join(_ml(a) for a in n[2])
         return f"<mrow><mi>{n[1]}</mi><mo>(</mo>{args}<mo>)</mo></mrow>"
+    if k == "ufunc":
+        args = "<mo>,</mo>".join(_ml(a) for a in n[3])
+        name = f"<msub><mi>{escape(n[1])}</mi><mn>{n[2]}</mn></msub>" if n[2] else f"<mi>{escape(n[1])}</mi>"
+        return f"<mrow>{name}<mo>(</mo>{args}<mo>)</mo></mrow>"
     if k == "floor":
         return f"<mrow><mo>&#x230A;</mo>{_ml(n[1])}<mo>&#x230B;</mo></mrow>"
     raise TypeError(k)
@@ -332,6 +345,9 @@ def _ty(n, ctx=None) -> str:
         return f"sqrt({_ty(n[1])})"
     if k == "func":
         return f"{n[1]}(" + ", ".join(_ty(a) for a in n[2]) + ")"
+    if k == "ufunc":
+        name = f"{n[1]}_{n[2]}" if n[2] else n[1]
+        return f"{name}(" + ", ".join(_ty(a) for a in n[3]) + ")"
     if k == "floor":
         return f"floor({_ty(n[1])})"
     raise TypeError(k)

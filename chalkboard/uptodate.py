@@ -34,7 +34,8 @@ def fingerprint(root: Path, args) -> str:
     from importlib import metadata
 
     h = hashlib.sha256()
-    names = [*CODE, args.hardware_file, args.models_file, args.claims_file,
+    names = [*CODE, args.hardware_file, args.models_file, getattr(args, "prices_file", "prices.yaml"),
+             args.claims_file,
              getattr(args, "measurements_file", "measurements.yaml"),
              *([str(Path(args.model_config).resolve())] if getattr(args, "model_config", None) else [])]
     for rel in names:

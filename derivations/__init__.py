@@ -8,7 +8,7 @@ SymPy results of an earlier run first (``_core.PRELOADED``, see build.py).
 import importlib
 
 MODULES = ("inputs", "roofline", "latency_cost", "kv_cache", "params", "balance", "context",
-           "schedule", "moe_rack", "pipeline", "memory", "fast_mode", "training", "reversible")
+           "schedule", "moe_rack", "pipeline", "memory", "fast_mode", "training", "prices", "reversible")
 _EXPORTS = ("REGISTRY", "KV_BYTES_BY_ATTENTION", "ATTENTION_FLOPS_BY_ATTENTION",
             "ATTENTION_PARAMS_BY_ATTENTION", "CHOICE_INPUTS")
 

@@ -4,6 +4,8 @@ A quantity is declared exactly once, with its symbol, unit, meaning, typeset nam
 where its value comes from:
 
 * ``hardware`` / ``model`` -- a field of an entry in hardware.yaml / models.yaml;
+* ``price`` -- a field of the selected price snapshot in prices.yaml (``--set price=ID``);
+* ``tier`` -- a field of a memory tier in prices.yaml (field ``"<tier>.<field>"``);
 * ``workload`` -- a parameter of the serving set-up (batch, context, chips), with a default;
 * ``constant`` -- a named constant such as 2 FLOP per multiply-accumulate;
 * ``derived`` -- a SymPy expression in other quantities (``expr``).
@@ -16,7 +18,7 @@ from dataclasses import dataclass, field
 
 import sympy as sp
 
-ORIGINS = ("hardware", "model", "workload", "constant", "derived")
+ORIGINS = ("hardware", "model", "price", "tier", "workload", "constant", "derived")
 
 # SymPy results of an earlier run from the same derivation sources, handed in by the caller
 # before the lecture modules are imported (build.py keys them by a hash of the sources).
@@ -60,6 +62,7 @@ class Equation:
     meaning: str
     section: str | None = None
     identity: bool = False    # True: both sides must also agree symbolically (a derivation step)
+    free: tuple = ()          # symbols local to the relation (not quantities): dimensionless placeholders
 
 
 # The lecture's chapters (shared/lecture README's chapter map): title and start time.
@@ -146,6 +149,13 @@ class Registry:
     def model(self, name, unit, meaning, base, sub=None, field=None, **kw):
         return self.declare(name, unit, meaning, "model", base, sub, field=field or name, **kw)
 
+    def price(self, name, unit, meaning, base, sub=None, field=None, **kw):
+        return self.declare(name, unit, meaning, "price", base, sub, field=field or name, **kw)
+
+    def tier(self, name, unit, meaning, base, sub=None, field=None, **kw):
+        """A field of one memory tier of prices.yaml: ``field`` is '<tier>.<field>'."""
+        return self.declare(name, unit, meaning, "tier", base, sub, field=field, **kw)
+
     def workload(self, name, unit, meaning, base, sub=None, default=None, **kw):
         return self.declare(name, unit, meaning, "workload", base, sub, default=default, **kw)
 
@@ -171,13 +181,20 @@ class Registry:
             return fn
         return deco
 
-    def equation(self, name: str, lhs, rhs, meaning: str, identity: bool = False) -> Equation:
+    def equation(self, name: str, lhs, rhs, meaning: str, identity: bool = False,
+                 free: tuple = (), listed: bool = True) -> Equation:
+        """A relation lhs = rhs. ``free``: symbols of the relation that are not quantities (the
+        arguments of a map in undefined functions), checked as dimensionless placeholders.
+        ``listed=False`` keeps it out of its section's list of board equations (a check only)."""
         if name in self.equations:
             raise ValueError(f"equation {name!r} declared twice")
+        for s in free:
+            if s in self.by_symbol:
+                raise ValueError(f"equation {name!r}: free symbol {s} is a quantity's symbol")
         eq = Equation(name, sp.sympify(lhs), sp.sympify(rhs), meaning,
-                      self._current.id if self._current else None, identity)
+                      self._current.id if self._current else None, identity, tuple(free))
         self.equations[name] = eq
-        if self._current is not None:
+        if self._current is not None and listed:
             self._current.equations.append(name)
         return eq
 

@@ -97,6 +97,22 @@ if _wrong:
     raise ValueError(f"reversible maps: the inverse does not undo the map for {', '.join(_wrong)}")
 
 
+# The same inverses as identities of the registry, so that `build.py check` verifies them with
+# the dimension check and counts them: both halves, both ways round, for each map. They are
+# checks, not board equations (listed=False keeps them out of the section's list).
+def _inverse_identities() -> None:
+    x, y = sp.symbols("x y")   # the two halves of the stream: local to the relations, not quantities
+    for name, (forward, inverse) in INVERSES.items():
+        with sp.evaluate(False):   # keep y + f(x) − f(x) as written: the check compares its terms
+            pairs = (("inverse_after_map", inverse(*forward(x, y))),
+                     ("map_after_inverse", forward(*inverse(x, y))))
+        for way, got in pairs:
+            for half, g, want in zip(("x", "y"), got, (x, y)):
+                R.equation(f"{name}_{way}_{half}", g, want,
+                           f"{name.replace('_', ' ')}: the {way.replace('_', ' ')} gives back {half}",
+                           identity=True, free=(x, y), listed=False)
+
+
 def _shown(fn, a="x", b="y") -> str:
     """A map as text, '(x, y) ↦ (x, y + f(x))', from the SymPy map itself."""
     x, y = sp.symbols(f"{a} {b}")
@@ -124,6 +140,8 @@ R.section(
               "activation_saving_reversible", "activation_memory_stored",
               "activation_memory_reversible", "recompute_overhead"),
 )
+
+_inverse_identities()
 
 # -- activation memory ----------------------------------------------------------------------
 beta_a = R.workload("bytes_per_saved_activation", "byte",

@@ -33,8 +33,10 @@ def page(built):
 
 
 def _prose(page: str, keep_code: bool = False) -> str:
-    """What the HTML page says in words: no styles, figures or formulas (nor code, unless asked)."""
+    """What the HTML page says in words: no styles, scripts, figures or formulas (nor code,
+    unless asked)."""
     s = re.sub(r"<style.*?</style>", " ", page, flags=re.S)
+    s = re.sub(r"<script\b.*?</script>", " ", s, flags=re.S)   # the explorer's code and data
     s = re.sub(r"<svg.*?</svg>", " ", s, flags=re.S)
     s = re.sub(r"<math.*?</math>", " ", s, flags=re.S)
     if not keep_code:

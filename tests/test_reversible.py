@@ -50,8 +50,9 @@ def test_the_whole_stack_is_the_composition_of_its_layers():
 def test_inverse_identities_and_memory_identities_pass_the_check():
     rep = check_all(R)
     assert rep.ok, rep.failures
-    mine = [e for e in R.equations.values() if e.section == "reversible"]
+    mine = [e for e in R.equations.values() if e.section == "reversible" and not e.free]
     assert {e.name for e in mine} == {"checkpoint_best_is_two_sqrt_layers", "recompute_adds_one_forward_pass"}
+    assert set(R.sections["reversible"].equations) == {e.name for e in mine}
     assert all(e.identity for e in mine)
 
 
@@ -101,3 +102,38 @@ def test_bytes_per_activation_and_interval_can_be_set(data):
                                                      "checkpoint_interval": "1"})
     # k = 1 keeps every layer's input plus the one being back-propagated: 81 vectors of 8,192 fp8 numbers
     assert sc.value("activation_bytes_per_token_checkpoint").to("byte/token").magnitude == pytest.approx(81 * 8192)
+
+
+
+# -- the inverses as identities of `build.py check` -------------------------------------------------
+def test_check_verifies_and_counts_the_inverse_identities():
+    # 4 maps (Feistel, RevNet, the lecture's layer, a 3-layer stack) x 2 ways round x 2 halves
+    names = [n for n, e in R.equations.items() if e.free]
+    assert len(names) == 4 * 2 * 2
+    assert all(R.equations[n].identity and R.equations[n].section == "reversible" for n in names)
+    assert not set(names) & set(R.sections["reversible"].equations)   # checks, not board equations
+    rep = check_all(R)
+    assert rep.ok, rep.failures
+    assert rep.in_functions == 16
+
+
+def test_check_fails_a_wrong_inverse_and_a_unit_mismatch():
+    from chalkboard.check import check_equation
+    from chalkboard.evaluate import DimensionMismatch
+    from derivations._core import Equation
+    x, y = sp.symbols("x y")
+    with sp.evaluate(False):
+        there = rv.feistel(*rv.feistel(x, y))          # the map applied twice is not undone
+    wrong = Equation("feistel_twice", there[1], y, "wrong", "reversible", identity=True, free=(x, y))
+    assert check_equation(R, wrong) is False
+    # y + f(x) with y a quantity in bytes and x a bare number: f keeps x's dimension, so the sum fails
+    b = R["kv_bytes_per_token"].sym
+    bad = Equation("bytes_plus_f", b + f(x), b, "mismatch", "reversible", identity=False, free=(x,))
+    with pytest.raises(DimensionMismatch):
+        check_equation(R, bad)
+
+
+def test_check_cli_reports_the_function_identities(cli):
+    r = cli("check")
+    assert r.returncode == 0, r.stderr
+    assert "16 of them in undefined functions" in r.stdout
