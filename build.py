@@ -248,9 +248,21 @@ def cmd_list(args) -> int:
         if args.json:
             print(json.dumps(rows, indent=2, ensure_ascii=False))
             return 0
+        from derivations._core import CHAPTERS
+
         w = max(len(r["name"]) for r in rows)
-        for r in rows:
-            print(f"{r['name']:<{w}}  {r['unit'] or '1':<18} {r['origin']:<9} {r['meaning']}")
+        groups = {None: [r for r in rows if "chapter" not in r]}
+        for ch in CHAPTERS:
+            groups[ch] = [r for r in rows if r.get("chapter") == ch]
+        for number, (ch, members) in enumerate(groups.items()):
+            if not members:
+                continue
+            title = ("Inputs and constants used across the chapters" if ch is None else
+                     "Chapter {} ({} h {:02d} min into the lecture): {}".format(
+                         number, *map(int, CHAPTERS[ch][1].split(":")), CHAPTERS[ch][0]))
+            print(("" if ch is None else "\n") + title)
+            for r in members:
+                print(f"  {r['name']:<{w}}  {r['unit'] or '1':<18} {r['origin']:<9} {r['meaning']}")
         return 0
     data = _load(args)
     rows = list_hardware(data) if what == "hardware" else list_models(data)

@@ -29,18 +29,26 @@ def _floor(x):
     return math.floor(x + _EPS)
 
 
+def _ceiling(x):
+    return math.ceil(x - _EPS)
+
+
 def _log(x):
     if x <= 0:
         raise ValueError(f"the logarithm of {x:g} is undefined")
     return math.log(x)
 
 
-_SCALAR = [{"floor": _floor, "log": _log, "Max": max, "Min": min}, "math"]
+_SCALAR = [{"floor": _floor, "ceiling": _ceiling, "log": _log, "Max": max, "Min": min}, "math"]
 def _array_floor(x):
     return np.floor(x + _EPS)
 
 
-_ARRAY = [{"floor": _array_floor}, "numpy"]
+def _array_ceiling(x):
+    return np.ceil(x - _EPS)
+
+
+_ARRAY = [{"floor": _array_floor, "ceiling": _array_ceiling}, "numpy"]
 
 
 @lru_cache(maxsize=None)
@@ -91,8 +99,8 @@ def _namespace(kind: str) -> dict:
     from functools import reduce
 
     if kind == "scalar":
-        return {**math.__dict__, "floor": _floor, "log": _log, "Max": max, "Min": min}
-    return {**np.__dict__, "floor": _array_floor, "reduce": reduce}
+        return {**math.__dict__, "floor": _floor, "ceiling": _ceiling, "log": _log, "Max": max, "Min": min}
+    return {**np.__dict__, "floor": _array_floor, "ceiling": _array_ceiling, "reduce": reduce}
 
 
 def _source(name: str, kind: str) -> str:

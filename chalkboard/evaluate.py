@@ -85,14 +85,17 @@ def walk(expr: sp.Expr, leaf, where: str = "expression", dims_only: bool = False
                 raise ValueError(f"{expr.args[0]} is negative ({b:g}) under a fractional power")
             b = -b
         return Quantity(b ** x, _ONE)
-    if isinstance(expr, (sp.log, sp.floor)):
+    if isinstance(expr, (sp.log, sp.floor, sp.ceiling)):
         (a,), (term,) = args, expr.args
         if not a.dimensionless:
-            kind = "a logarithm" if isinstance(expr, sp.log) else "floor()"
+            kind = ("a logarithm" if isinstance(expr, sp.log) else
+                    "floor()" if isinstance(expr, sp.floor) else "ceiling()")
             raise DimensionMismatch(where, term, _dims(a), f"the argument of {kind}", "dimensionless")
         x = a.to("").magnitude
         if isinstance(expr, sp.floor):
             return Quantity(float(math.floor(x + 1e-9)), _ONE)  # 1e-9: 2.9999999999 counts as 3
+        if isinstance(expr, sp.ceiling):
+            return Quantity(float(math.ceil(x - 1e-9)), _ONE)  # 3.0000000001 counts as 3
         if x <= 0:
             if not dims_only:
                 raise ValueError(f"the logarithm of {term} = {x:g} is undefined")
@@ -135,6 +138,13 @@ class InputRecord:
 
 FORMAT_KEYS = ("format", "weight_format", "kv_format", "compute_format")
 SELECT_KEYS = ("price",)   # --set price=ID picks a price snapshot of prices.yaml
+# inputs --set may give as 0: no MoE layers; attention FLOPs set aside (an estimate that leaves
+# them out); no per-hop latency (a bandwidth-only collective time); no fp32 master copy or no
+# gradient buffer kept (optimizer state counted without them)
+MAY_BE_ZERO = ("moe_layers", "attention_flops_per_token", "ring_hop_latency", "bytes_per_master_weight",
+               "bytes_per_gradient")
+# --hardware / --model id of an entry given wholly with --set (a chip or model not in the files)
+INLINE_ID = "custom"
 DENSE_MOE_DEFAULTS = {"experts": 1.0, "experts_per_token": 1.0, "moe_layers": 0.0, "d_expert": 0.0,
                       "shared_experts": 0.0}
 BY_ATTENTION = {"kv_bytes_per_token": KV_BYTES_BY_ATTENTION,
@@ -142,7 +152,8 @@ BY_ATTENTION = {"kv_bytes_per_token": KV_BYTES_BY_ATTENTION,
                 "attention_params_per_layer": ATTENTION_PARAMS_BY_ATTENTION}
 # counts an override must give as whole numbers: the model's, the hardware's and the workload's
 WHOLE_NUMBERS = (*WHOLE_NUMBER_FIELDS, *HARDWARE_WHOLE_NUMBER_FIELDS, "batch", "chips", "racks",
-                 "index_heads", "index_head_dim")
+                 "index_heads", "index_head_dim", "ring_chips", "ring_directions", "collective_axes",
+                 "optimizer_moments", "matmul_m", "matmul_k", "matmul_n")
 # pairs (smaller, larger) that a coherent model keeps in order, with what breaking it means
 ORDERED = (("params_active", "params_total", "the sparsity N_total/N_active would be below 1"),
            ("experts_per_token", "experts", "a token cannot use more experts than there are"),
@@ -180,14 +191,36 @@ def _compute_format(hw, weight_format: str, explicit: str | None, overrides=()) 
     for f in FORMATS_ORDER[FORMATS_ORDER.index(wanted):]:
         if _has_rate(hw, f, overrides):
             return f, f"{hw.id} has no {wanted} rate: computing at its {f} rate"
+    if not have:
+        raise MissingInput(f"{hw.id} lists no FLOP/s: give the rate with --set flops_{wanted}=...")
     raise MissingInput(f"{hw.id} lists no FLOP/s for {wanted} or wider (it lists {', '.join(have)}); "
                        f"use --set compute_format={have[-1]}, or give the rate with --set flops_{wanted}=...")
+
+
+def _with_inline(data: Data, kind: str) -> Data:
+    """``data`` with an empty entry ``custom`` of ``kind`` ("hardware" or "models"): every value it
+    is asked for comes from --set (else the evaluation says which input to give)."""
+    import dataclasses
+
+    from .data import Entry
+
+    if kind == "hardware":
+        entry = Entry(INLINE_ID, "a chip given with --set", "hardware")
+    else:  # number formats as for a model published in bf16; --set weight_format=... changes them
+        entry = Entry(INLINE_ID, "a model given with --set", "model",
+                      tags={"weight_format": "bf16", "kv_format": "bf16"})
+    table = {**getattr(data, kind), INLINE_ID: entry}
+    return dataclasses.replace(data, **{kind: table})
 
 
 class Scenario:
     """One hardware entry x one model entry x workload settings, evaluated lazily."""
 
     def __init__(self, data: Data, hardware_id: str, model_id: str, overrides: dict[str, str] | None = None):
+        if hardware_id == INLINE_ID and INLINE_ID not in data.hardware:
+            data = _with_inline(data, "hardware")
+        if model_id == INLINE_ID and INLINE_ID not in data.models:
+            data = _with_inline(data, "models")
         if hardware_id not in data.hardware:
             raise InputError(f"{data.files['hardware']}: unknown hardware id {hardware_id!r} "
                              f"(known: {', '.join(data.hardware)})")
@@ -271,7 +304,7 @@ class Scenario:
                 v = conform(v, unit, per_chip=unit.endswith("/chip"), bare=True)
             except UnitParseError as e:
                 raise InputError(f"--set {name}={text}: {e}") from None
-            problem = magnitude_problem(v, allow_zero=key in ("moe_layers",))
+            problem = magnitude_problem(v, allow_zero=key in MAY_BE_ZERO)
             if problem:
                 raise InputError(f"--set {name}={text}: {problem} (it divides, or counts something)"
                                  if problem == "must be positive" else f"--set {name}={text}: {problem}")
@@ -366,7 +399,7 @@ class Scenario:
             elif q.default and q.default.startswith("="):
                 ref = q.default[1:]
                 val = self.input(ref)
-                val = self._record(name, Quantity(val.magnitude, q.unit),
+                val = self._record(name, val.to(parse_unit(q.unit)),
                                    f"workload default: {ref} of {self.hw.id}")
             else:
                 val = self._record(name, parse(q.default), f"workload default ({q.source or 'lecture'})")
@@ -379,6 +412,8 @@ class Scenario:
             val = self._record(name, parse(NUMBER_FORMATS[self.kv_format]),
                                f"KV format {self.kv_format} ({NUMBER_FORMATS[self.kv_format]} per number)")
         elif name in BY_ATTENTION:
+            if "attention" not in self.model.tags:
+                raise MissingInput(f"{self.model.id} names no attention type: give {name} with --set")
             via = BY_ATTENTION[name][self.model.tags["attention"]]
             val = self._record(name, self.value(via),
                                f"derived: {via} ({self.model.tags['attention']} attention of {self.model.id})")

@@ -65,6 +65,8 @@ def _build(e, values):
         return ("func", "ln", [_node(e.args[0], values)])
     if isinstance(e, sp.floor):
         return ("floor", _node(e.args[0], values))
+    if isinstance(e, sp.ceiling):
+        return ("ceil", _node(e.args[0], values))
     if isinstance(e, sp.Add):
         terms = []
         for t in _ordered(e.args):
@@ -222,6 +224,8 @@ def _text(n, ctx=None) -> str:
         return f"{n[1]}{sub}(" + ", ".join(_text(a) for a in n[3]) + ")"
     if k == "floor":
         return f"⌊{_text(n[1])}⌋"
+    if k == "ceil":
+        return f"⌈{_text(n[1])}⌉"
     raise TypeError(k)
 
 
@@ -285,6 +289,8 @@ def _ml(n, ctx=None) -> str:
         return f"<mrow>{name}<mo>(</mo>{args}<mo>)</mo></mrow>"
     if k == "floor":
         return f"<mrow><mo>&#x230A;</mo>{_ml(n[1])}<mo>&#x230B;</mo></mrow>"
+    if k == "ceil":
+        return f"<mrow><mo>&#x2308;</mo>{_ml(n[1])}<mo>&#x2309;</mo></mrow>"
     raise TypeError(k)
 
 
@@ -350,6 +356,8 @@ def _ty(n, ctx=None) -> str:
         return f"{name}(" + ", ".join(_ty(a) for a in n[3]) + ")"
     if k == "floor":
         return f"floor({_ty(n[1])})"
+    if k == "ceil":
+        return f"ceil({_ty(n[1])})"
     raise TypeError(k)
 
 

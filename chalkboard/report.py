@@ -100,7 +100,9 @@ def _equation(eq) -> dict:
 
 def sections(sc: Scenario, figures: dict[str, str]) -> list[dict]:
     out = []
-    for s in REGISTRY.sections.values():
+    order = list(CHAPTERS)
+    # the lecture's chapter order; within a chapter, the order the modules declare their sections
+    for s in sorted(REGISTRY.sections.values(), key=lambda s: order.index(s.chapter)):
         derived = [REGISTRY[n] for n in s.quantities if not REGISTRY[n].is_input]
         inputs = [REGISTRY[n] for n in s.quantities if REGISTRY[n].is_input]
         out.append({

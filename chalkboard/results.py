@@ -153,6 +153,9 @@ def list_quantities() -> list[dict]:
             d["default"] = q.default
         if q.expr is not None:
             d["definition"] = printers.text(q.expr)
+        section = REGISTRY.sections.get(q.section or "")
+        if section is not None:
+            d["section"], d["chapter"] = section.id, section.chapter
         out.append(d)
     return out
 

@@ -7,8 +7,9 @@ SymPy results of an earlier run first (``_core.PRELOADED``, see build.py).
 """
 import importlib
 
-MODULES = ("inputs", "roofline", "latency_cost", "kv_cache", "params", "balance", "context",
-           "schedule", "moe_rack", "pipeline", "memory", "fast_mode", "training", "prices", "reversible")
+MODULES = ("inputs", "roofline", "latency_cost", "kv_cache", "balance", "context", "schedule",
+           "moe_rack", "textbook", "params", "pipeline", "memory", "fast_mode", "training",
+           "textbook_training", "prices", "reversible")
 _EXPORTS = ("REGISTRY", "KV_BYTES_BY_ATTENTION", "ATTENTION_FLOPS_BY_ATTENTION",
             "ATTENTION_PARAMS_BY_ATTENTION", "CHOICE_INPUTS")
 

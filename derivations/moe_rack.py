@@ -37,7 +37,9 @@ R.section(
 n_dies = R.hardware("dies_per_package", "die/chip", "compute dies in one package", "n", "die")
 S_E = R.workload("expert_chips", "chip", "chips the experts of one layer are spread over", "S", "E",
                  default="=rule:expert_chips")
-beta_act = R.workload("bytes_per_activation", "byte", "bytes per activation number sent in the all-to-all",
+beta_act = R.workload("bytes_per_activation", "byte",
+                      "bytes per activation number sent between chips (the all-to-all, tensor-parallel "
+                      "all-reduces) or moved by a matmul",
                       "β", "act", default="2 byte",
                       source="bf16 activations (DeepSeek-V3 dispatches in FP8: --set bytes_per_activation=1)")
 links = R.workload("links_per_chip", "cable/chip", "scale-up links (cables) from each chip to the switches",

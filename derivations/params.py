@@ -24,6 +24,7 @@ Normalisation weights and biases (a few d_model-long vectors per layer) are left
 from .inputs import (R, n_layers, d_model, n_heads, n_kv_heads, d_head, d_latent, d_rope, d_q,
                      E, k, n_moe, d_expert, n_shared, d_ff, V, n_emb, c_mlp, N_attn_layer, c_ffn)
 from .roofline import N_routed
+from .textbook import p_1 as c_w  # one parameter per entry of a weight matrix
 
 R.section(
     "params", "How many parameters do the dimensions of a model give?",
@@ -36,9 +37,6 @@ R.section(
               "params_active_from_dims"),
 )
 
-c_w = R.constant("weights_per_cell", "1 parameter",
-                 "weights per (rows × columns) cell of one weight matrix", "c", "w",
-                 source="a weight matrix holds one number per row and column")
 c_qo = R.constant("query_output_matrices", "2 parameter",
                   "weights per (model width × head width) cell of a query head: its query and output "
                   "projections", "c", "QO",

@@ -96,6 +96,22 @@ def test_list_quantities(cli):
     assert {"balance_batch", "hardware_ratio", "step_time", "drain_time"} <= names
 
 
+def test_list_quantities_groups_them_by_chapter(cli):
+    rows = json.loads(cli("list", "quantities", "--json").stdout)
+    chapter = {q["name"]: q.get("chapter") for q in rows}
+    # one quantity of each chapter, as the lecture's chapter map orders them
+    assert (chapter["balance_batch"], chapter["a2a_bytes_per_token"], chapter["pretrain_compute"]) == \
+        ("batch", "moe", "training")
+    assert chapter["hbm_bandwidth"] is None   # an input, shared by every chapter
+    text = cli("list", "quantities").stdout
+    heads = [line for line in text.splitlines() if line.startswith("Chapter ")]
+    assert [h.split(" (")[0] for h in heads] == [f"Chapter {i}" for i in range(1, 8)]
+    assert "Chapter 5 (1 h 19 min into the lecture): RL and over-training" in text
+    # each quantity sits under its chapter's heading
+    assert text.index("  pretrain_compute ") > text.index("Chapter 5 (")
+    assert text.index("  balance_batch ") < text.index("Chapter 2 (")
+
+
 def test_help_explains(cli):
     r = cli("--help")
     assert r.returncode == 0 and "eval" in r.stdout and "check" in r.stdout

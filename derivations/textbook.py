@@ -1,0 +1,202 @@
+"""The textbook quantities of serving: the arithmetic of the standard worked examples.
+
+The lecture reasons on the board with a handful of numbers that the textbooks of the trade
+work out at length: the scaling-book (Austin et al., "How to Scale Your Model",
+jax-ml.github.io/scaling-book: its roofline, sharding, inference and GPU chapters), kipply's
+"Transformer Inference Arithmetic" and the Chinchilla paper. Declared here, once, so that a
+practitioner can put their worked examples through ``build.py eval`` (the training side is
+in textbook_training):
+
+* collectives on a ring of n chips: all-gather, reduce-scatter, all-reduce of a buffer at a
+  per-direction link bandwidth plus a per-hop latency; tensor-parallel all-reduce bytes;
+* FLOPs: a token's forward pass (2 per active parameter plus attention over its context) and
+  one matrix multiply (2·m·k·n) with the bytes it moves and the row count at which it turns
+  compute-bound (SymPy solves intensity = the chip's FLOP per byte);
+* HBM: the weights' bytes, the chips needed to hold them (and the KV cache of the workload's
+  batch), the HBM left for the KV cache, and queries per second per chip.
+
+Parameter counts from a model's dimensions and pipeline quantities are declared elsewhere.
+"""
+import sympy as sp
+
+from .inputs import (R, B, L, S, F, W, C_hbm, N_total, N_active, d_model, beta_w, b_kv, a_attn,
+                     c_F, c_MAC, delta)
+from .moe_rack import beta_act
+from .schedule import thr_chip
+
+c_1 = R.constant("one_chip", "1 chip", "one chip: counts of chips are rounded up in whole chips",
+                 "S", "1", source="definition: a chip is indivisible")
+
+# -- collectives -------------------------------------------------------------------------------
+R.section(
+    "collectives", "How long does a collective take over a ring of chips?",
+    seeds=(),
+    chapter="moe",
+    question="How long do an all-gather, a reduce-scatter and an all-reduce of a buffer take on a "
+             "ring of n chips, at a per-direction link bandwidth and a per-hop latency, and how many "
+             "bytes do tensor-parallel all-reduces move per layer?",
+    takeaway="On a ring of {ring_chips} at {link_bandwidth} per direction, an all-gather of "
+             "{collective_bytes} takes {all_gather_time} ({collective_bandwidth} of effective "
+             "bandwidth, {ring_hops} hops); an all-reduce takes {all_reduce_time}. Tensor parallelism "
+             "all-reduces {tp_allreduce_bytes_per_token_layer} per layer.",
+    featured=("ring_fraction", "collective_bandwidth", "ring_hops", "all_gather_time",
+              "reduce_scatter_time", "all_reduce_time", "tp_allreduce_bytes_per_token_layer",
+              "tp_allreduce_bytes_per_layer"),
+)
+
+_SHARDING = ("scaling-book, 'Sharded Matrices and How to Multiply Them': an all-gather or "
+             "reduce-scatter takes bytes/bandwidth·(n−1)/n; an all-reduce is a reduce-scatter then an "
+             "all-gather; GPUs chapter: the same on an NVLink ring at the GPU's egress bandwidth")
+V = R.workload("collective_bytes", "byte/chip",
+               "bytes of the buffer each chip holds once an all-gather is done (or as a reduce-scatter or "
+               "all-reduce starts)", "V", default="58.7e6 byte/chip",
+               source="scaling-book, GPUs chapter: an MLP matrix of LLaMA 3-70B with 8-way model "
+                      "sharding, bf16[8192, 3584] = 58 MB")
+n_ring = R.workload("ring_chips", "chip", "chips on the ring the collective runs over", "n",
+                    default="=chips")
+W_l = R.workload("link_bandwidth", "byte/s/chip",
+                 "bandwidth each chip sends into the ring in one direction", "W", "link",
+                 default="=scaleup_bandwidth")
+n_dir = R.workload("ring_directions", "", "directions the ring sends in at once: 1, or 2 for a "
+                   "bidirectional ring (TPU ICI with wraparound)", "n", "dir", default="1",
+                   source="a ring through a switch (NVLink) uses the GPU's egress in one direction "
+                          "(scaling-book, GPUs chapter)")
+n_ax = R.workload("collective_axes", "", "torus axes the collective runs over at once, each with its own links",
+                  "n", "axes", default="1", source=_SHARDING)
+alpha = R.workload("ring_hop_latency", "s", "latency of one hop around the ring", "α", "hop", default="1 us",
+                   source="scaling-book, 'Sharded Matrices', problem 3: a latency-bound all-gather over "
+                          "2 hops takes 'roughly 2us'")
+c_AR = R.constant("allreduce_phases", "2", "passes around the ring an all-reduce makes: a reduce-scatter, "
+                  "then an all-gather", "c", "AR", source=_SHARDING)
+
+f_ring = R.derived("ring_fraction", (n_ring - c_1) / n_ring, "",
+                   "share of the buffer each chip receives from the others: (n−1)/n", "f", "ring")
+W_ring = R.derived(
+    "collective_bandwidth", n_dir * n_ax * W_l / f_ring, "byte/s/chip",
+    "effective all-gather bandwidth of each chip: its links in use over the (n−1)/n share of the "
+    "buffer it must receive", "W", "coll",
+    note="scaling-book, GPUs chapter: an 8-GPU node at 450 GB/s gives 450e9·8/7 = 514 GB/s")
+hops = R.derived("ring_hops", sp.ceiling((n_ring - c_1) / (c_1 * n_dir)), "",
+                 "hops the farthest shard travels: n−1 one way, half that each way on a bidirectional ring",
+                 "h", "ring")
+t_AG = R.derived("all_gather_time", hops * alpha + V / W_ring, "s",
+                 "time of a ring all-gather: the hops' latency plus the buffer at the effective bandwidth",
+                 "t", "AG", note=_SHARDING)
+R.derived("reduce_scatter_time", t_AG, "s",
+          "time of a ring reduce-scatter: an all-gather run backwards, the same bytes and hops",
+          "t", "RS", note=_SHARDING)
+t_AR = R.derived("all_reduce_time", c_AR * t_AG, "s",
+                 "time of a ring all-reduce: a reduce-scatter then an all-gather", "t", "AR",
+                 note=_SHARDING)
+c_tp = R.constant("tp_allreduces_per_layer", "2 /token",
+                  "residual-stream all-reduces per layer per token in the forward pass of tensor (Megatron) "
+                  "parallelism: after attention and after the MLP", "c", "TP",
+                  source="Shoeybi et al. 2019, Megatron-LM, sec. 3 and Figure 4: four all-reduces per "
+                         "model-parallel transformer layer, two in the forward pass, two in the backward")
+b_tp = R.derived("tp_allreduce_bytes_per_token_layer", c_tp * d_model * beta_act, "byte/token",
+                 "bytes tensor parallelism all-reduces per token per layer in the forward pass", "b", "TP")
+R.derived("tp_allreduce_bytes_per_layer", B * delta * b_tp, "byte",
+          "bytes tensor parallelism all-reduces per layer in one decode step of the batch", "M", "TP")
+
+# -- FLOPs ------------------------------------------------------------------------------------
+R.section(
+    "forward_flops", "How many FLOPs does a forward pass and a matmul take?",
+    seeds=(),
+    chapter="batch",
+    question="How many FLOPs does one token's forward pass take (2 per active parameter, plus "
+             "attention over its context), and how many FLOPs and bytes does one matrix multiply take?",
+    takeaway="{model}: a token's forward pass takes {forward_flop_per_token} at a context of "
+             "{context} ({forward_flop_per_token_params} of it in the weights). A matmul of "
+             "{matmul_m} rows by {matmul_k} by "
+             "{matmul_n} does {matmul_flops} on {matmul_bytes} ({matmul_intensity}); it is "
+             "compute-bound on {hardware} from {matmul_critical_rows} rows.",
+    featured=("forward_flop_per_token_params", "forward_flop_per_token",
+              "matmul_flops", "matmul_bytes", "matmul_intensity", "matmul_time",
+              "matmul_critical_rows"),
+)
+
+fwd_params = R.derived(
+    "forward_flop_per_token_params", c_F * N_active, "FLOP/token",
+    "forward-pass FLOP per token in the weights: 2 per active parameter (the 2N rule)", "C", "fwd,N",
+    note="scaling-book, 'Serving LLaMA 3-70B on TPUs': Total FLOPs = 2 · param count · B")
+R.derived(
+    "forward_flop_per_token", fwd_params + L * a_attn / delta, "FLOP/token",
+    "forward-pass FLOP of one new token at a context of L tokens: the weights' 2N plus attention "
+    "over every cached token (attention_flops_per_token, from the architecture)", "C", "fwd",
+    note="Kaplan et al. 2020, sec. 2.1: C_forward ≈ 2N + 2·n_layer·n_ctx·d_attn (their count of "
+         "attention); here scores and values over the cached context, as in kv_cache")
+
+m_mm = R.workload("matmul_m", "", "rows of the left operand of a matmul: its batch of tokens", "m",
+                  default="4096", source="a batch of 4,096 tokens (illustrative)")
+k_mm = R.workload("matmul_k", "", "contracted dimension of a matmul (rows of the weight matrix)", "k",
+                  default="8192", source="LLaMA 3-70B d_model (scaling-book, 'Training LLaMA 3 on TPUs')")
+n_mm = R.workload("matmul_n", "", "columns of the weight matrix (and of the product)", "n",
+                  default="28672", source="LLaMA 3-70B feed-forward width F = 3.5·8192 "
+                                          "(scaling-book, 'Training LLaMA 3 on TPUs')")
+p_1 = R.constant("params_per_weight_entry", "1 parameter", "each entry of a weight matrix is one parameter",
+                 "p", "1", source="definition")
+C_mm = R.derived(
+    "matmul_flops", c_MAC * m_mm * k_mm * n_mm, "FLOP",
+    "FLOP of one matmul [m, k] × [k, n]: m·k·n multiply-accumulates, 2 FLOP each", "C", "mm",
+    note="scaling-book, 'All About Rooflines': 2BDF FLOPs for bf16[B, D] × bf16[D, F]")
+M_mm = R.derived(
+    "matmul_bytes", beta_act * (m_mm * k_mm + m_mm * n_mm) + beta_w * p_1 * k_mm * n_mm, "byte",
+    "bytes a matmul moves to and from HBM: the activations in and out (bytes_per_activation each) "
+    "and the weight matrix (bytes_per_weight, the weight format)", "M", "mm",
+    note="scaling-book, 'All About Rooflines': 2BD + 2DF bytes loaded, 2BF written, in bf16")
+I_mm = R.derived(
+    "matmul_intensity", C_mm / M_mm, "FLOP/byte",
+    "arithmetic intensity of the matmul: FLOP per byte moved", "I", "mm")
+R.derived(
+    "matmul_time", sp.Max(C_mm / (F * c_1), M_mm / (W * c_1)), "s",
+    "roofline time of the matmul on one chip: the larger of its compute and its HBM traffic", "t", "mm")
+eq_mm = R.equation("matmul_intensity_equals_chip", I_mm, F / W,
+                   "the matmul's intensity equals the chip's FLOP per HBM byte")
+R.derived(
+    "matmul_critical_rows", R.solve(eq_mm, m_mm), "",
+    "rows (tokens) above which the matmul is compute-bound on the chip, with exact byte counts "
+    "(→ β_w·F/(2·W) when k and n are much larger than the rows)", "m", "*",
+    how="solved matmul_intensity = peak_flops / hbm_bandwidth for matmul_m",
+    valid="the chip's FLOP per byte exceeds what any row count reaches for these k and n")
+
+# -- holding the weights and the KV cache ------------------------------------------------------
+R.section(
+    "hbm_fit", "How many chips does it take to hold the weights and the KV cache?",
+    seeds=(),
+    chapter="batch",
+    question="How many bytes are the weights and the KV cache of the workload's batch, how many "
+             "chips does it take to hold them, and how much HBM is left for the KV cache?",
+    takeaway="{model}'s weights are {weight_bytes} and need {chips_for_weights} of {hardware}; with "
+             "the KV cache of {batch} ({kv_bytes_per_sequence} each) they need "
+             "{chips_for_weights_and_kv}. On {chips}, {hbm_left_for_kv_per_chip} is left for the KV "
+             "cache, and one copy serves {sequences_per_second_per_chip}.",
+    featured=("weight_bytes", "kv_bytes_per_sequence", "kv_cache_bytes", "chips_for_weights",
+              "chips_for_weights_and_kv", "hbm_left_for_kv_per_chip", "hbm_left_for_kv",
+              "sequences_per_second_per_chip"),
+)
+
+M_w = R.derived("weight_bytes", N_total * beta_w, "byte",
+                "bytes of every weight in the weight format", "M", "w")
+R.derived("kv_bytes_per_sequence", L * b_kv, "byte/sequence",
+          "KV-cache bytes of one sequence at the workload's context", "M", "KV,seq")
+M_kv = R.derived("kv_cache_bytes", B * L * b_kv, "byte",
+                 "KV-cache bytes of the whole batch at the workload's context", "M", "KV")
+R.derived("chips_for_weights", sp.ceiling(M_w / (C_hbm * c_1)) * c_1, "chip",
+          "fewest chips whose HBM holds the weights (rounded up to a whole chip)", "S", "w",
+          fit_measure=True)
+R.derived("chips_for_weights_and_kv", sp.ceiling((M_w + M_kv) / (C_hbm * c_1)) * c_1, "chip",
+          "fewest chips whose HBM holds the weights and the batch's KV cache (rounded up)", "S", "w+KV",
+          fit_measure=True)
+m_left = R.derived(
+    "hbm_left_for_kv_per_chip", C_hbm - M_w / S, "byte/chip",
+    "HBM each chip has left for the KV cache once it holds its share of the weights", "m", "left",
+    valid="the weights alone fill the chips' HBM", fit_measure=True)
+R.derived("hbm_left_for_kv", S * m_left, "byte",
+          "HBM left for the KV cache on all the chips of one copy", "M", "left",
+          valid="the weights alone fill the chips' HBM", fit_measure=True)
+n_dec = R.workload("decode_length", "token/sequence", "tokens each request decodes", "n", "dec",
+                   default="512 token/sequence",
+                   source="scaling-book, 'Serving LLaMA 3-70B on TPUs': a median decode length of 512 tokens")
+R.derived("sequences_per_second_per_chip", thr_chip / n_dec, "sequence/s/chip",
+          "requests finished per second per chip (queries per second per chip): tokens per second "
+          "per chip over the tokens each request decodes", "q", "chip")
