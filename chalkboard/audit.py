@@ -258,15 +258,30 @@ def _expand(e):
 
 
 def _parse_expr(label, cid, fld, text: str, with_helpers: bool = False) -> sp.Expr:
+    """A claim's expression in quantities. Identity checks may also use d(e, q) (the derivative
+    of e, expanded to inputs, by the quantity q), at(e, q, v) (e with q replaced by v) and
+    lhs(EQ) / rhs(EQ) (the sides of the declared equation EQ, whose own free symbols, such as
+    the halves of a reversible map, are then allowed)."""
     loc = _locals()
+    local_symbols = set()   # the free symbols of equations named by lhs()/rhs(): not quantities
     if with_helpers:
         loc["d"] = lambda e, x: sp.diff(_expand(e), x)
         loc["at"] = lambda e, x, v: _expand(e).xreplace({x: _expand(v)})
+
+        def side(which):
+            def get(name):
+                eq = REGISTRY.equations.get(str(name))
+                if eq is None:
+                    raise DataError(label, cid, fld, f"{text!r}: {which}({name}) names no declared equation")
+                local_symbols.update(eq.free)
+                return getattr(eq, which)
+            return get
+        loc["lhs"], loc["rhs"] = side("lhs"), side("rhs")
     try:
         expr = sp.sympify(text, locals=loc)
     except (sp.SympifyError, SyntaxError, TypeError, AttributeError) as e:
         raise DataError(label, cid, fld, f"cannot read {text!r}: {e}") from None
-    unknown = [str(s) for s in expr.free_symbols if s not in REGISTRY.by_symbol]
+    unknown = [str(s) for s in expr.free_symbols if s not in REGISTRY.by_symbol and s not in local_symbols]
     if unknown:
         raise DataError(label, cid, fld, f"{text!r}: unknown quantity {', '.join(sorted(unknown))}")
     return expr

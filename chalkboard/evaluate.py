@@ -677,6 +677,11 @@ class Scenario:
         """None if, with the model cut into pipeline_stages stages of S chips and one balance-batch
         micro-batch per stage in flight, each chip's share of the weights and KV cache fits in its
         HBM; otherwise the reason, in one sentence. Unknown inputs: None."""
+        if "pipelined" not in self._fits:  # asked for again and again by flag()
+            self._fits["pipelined"] = self._fit_pipelined()
+        return self._fits["pipelined"]
+
+    def _fit_pipelined(self) -> str | None:
         fill = self.fill_pipelined()
         if fill is None or fill <= 1:
             return None

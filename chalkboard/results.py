@@ -29,7 +29,14 @@ class AllResults:
     count_na: int = 0
 
 
-def evaluate_all(data: Data, overrides: dict | None = None) -> AllResults:
+def evaluate_all(data: Data, overrides: dict | None = None, vectorised: bool = True) -> AllResults:
+    """Every derived quantity for every chip x model: base-unit floats, or why not applicable.
+
+    Each definition is evaluated once over all pairs at a time (numpy arrays through the
+    compiled definitions); a pair is evaluated on its own, quantity by quantity, where that
+    cannot reproduce the scalar path (a value that is not finite: the scalar path says why).
+    ``vectorised=False`` evaluates every pair on its own (the reference, for tests).
+    """
     res = AllResults()
     names = [q.name for q in REGISTRY.derived_quantities()]
     seen: dict[int, tuple] = {}   # the data's quantities recur in every pair: each split once
@@ -39,29 +46,147 @@ def evaluate_all(data: Data, overrides: dict | None = None) -> AllResults:
         if hit is None or hit[0] is not q:
             hit = seen[id(q)] = (q, split(q))
         return hit[1]
-    for hid in data.hardware:
-        for mid in data.models:
-            sc = Scenario(data, hid, mid, dict(overrides or {}))
-            vals, miss = {}, {}
+
+    pairs = [(hid, mid) for hid in data.hardware for mid in data.models]
+    scenarios = [Scenario(data, hid, mid, dict(overrides or {})) for hid, mid in pairs]
+    columns = _evaluate_columns(scenarios, names) if vectorised and pairs else None
+    for i, ((hid, mid), sc) in enumerate(zip(pairs, scenarios)):
+        vals, miss = {}, {}
+        if columns is not None and i not in columns.redo:
+            columns.replay(i, sc, vals, miss)
+        else:
             for n in names:
                 try:
                     vals[n] = sc.base_value(n)  # a float in base units; shown through fmt.split_base
-                    res.count_ok += 1
                 except MissingInput as e:
                     miss[n] = str(e)
-                    res.count_na += 1
                 except (DimensionMismatch, ArithmeticError, ValueError) as e:
                     res.errors.append(f"{hid} x {mid}: {n}: {e}")
-            res.values[(hid, mid)] = vals
-            res.missing[(hid, mid)] = miss
-            res.fit[(hid, mid)] = feasibility(sc)
-            res.flags[(hid, mid)] = {n: r for n in vals if (r := sc.flag(n))}
-            res.formats[(hid, mid)] = {**sc.formats, **({"note": sc.compute_note} if sc.compute_note else {})}
-            res.inputs[(hid, mid)] = {
-                n: {**dict(zip(("value", "unit"), shown(r.value))), "source": r.source,
-                    **({"url": r.url} if r.url else {}), **({"as_of": r.as_of} if r.as_of else {})}
-                for n, r in sorted(sc.records.items())}
+        res.count_ok += len(vals)
+        res.count_na += len(miss)
+        res.values[(hid, mid)] = vals
+        res.missing[(hid, mid)] = miss
+        res.fit[(hid, mid)] = feasibility(sc)
+        res.flags[(hid, mid)] = {n: r for n in vals if (r := sc.flag(n))}
+        res.formats[(hid, mid)] = {**sc.formats, **({"note": sc.compute_note} if sc.compute_note else {})}
+        res.inputs[(hid, mid)] = {
+            n: {**dict(zip(("value", "unit"), shown(r.value))), "source": r.source,
+                **({"url": r.url} if r.url else {}), **({"as_of": r.as_of} if r.as_of else {})}
+            for n, r in sorted(sc.records.items())}
     return res
+
+
+class _Columns:
+    """Every derived quantity over all pairs: values (numpy, base units), why a pair has no
+    value (an index into ``reasons``, 0 for none), which inputs the scalar path would read,
+    and the pairs to evaluate on their own."""
+
+    def __init__(self, names, value, why, reasons, read, redo):
+        self.names, self.value, self.why, self.reasons, self.read, self.redo = \
+            names, value, why, reasons, read, redo
+
+    def replay(self, i: int, sc: Scenario, vals: dict, miss: dict) -> None:
+        """Pair ``i``'s values and reasons, in the order the scalar path finds them, and the
+        inputs it reads recorded in ``sc`` (so its sources are the same)."""
+        for name, read in self.read.items():
+            if read[i]:
+                try:
+                    sc.input(name)
+                except MissingInput:
+                    pass
+        for n in self.names:
+            w = self.why[n][i]
+            if w:
+                miss[n] = self.reasons[w]
+            else:
+                vals[n] = sc._mags[n] = float(self.value[n][i])
+
+
+def _evaluate_columns(scenarios: list[Scenario], names: list[str]) -> _Columns:
+    import numpy as np
+
+    from . import compiled
+    from .errors import InputError
+
+    n = len(scenarios)
+    reasons = [""]
+    codes: dict[str, int] = {}
+
+    def code(text: str) -> int:
+        c = codes.get(text)
+        if c is None:
+            c = codes[text] = len(reasons)
+            reasons.append(text)
+        return c
+
+    value: dict[str, np.ndarray] = {}
+    why: dict[str, np.ndarray] = {}
+    redo: set[int] = set()
+    # the inputs, each in every pair (a probe scenario: the real one records only what is read)
+    inputs = [q.name for q in REGISTRY.quantities.values() if q.is_input]
+    probes = [Scenario(sc.data, sc.hw.id, sc.model.id, sc.raw_overrides) for sc in scenarios]
+    for name in inputs:
+        v, w = np.full(n, np.nan), np.zeros(n, dtype=np.int64)
+        for i, pr in enumerate(probes):
+            try:
+                v[i] = pr._mag(name)
+            except MissingInput as e:
+                w[i] = code(str(e))
+            except InputError:  # the scalar path says why, if a quantity it evaluates reads it
+                w[i] = -2
+        value[name], why[name] = v, w
+    dense = np.array([sc.is_dense for sc in scenarios])
+    read = {name: np.zeros(n, dtype=bool) for name in inputs}
+    order = _topological(names)
+    with np.errstate(all="ignore"):
+        for name in order:
+            q = REGISTRY[name]
+            fn, args = compiled.array(name)
+            w = np.zeros(n, dtype=np.int64)
+            alive = np.ones(n, dtype=bool)  # pairs whose scalar path still reads the next argument
+            if q.moe_only:
+                w[dense] = -1   # per pair below: the message names the model
+                alive &= ~dense
+            for a in args:   # the scalar path reads the arguments in this order, up to the first failure
+                if a in read:
+                    read[a] |= alive
+                    redo.update(np.flatnonzero(alive & (why[a] == -2)).tolist())
+                fails = alive & (why[a] != 0)
+                w[fails] = why[a][fails]
+                alive &= ~fails
+            v = np.asarray(fn(*(value[a] for a in args)), dtype=float)
+            v = np.broadcast_to(v, (n,)).copy()
+            ok = w == 0
+            bad = ok & ~np.isfinite(v)
+            redo.update(np.flatnonzero(bad).tolist())
+            if q.valid:
+                w[ok & ~bad & ~(v > 0)] = code(f"{name} is not applicable: {q.valid}")
+            if q.moe_only:
+                for i in np.flatnonzero(w == -1):
+                    w[i] = code(f"{name} is not applicable: {scenarios[i].model.id} is a dense model "
+                                "(no routed experts)")
+            v[w != 0] = np.nan
+            value[name], why[name] = v, w
+    return _Columns(names, value, why, reasons, read, redo)
+
+
+def _topological(names: list[str]) -> list[str]:
+    """Derived quantities, each after the derived quantities its definition reads."""
+    out, done = [], set()
+
+    def visit(name):
+        if name in done:
+            return
+        done.add(name)
+        q = REGISTRY[name]
+        for s in sorted(q.expr.free_symbols, key=lambda s: s.name):
+            d = REGISTRY.q(s)
+            if not d.is_input:
+                visit(d.name)
+        out.append(name)
+    for name in names:
+        visit(name)
+    return out
 
 
 def feasibility(sc: Scenario, name: str | None = None) -> dict:

@@ -16,10 +16,15 @@ each earlier input from the one after it: memory independent of depth. Both reco
 schemes pay one more forward pass: 2 + 4 + 2 instead of 2 + 4 FLOP per parameter per token.
 Not counted (the same in all three schemes): the activations inside the one layer being
 back-propagated, and attention's softmax intermediates.
+
+The KV cache is the opposite trade (R-08): memory spent to save compute. Per use, a cached
+token's KV is read back from HBM instead of being recomputed by one forward pass; the ratio
+of the two chip times says how much compute a byte of cache saves on a given chip.
 """
 import sympy as sp
 
-from .inputs import R, B, L, N_active, n_layers, d_model, c_F
+from .inputs import R, B, L, W, N_active, n_layers, d_model, b_kv, c_F
+from .prices import t_remat
 from .training import c_train
 
 # -- the maps, in an arbitrary function ------------------------------------------------------
@@ -138,7 +143,7 @@ R.section(
     featured=("activation_bytes_per_token_stored", "activation_bytes_per_token_checkpoint",
               "checkpoint_interval_best", "activation_bytes_per_token_reversible",
               "activation_saving_reversible", "activation_memory_stored",
-              "activation_memory_reversible", "recompute_overhead"),
+              "activation_memory_reversible", "recompute_overhead", "kv_recompute_over_read"),
 )
 
 _inverse_identities()
@@ -220,3 +225,9 @@ R.derived("recompute_flops_per_token", n_re * c_F * N_active, "FLOP/token",
           "c", "re")
 R.equation("recompute_adds_one_forward_pass", (c_train_re - c_train) * N_active, n_re * c_F * N_active,
            "recomputation adds one forward pass: 2·N_active FLOP per token", identity=True)
+
+# -- the opposite trade: the KV cache spends memory to save compute (R-08) -----------------------
+R.derived("kv_recompute_over_read", t_remat / (b_kv / W), "",
+          "chip time to recompute one cached token's KV (one forward pass at peak) over the chip time "
+          "to read it back from HBM: what the KV cache, memory spent to save compute, saves per use "
+          "(chapters-3-7.md#R-08)", "r", "remat/read")

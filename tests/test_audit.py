@@ -152,6 +152,18 @@ claims:
     claim: "The step is the compute time (false)."
     kind: identity
     checks: ["step_time == compute_time"]
+  - id: identity-of-an-equation
+    where: "000_c3793fc2b96737b1.txt@1:49"
+    quote: "x"
+    claim: "A Feistel round is undone by its inverse."
+    kind: identity
+    checks: ["lhs(feistel_inverse_after_map_y) == rhs(feistel_inverse_after_map_y)"]
+  - id: identity-of-two-equations-crossed
+    where: "000_c3793fc2b96737b1.txt@1:49"
+    quote: "x"
+    claim: "The inverse gives back y where x is due (false)."
+    kind: identity
+    checks: ["lhs(feistel_inverse_after_map_y) == rhs(feistel_inverse_after_map_x)"]
   - id: cited
     where: "000_c3793fc2b96737b1.txt@0:52"
     quote: "for 6X the price"
@@ -184,6 +196,11 @@ def test_synthetic_verdicts(tmp_path, data):
     assert evaluate_claim(data, cs["qualitative"], chips).verdict == ND
     assert evaluate_claim(data, cs["identity-holds"], chips).verdict == HOLDS
     assert evaluate_claim(data, cs["identity-fails"], chips).verdict == FAILS
+    # lhs()/rhs() read a declared equation's sides, its free symbols (x, y) allowed: the Feistel
+    # inverse gives back y + f(x) - f(x) = y, which is not x
+    assert evaluate_claim(data, cs["identity-of-an-equation"], chips).verdict == HOLDS
+    crossed = evaluate_claim(data, cs["identity-of-two-equations-crossed"], chips)
+    assert crossed.verdict == FAILS and "the difference is" in crossed.detail
     s = evaluate_claim(data, cs["cited"], chips)
     assert s.verdict == HOLDS and set(s.values) == {"input", "output"}
 
@@ -235,6 +252,7 @@ def test_each_chip_at_its_serving_format(tmp_path, data):
     (lambda s: s.replace("quantity: drain_time", "quantity: nonsense", 1), "quantity"),
     (lambda s: s.replace("kind: qualitative", "kind: vibes", 1), "kind"),
     (lambda s: s.replace('checks: ["step_time == compute_time"]', 'checks: ["step_time"]', 1), "checks"),
+    (lambda s: s.replace("lhs(feistel_inverse_after_map_y) ==", "lhs(no_such_equation) ==", 1), "checks"),
     (lambda s: s.replace('cited: {input: "6", output: "6"}', 'cited: {input: "6 ms"}', 1), "cited"),
     (lambda s: s.replace('where: "004_c06f65e5a6f00c72.txt:23"', 'where: "lecture line 23"', 1), "where"),
 ])

@@ -59,3 +59,23 @@ def test_a_long_sweep_is_fused_and_still_equals_pointwise_evaluation(data):
     for b in (1, 145, 2000, FUSE_FROM):
         one = Scenario(data, "gb200-nvl72", "deepseek-v3", {"batch": str(b)})
         assert fused["step_time"][b - 1] == pytest.approx(one.value("step_time").magnitude, rel=1e-12)
+
+
+@pytest.mark.parametrize("overrides", [{}, {"context": "1024", "batch": "64"}, {"format": "bf16"}])
+def test_all_pairs_at_once_equal_each_pair_on_its_own(data, overrides):
+    """evaluate_all evaluates each definition over every chip x model at once; it must give what
+    each pair evaluated on its own gives: the values, why a value is missing, the inputs read
+    (with their sources), the fit and the flags."""
+    from chalkboard.results import evaluate_all
+
+    one = evaluate_all(data, overrides, vectorised=False)
+    every = evaluate_all(data, overrides)
+    assert one.errors == every.errors == []
+    assert (one.count_ok, one.count_na) == (every.count_ok, every.count_na)
+    for pair, vals in one.values.items():
+        assert list(every.values[pair]) == list(vals)
+        for name, v in vals.items():
+            assert every.values[pair][name] == pytest.approx(v, rel=1e-12, abs=0), (pair, name)
+        assert every.missing[pair] == one.missing[pair]
+        assert every.inputs[pair] == one.inputs[pair]
+        assert (every.fit[pair], every.flags[pair]) == (one.fit[pair], one.flags[pair])

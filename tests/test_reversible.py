@@ -104,6 +104,18 @@ def test_bytes_per_activation_and_interval_can_be_set(data):
     assert sc.value("activation_bytes_per_token_checkpoint").to("byte/token").magnitude == pytest.approx(81 * 8192)
 
 
+# -- the opposite trade: the KV cache (chapters-3-7.md#R-08) ---------------------------------------
+def test_kv_recompute_over_read_for_llama_3_70b_on_h100_by_hand(data):
+    # Recomputing a token's KV is one forward pass: 2 FLOP x 70e9 parameters at the H100 SXM's dense
+    # bf16 989.5 TFLOP/s (NVIDIA datasheet: 1,979 with sparsity) = 141.5 us of chip time. Reading it
+    # back: 80 layers x 2 (K, V) x 8 KV heads x 128 x 2 bytes (bf16) = 327,680 bytes at 3.35 TB/s =
+    # 97.8 ns. Their ratio: 2 x 70e9 x 3.35e12 / (989.5e12 x 327,680) = 1,446.4.
+    sc = Scenario(data, "h100-sxm", "llama-3-70b")
+    assert sc.value("kv_recompute_over_read").magnitude == pytest.approx(1446.4, rel=1e-4)
+    # an fp8 KV cache halves the bytes read, so the cache saves twice as much compute per byte read
+    fp8 = Scenario(data, "h100-sxm", "llama-3-70b", {"kv_format": "fp8"})
+    assert fp8.value("kv_recompute_over_read").magnitude == pytest.approx(2 * 1446.4, rel=1e-4)
+
 
 # -- the inverses as identities of `build.py check` -------------------------------------------------
 def test_check_verifies_and_counts_the_inverse_identities():
