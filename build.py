@@ -97,7 +97,14 @@ def _parse_sets(pairs):
 
 def _load(args):
     from chalkboard.data import load
-    return load(ROOT, args.hardware_file, args.models_file, args.prices_file)
+    data = load(ROOT, args.hardware_file, args.models_file, args.prices_file,
+                model_config=getattr(args, "model_config", None))
+    if data.config_model:  # what reading the config assumed, said once
+        m = data.models[data.config_model]
+        print(f"note: {m.file}: read as model {m.id}: {'; '.join(m.assumed)}", file=sys.stderr)
+    if getattr(args, "model", "") is None:  # --model not given: the config's model, else the featured one
+        args.model = data.config_model or DEFAULT_MODEL
+    return data
 
 
 # -- commands -----------------------------------------------------------------------------
@@ -247,9 +254,12 @@ def cmd_compare(args) -> int:
 
     for name in args.quantity:
         _known_quantity(name, REGISTRY)
+    given = args.model
     data = _load(args)
     hardware = [h.strip() for h in args.hardware.split(",") if h.strip()] if args.hardware else list(data.hardware)
-    models = [m.strip() for m in args.model.split(",") if m.strip()] if args.model else [DEFAULT_MODEL]
+    models = [m.strip() for m in given.split(",") if m.strip()] if given else [args.model]
+    if data.config_model and data.config_model not in models:
+        models.append(data.config_model)
     rows = sw.compare(data, hardware, models, list(args.quantity), _parse_sets(args.set))
     if args.json:
         print(sw.as_json(rows))
@@ -380,9 +390,14 @@ def make_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
 
+    def model_config(parser):
+        parser.add_argument("--model-config", metavar="CONFIG.JSON",
+                            help="add a model read from a Hugging Face config.json (Llama, Mistral, Qwen, "
+                                 "Mixtral, Qwen-MoE, DeepSeek); it is the model used unless --model is given")
+
     b = sub.add_parser("build", parents=[common], help="write build/report.html, report.pdf, figures and results.json")
     b.add_argument("--hardware", default=DEFAULT_HARDWARE, help="featured hardware id (default: %(default)s)")
-    b.add_argument("--model", default=DEFAULT_MODEL, help="featured model id (default: %(default)s)")
+    b.add_argument("--model", help=f"featured model id (default: the --model-config model, else {DEFAULT_MODEL})")
     b.add_argument("--out", default="build", help="output folder (default: %(default)s)")
     b.add_argument("--claims-file", default="claims.yaml", help="claims to audit (default: %(default)s)")
     b.add_argument("--set", action="append", metavar="NAME=VALUE",
@@ -396,6 +411,7 @@ def make_parser() -> argparse.ArgumentParser:
                    help="with --all-hardware: also a PDF per chip, OUT/hardware/CHIP/report.pdf (slower)")
     b.add_argument("--force", action="store_true",
                    help="build even when nothing changed since the last build into --out")
+    model_config(b)
     b.set_defaults(func=cmd_build)
 
     c = sub.add_parser("check", parents=[common], help="dimension-check all equations; evaluate every hardware x model")
@@ -410,7 +426,7 @@ def make_parser() -> argparse.ArgumentParser:
     e.add_argument("quantity", nargs="+", help="quantity name (see `build.py list quantities`); "
                                               "several with --sweep")
     e.add_argument("--hardware", default=DEFAULT_HARDWARE, help="hardware id (default: %(default)s)")
-    e.add_argument("--model", default=DEFAULT_MODEL, help="model id (default: %(default)s)")
+    e.add_argument("--model", help=f"model id (default: the --model-config model, else {DEFAULT_MODEL})")
     e.add_argument("--set", action="append", metavar="NAME=VALUE",
                    help='override an input, e.g. --set hbm_bandwidth="8.1e11 B/s" --set batch=128')
     e.add_argument("--json", action="store_true", help="print one JSON object")
@@ -418,6 +434,7 @@ def make_parser() -> argparse.ArgumentParser:
                    help="sweep an input over a grid (up to three, crossed): a,b,c | start:stop:log (every "
                         "doubling) | start:stop:N[:log] | start:stop (whole numbers); e.g. --sweep batch=1:65536:log")
     e.add_argument("--csv", action="store_true", help="with --sweep: print CSV")
+    model_config(e)
     e.set_defaults(func=cmd_eval)
 
     cp = sub.add_parser(
@@ -430,6 +447,7 @@ def make_parser() -> argparse.ArgumentParser:
     cp.add_argument("--set", action="append", metavar="NAME=VALUE", help="override an input for every row")
     cp.add_argument("--json", action="store_true", help="print JSON")
     cp.add_argument("--csv", action="store_true", help="print CSV")
+    model_config(cp)
     cp.set_defaults(func=cmd_compare)
 
     ls = sub.add_parser("list", parents=[common], help="list quantities, hardware or models")

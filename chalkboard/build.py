@@ -432,7 +432,14 @@ def build(root: Path, args) -> int:
     source_date_epoch()
     print("chalkboard build", file=sys.stderr)
     t = time.perf_counter()
-    data = load(root, args.hardware_file, args.models_file, getattr(args, "prices_file", "prices.yaml"))
+    data = load(root, args.hardware_file, args.models_file, getattr(args, "prices_file", "prices.yaml"),
+                model_config=getattr(args, "model_config", None))
+    if data.config_model:
+        m = data.models[data.config_model]
+        print(f"  note: {m.file}: read as model {m.id}: {'; '.join(m.assumed)}", file=sys.stderr)
+    if getattr(args, "model", None) is None:  # --model not given: the config's model, else the featured one
+        from . import FEATURED_MODEL
+        args.model = data.config_model or FEATURED_MODEL
     claims_path = root / args.claims_file
     if claims_path.exists() or claims_path.is_symlink() or args.claims_file != "claims.yaml":
         read_yaml(claims_path, args.claims_file)  # encoding, size, nesting, aliases: one line each

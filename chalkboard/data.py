@@ -20,6 +20,8 @@ FORMATS_ORDER = ("fp4", "fp8", "bf16")  # float formats, narrow to wide: the com
 NUMBER_FORMAT_NAMES = ("fp4", "fp8", "bf16", "int4", "int8")
 RATE_FORMATS = ("fp4", "fp8", "int8", "bf16")  # formats a chip may publish a dense rate for
 ATTENTIONS = ("mha", "gqa", "mla")
+EMBEDDINGS = ("tied", "untied")   # is the output head the input embedding?
+MLPS = ("gated", "plain")         # gate, up, down (SwiGLU) or up, down
 
 
 # PyYAML's C parser when it is built with libyaml (about 10x faster), its pure-Python one otherwise;
@@ -138,6 +140,9 @@ class Entry:
     kind: str                         # "hardware" or "model"
     values: dict[str, Value] = field(default_factory=dict)
     tags: dict[str, str] = field(default_factory=dict)   # non-numeric fields: vendor, attention
+    file: str | None = None           # the file it was read from, when not hardware.yaml/models.yaml
+    tag_sources: dict[str, str] = field(default_factory=dict)  # where a tag was read, when not the file's
+    assumed: list[str] = field(default_factory=list)  # what reading it assumed, one sentence each
 
     def __contains__(self, key):
         return key in self.values
@@ -182,15 +187,20 @@ MODEL_FIELDS = {
     "shared_experts": ("", False),
     "moe_layers": ("", False),
     "d_expert": ("", False),
+    "d_ff": ("", False),
+    "vocab_size": ("", False),
+    "q_latent_dim": ("", False),
 }
 MAY_BE_ZERO = {"shared_experts"}
 HARDWARE_WHOLE_NUMBER_FIELDS = ("launch_year", "dies_per_package", "scaleup_domain")
 SAFE_URL = re.compile(r"^https?://[^\s]+$", re.I)
 WHOLE_NUMBER_FIELDS = ("layers", "d_model", "n_heads", "n_kv_heads", "d_head", "kv_latent_dim", "kv_rope_dim",
-                       "experts", "experts_per_token", "shared_experts", "moe_layers", "d_expert")
+                       "experts", "experts_per_token", "shared_experts", "moe_layers", "d_expert",
+                       "d_ff", "vocab_size", "q_latent_dim")
 
 MODEL_CHOICES = {"weight_format": (NUMBER_FORMAT_NAMES, True), "kv_format": (NUMBER_FORMAT_NAMES, False),
-                 "attention": (ATTENTIONS, True)}
+                 "attention": (ATTENTIONS, True), "embeddings": (EMBEDDINGS, False),
+                 "mlp": (MLPS, False)}
 MODEL_TAGS = {"name": True, "source": False, "note": False, "label": False}
 
 
@@ -225,6 +235,7 @@ class Data:
     prices: dict[str, Entry] = field(default_factory=dict)
     tiers: dict[str, Entry] = field(default_factory=dict)
     default_price: str | None = None
+    config_model: str | None = None   # the id of the model read with --model-config, if any
 
 
 def read_text(path: Path, label: str) -> str:
@@ -494,7 +505,9 @@ def load_prices(root: Path, prices_file: str = PRICES_FILE):
 
 
 def load(root: Path, hardware_file: str = "hardware.yaml", models_file: str = "models.yaml",
-         prices_file: str = "prices.yaml") -> Data:
+         prices_file: str = "prices.yaml", model_config: str | None = None) -> Data:
+    """The hardware, model and price files, and with ``model_config`` one more model read from a
+    Hugging Face config.json (a path as given, relative to the working folder)."""
     hw_doc = _read_yaml(root / hardware_file, hardware_file)
     hw_sources = _sources(hw_doc, hardware_file)
     hardware = _entries(hw_doc, hardware_file, "hardware", "hardware", HARDWARE_FIELDS,
@@ -515,6 +528,10 @@ def load(root: Path, hardware_file: str = "hardware.yaml", models_file: str = "m
         prices, tiers, default_price, p_sources = {}, {}, None, {}
     else:
         prices, tiers, default_price, p_sources = load_prices(root, prices_file)
-    return Data(hardware, models, {**hw_sources, **m_sources, **p_sources},
+    data = Data(hardware, models, {**hw_sources, **m_sources, **p_sources},
                 {"hardware": hardware_file, "models": models_file, "prices": prices_file},
                 prices, tiers, default_price)
+    if model_config:
+        from .hfconfig import add_config_model  # reads the derivations: loaded only when asked for
+        add_config_model(data, model_config)
+    return data

@@ -15,7 +15,8 @@ import math
 import sympy as sp
 from sympy.core.function import AppliedUndef
 
-from derivations import ATTENTION_FLOPS_BY_ATTENTION, KV_BYTES_BY_ATTENTION, REGISTRY
+from derivations import (ATTENTION_FLOPS_BY_ATTENTION, ATTENTION_PARAMS_BY_ATTENTION, CHOICE_INPUTS,
+                         KV_BYTES_BY_ATTENTION, REGISTRY)
 from derivations.inputs import NUMBER_FORMATS
 from units import Quantity, UnitParseError, conform, magnitude_problem, parse, unit as parse_unit
 
@@ -144,7 +145,11 @@ MAY_BE_ZERO = ("moe_layers", "attention_flops_per_token", "ring_hop_latency", "b
                "bytes_per_gradient")
 # --hardware / --model id of an entry given wholly with --set (a chip or model not in the files)
 INLINE_ID = "custom"
-DENSE_MOE_DEFAULTS = {"experts": 1.0, "experts_per_token": 1.0, "moe_layers": 0.0, "d_expert": 0.0}
+DENSE_MOE_DEFAULTS = {"experts": 1.0, "experts_per_token": 1.0, "moe_layers": 0.0, "d_expert": 0.0,
+                      "shared_experts": 0.0}
+BY_ATTENTION = {"kv_bytes_per_token": KV_BYTES_BY_ATTENTION,
+                "attention_flops_per_token": ATTENTION_FLOPS_BY_ATTENTION,
+                "attention_params_per_layer": ATTENTION_PARAMS_BY_ATTENTION}
 # counts an override must give as whole numbers: the model's, the hardware's and the workload's
 WHOLE_NUMBERS = (*WHOLE_NUMBER_FIELDS, *HARDWARE_WHOLE_NUMBER_FIELDS, "batch", "chips", "racks",
                  "index_heads", "index_head_dim", "ring_chips", "ring_directions", "collective_axes",
@@ -360,7 +365,8 @@ class Scenario:
         if v is None:
             raise MissingInput(f"{entry.id} has no {fld}")
         file = self.data.files[{"hardware": "hardware", "model": "models"}.get(entry.kind, "prices")]
-        return self._record(name, v.quantity, f"{file}: {entry.id}.{fld}: {v.source.title}",
+        src = v.source.title if entry.file else f"{file}: {entry.id}.{fld}: {v.source.title}"
+        return self._record(name, v.quantity, src,
                             v.source.url, v.as_of, " ".join(x for x in (v.note, note) if x) or None)
 
     def _peak_flops(self):
@@ -405,13 +411,20 @@ class Scenario:
         elif name == "bytes_per_kv_number":
             val = self._record(name, parse(NUMBER_FORMATS[self.kv_format]),
                                f"KV format {self.kv_format} ({NUMBER_FORMATS[self.kv_format]} per number)")
-        elif name in ("kv_bytes_per_token", "attention_flops_per_token"):
-            table = KV_BYTES_BY_ATTENTION if name == "kv_bytes_per_token" else ATTENTION_FLOPS_BY_ATTENTION
+        elif name in BY_ATTENTION:
             if "attention" not in self.model.tags:
                 raise MissingInput(f"{self.model.id} names no attention type: give {name} with --set")
-            via = table[self.model.tags["attention"]]
+            via = BY_ATTENTION[name][self.model.tags["attention"]]
             val = self._record(name, self.value(via),
                                f"derived: {via} ({self.model.tags['attention']} attention of {self.model.id})")
+        elif name in CHOICE_INPUTS:
+            tag, table = CHOICE_INPUTS[name]
+            choice = self.model.tags.get(tag)
+            if choice is None:
+                raise MissingInput(f"{self.model.id} has no {tag} ({' or '.join(table)})")
+            where = (self.model.tag_sources.get(tag)
+                     or f"{self.data.files['models']}: {self.model.id}.{tag}")
+            val = self._record(name, parse(table[choice]), f"{where}: {choice}")
         elif name in DENSE_MOE_DEFAULTS and self.is_dense:
             val = self._record(name, Quantity(DENSE_MOE_DEFAULTS[name], q.unit),
                                f"{self.model.id} is dense: no routed experts (E = k = 1, no MoE layers)")

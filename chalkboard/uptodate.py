@@ -36,7 +36,8 @@ def fingerprint(root: Path, args) -> str:
     h = hashlib.sha256()
     names = [*CODE, args.hardware_file, args.models_file, getattr(args, "prices_file", "prices.yaml"),
              args.claims_file,
-             getattr(args, "measurements_file", "measurements.yaml")]
+             getattr(args, "measurements_file", "measurements.yaml"),
+             *([str(Path(args.model_config).resolve())] if getattr(args, "model_config", None) else [])]
     for rel in names:
         for f in _files(root, str(rel)):
             h.update(str(f.relative_to(root) if f.is_relative_to(root) else f).encode())

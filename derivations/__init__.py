@@ -8,9 +8,10 @@ SymPy results of an earlier run first (``_core.PRELOADED``, see build.py).
 import importlib
 
 MODULES = ("inputs", "roofline", "latency_cost", "kv_cache", "balance", "context", "schedule",
-           "moe_rack", "textbook", "pipeline", "memory", "fast_mode", "training", "textbook_training",
-           "prices", "reversible")
-_EXPORTS = ("REGISTRY", "KV_BYTES_BY_ATTENTION", "ATTENTION_FLOPS_BY_ATTENTION")
+           "moe_rack", "textbook", "params", "pipeline", "memory", "fast_mode", "training",
+           "textbook_training", "prices", "reversible")
+_EXPORTS = ("REGISTRY", "KV_BYTES_BY_ATTENTION", "ATTENTION_FLOPS_BY_ATTENTION",
+            "ATTENTION_PARAMS_BY_ATTENTION", "CHOICE_INPUTS")
 
 
 def load():
@@ -19,8 +20,11 @@ def load():
         importlib.import_module(f"{__name__}.{m}")
     from .inputs import R
     from .kv_cache import ATTENTION_FLOPS_BY_ATTENTION, KV_BYTES_BY_ATTENTION
+    from .params import ATTENTION_PARAMS_BY_ATTENTION, CHOICE_INPUTS
     globals().update(REGISTRY=R, KV_BYTES_BY_ATTENTION=KV_BYTES_BY_ATTENTION,
-                     ATTENTION_FLOPS_BY_ATTENTION=ATTENTION_FLOPS_BY_ATTENTION)
+                     ATTENTION_FLOPS_BY_ATTENTION=ATTENTION_FLOPS_BY_ATTENTION,
+                     ATTENTION_PARAMS_BY_ATTENTION=ATTENTION_PARAMS_BY_ATTENTION,
+                     CHOICE_INPUTS=CHOICE_INPUTS)
     return R
 
 

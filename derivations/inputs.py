@@ -49,6 +49,22 @@ a_attn = R.model("attention_flops_per_token", "FLOP/token",
 n_heads = R.model("n_heads", "", "query heads per layer", "h", "q")
 n_moe = R.model("moe_layers", "", "layers whose MLP is a mixture of experts (0 for a dense model)", "n", "MoE")
 d_expert = R.model("d_expert", "", "hidden width of one routed expert's MLP", "d", "E")
+n_shared = R.model("shared_experts", "",
+                   "shared experts per MoE layer, each as wide as a routed one (every token uses them)",
+                   "E", "shared")
+d_ff = R.model("d_ff", "", "hidden width of a dense layer's MLP", "d", "ff")
+V = R.model("vocab_size", "", "tokens in the vocabulary (rows of the embedding matrix)", "V")
+d_q = R.model("q_latent_dim", "", "MLA: compressed query latent width per layer", "d", "q")
+n_emb = R.model("embedding_matrices", "parameter",
+                "weights per (vocabulary × model width) cell: 1 when the output head is the input "
+                "embedding (tied), 2 when it is a matrix of its own", "n", "emb", field="<embeddings>")
+c_mlp = R.model("mlp_matrices", "parameter",
+                "weights per (model width × MLP width) cell of a dense MLP: 3 gated (gate, up, down), "
+                "2 plain (up, down)", "c", "MLP", field="<mlp>")
+N_attn_layer = R.model("attention_params_per_layer", "parameter",
+                       "weights of one layer's attention (query, key, value and output projections)",
+                       "N", "attn", field="<attention>",
+                       note="derived from the architecture (section parameters from dimensions)")
 
 # -- workload -----------------------------------------------------------------------------
 B = R.workload("batch", "sequence", "sequences decoded together in one step", "B",
