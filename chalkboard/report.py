@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import string
 
-from derivations import KV_BYTES_BY_ATTENTION, REGISTRY
+from derivations import (ATTENTION_FLOPS_BY_ATTENTION, ATTENTION_PARAMS_BY_ATTENTION, KV_BYTES_BY_ATTENTION,
+                         REGISTRY)
 from derivations._core import CHAPTERS
 
 from . import explorer, printers
@@ -78,10 +79,13 @@ def _step(sc: Scenario, q) -> dict:
     if board != closed:
         d["board_mathml"], d["board_typst"] = printers.mathml(board, lhs=q), printers.typst(board, lhs=q)
     d["aside"] = None
-    used = KV_BYTES_BY_ATTENTION.get(sc.model.tags.get("attention"))
-    if q.name in KV_BYTES_BY_ATTENTION.values() and q.name != used:
-        d["aside"] = (f"{sc.model.name} uses {sc.model.tags['attention'].upper()} attention, so its numbers use "
-                      f"{used}; this is what its layer and head counts would cache without it.")
+    attention = sc.model.tags.get("attention")
+    for table, what in ((KV_BYTES_BY_ATTENTION, "cache"), (ATTENTION_FLOPS_BY_ATTENTION, "compute"),
+                        (ATTENTION_PARAMS_BY_ATTENTION, "hold as attention weights")):
+        used = table.get(attention)
+        if q.name in table.values() and q.name != used:
+            d["aside"] = (f"{sc.model.name} uses {attention.upper()} attention, so its numbers use "
+                          f"{used}; this is what its layer and head counts would {what} without it.")
     try:
         val = sc.value(q.name)
         text, ml, ty = substituted(sc, q.name)
