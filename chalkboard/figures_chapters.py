@@ -83,7 +83,7 @@ def pipelining_by_chip(data, hw, model, overrides=None) -> str:
         else:
             ax.annotate(f"{v:.3g}   (P ≤ {most:.3g})", (v, yy), xytext=(3, 0), textcoords="offset points",
                         va="center", fontsize=6.5, zorder=4,
-                        bbox={"facecolor": "white", "edgecolor": "none", "pad": 0.6, "alpha": 0.85})
+                        bbox={"facecolor": "white", "edgecolor": "none", "pad": 0.6})
     p = d["stages"]
     line = ax.axvline(held, color=C["step"], ls="--", lw=1.1,
                       label=f"{model} holds {held:g} MoE layers per stage at P = {p:g} stages")
@@ -125,7 +125,7 @@ def token_latency_data(data, hw, model, overrides=None, stages=STAGES) -> dict:
     at_hop = _sweep(data, hw, model, ("pipeline_token_latency",), "pipeline_stages", stages, "", o,
                     to="ms")["pipeline_token_latency"]
     at_xfer = _sweep(data, hw, model, ("pipeline_token_latency",), "pipeline_stages", stages, "",
-                     {**o, "hop_latency": f"{xfer!r} s"}, to="ms")["pipeline_token_latency"]
+                     {**o, "hop_latency": f"{float(xfer)!r} s"}, to="ms")["pipeline_token_latency"]
     return {"stages": np.asarray(stages, dtype=float), "latency_hop": at_hop, "latency_transfer": at_xfer,
             "hop_ms": hop, "transfer_ms": xfer * 1e3, "step_ms": step,
             "depth": base.value("pipeline_stages").to("").magnitude,
