@@ -66,10 +66,10 @@ def pipelining_by_chip(data, hw, model, overrides=None) -> str:
     n = len(d["ids"])
     y = np.arange(n)
     need, held = d["need"], d["held"]
-    rows_in = 0.26 * n
+    rows_in = 0.22 * n
     fig = plt.figure(figsize=(6.6, rows_in + 2.1))
     h_in = fig.get_size_inches()[1]
-    fig.subplots_adjust(left=0.19, right=0.97, top=1 - 0.4 / h_in, bottom=1.35 / h_in)
+    fig.subplots_adjust(left=0.19, right=0.97, top=1 - 0.4 / h_in, bottom=1.3 / h_in)
     ax = fig.add_subplot()
     ok = need <= held
     colors = [C["compute"] if o else C["weights"] for o in ok]
@@ -115,19 +115,26 @@ def token_latency_data(data, hw, model, overrides=None, stages=STAGES) -> dict:
     """Time per token (ms) against the pipeline depth, ``pipeline_token_latency`` swept over
     ``pipeline_stages``: at the scenario's hop latency, and with each hop taking only the time to
     move one micro-batch's activations (``hop_latency`` set to ``hop_transfer_time``). Also the
-    micro-batch's step time, the two hop times and the scenario's depth."""
+    micro-batch's step time, the two hop times and the scenario's depth. Where the chip publishes no
+    scale-out bandwidth the transfer-only line is None, with the reason in ``transfer_missing``."""
     from .figures import _sweep
     o = dict(overrides or {})
     base = Scenario(data, hw, model, o)
     hop = base.value("hop_latency").to("ms").magnitude
-    xfer = base.value("hop_transfer_time").to("s").magnitude
     step = base.value("micro_batch_step_time").to("ms").magnitude
     at_hop = _sweep(data, hw, model, ("pipeline_token_latency",), "pipeline_stages", stages, "", o,
                     to="ms")["pipeline_token_latency"]
-    at_xfer = _sweep(data, hw, model, ("pipeline_token_latency",), "pipeline_stages", stages, "",
-                     {**o, "hop_latency": f"{float(xfer)!r} s"}, to="ms")["pipeline_token_latency"]
+    try:
+        xfer = base.value("hop_transfer_time").to("s").magnitude
+        missing = None
+    except MissingInput as e:
+        xfer, missing = None, str(e)
+    at_xfer = None if xfer is None else _sweep(
+        data, hw, model, ("pipeline_token_latency",), "pipeline_stages", stages, "",
+        {**o, "hop_latency": f"{float(xfer)!r} s"}, to="ms")["pipeline_token_latency"]
     return {"stages": np.asarray(stages, dtype=float), "latency_hop": at_hop, "latency_transfer": at_xfer,
-            "hop_ms": hop, "transfer_ms": xfer * 1e3, "step_ms": step,
+            "hop_ms": hop, "transfer_ms": None if xfer is None else xfer * 1e3, "transfer_missing": missing,
+            "step_ms": step,
             "depth": base.value("pipeline_stages").to("").magnitude,
             "hop_is_lecture": "lecture" in str(base.records["hop_latency"].source)
                               and "--set" not in str(base.records["hop_latency"].source)}
@@ -145,8 +152,12 @@ def token_latency_vs_stages(data, hw, model, overrides=None) -> str:
     hop_name = "the lecture's 'a few ms'" if d["hop_is_lecture"] else "the featured hop"
     ax.plot(ps, d["latency_hop"], "o-", color=C["comm"], ms=3.5,
             label=f"hop latency {d['hop_ms']:.3g} ms ({hop_name}): t_step + P·t_hop")
-    ax.plot(ps, d["latency_transfer"], "s-", color=C["compute"], ms=3.5,
-            label=f"hop = moving one micro-batch's activations only, {d['transfer_ms'] * 1e3:.3g} µs")
+    if d["latency_transfer"] is not None:
+        ax.plot(ps, d["latency_transfer"], "s-", color=C["compute"], ms=3.5,
+                label=f"hop = moving one micro-batch's activations only, {d['transfer_ms'] * 1e3:.3g} µs")
+    else:
+        ax.plot([], [], " ", label=f"no transfer-only line: {hw} publishes no scale-out bandwidth"
+                if "scaleout" in d["transfer_missing"] else f"no transfer-only line: {d['transfer_missing']}")
     ax.axhline(d["step_ms"], color="#555", ls=":", lw=1,
                label=f"micro-batch step through every layer, {d['step_ms']:.3g} ms (no hops)")
     p = d["depth"]
@@ -154,8 +165,10 @@ def token_latency_vs_stages(data, hw, model, overrides=None) -> str:
         i = int(np.argmin(abs(ps - p)))
         y = d["latency_hop"][i]
         ax.axvline(p, color="#333", lw=0.8, ls="-.")
-        ax.annotate(f"P = {p:g}: {y:.3g} ms per token", (p, y), xytext=(6, -4), textcoords="offset points",
-                    fontsize=7.5, va="top", bbox={"facecolor": "white", "edgecolor": "none", "pad": 1})
+        ax.plot([p], [y], "D", color=C["step"], ms=5, zorder=5)
+        ax.annotate(f"featured depth P = {p:g}: {y:.3g} ms per token", (p, 0.97), xycoords=("data", "axes fraction"),
+                    xytext=(4, 0), textcoords="offset points", fontsize=7.5, ha="left", va="top",
+                    bbox={"facecolor": "white", "edgecolor": "none", "pad": 1})
     ax.set_xlim(0.5, ps[-1] + 0.5)
     ax.set_ylim(0, 1.08 * float(np.nanmax(d["latency_hop"])))
     ax.set_xticks(ps[::max(1, len(ps) // 16)])
@@ -190,6 +203,12 @@ def lifecycle_data(data, hw, model, overrides=None, served=SERVED) -> dict:
             "tokens_is_lecture": "lecture" in src and "--set" not in src}
 
 
+def _sci(x: float) -> str:
+    """3 significant figures as a power of ten: 1.59×10²⁶ (mathtext)."""
+    e = int(np.floor(np.log10(abs(x)))) if x else 0
+    return f"${x / 10 ** e:.3g}\\times10^{{{e}}}$"
+
+
 def _tokens(n: float) -> str:
     return f"{n / 1e12:,.0f} T" if n >= 1e12 else f"{n / 1e9:,.0f} B"
 
@@ -220,7 +239,7 @@ def lifecycle_compute_vs_tokens(data, hw, model, overrides=None) -> str:
         name = "the lecture's ~" if d["tokens_is_lecture"] else "the featured "
         ax.axvline(tok, color="#555", lw=0.9, ls=":")
         ax.plot([tok], [d["lifecycle_at_tokens"]], "D", color=C["step"], ms=5, zorder=5)
-        ax.annotate(f"{name}{_tokens(tok)} tokens served:\n{d['lifecycle_at_tokens']:.3g} FLOP in all",
+        ax.annotate(f"{name}{_tokens(tok)} tokens served:\n{_sci(d['lifecycle_at_tokens'])} FLOP in all",
                     (tok, d["lifecycle_at_tokens"]), xytext=(-8, 10), textcoords="offset points",
                     ha="right", va="bottom", fontsize=7.5,
                     bbox={"facecolor": "white", "edgecolor": "none", "pad": 1})

@@ -113,6 +113,15 @@ def test_token_latency_data(data):
     assert d["hop_is_lecture"] and d["depth"] == 4
 
 
+def test_token_latency_without_a_published_nic(data):
+    # the A100 80 GB (hardware.yaml) publishes no scale-out bandwidth: the hop line is drawn (the
+    # lecture's 2.5 ms per stage), the transfer-only line is left out with the reason
+    d = fc.token_latency_data(data, "a100-80gb", MODEL)
+    assert d["latency_transfer"] is None and "scaleout_bandwidth" in d["transfer_missing"]
+    assert np.diff(d["latency_hop"]) == pytest.approx(np.full(15, 2.5))
+    assert fc.token_latency_vs_stages(data, "a100-80gb", MODEL).lstrip().startswith("<?xml")
+
+
 def test_lifecycle_data(data):
     d = fc.lifecycle_data(data, HW, MODEL)
     x = d["served"]
