@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .evaluate import MissingInput, Scenario
+from .evaluate import MissingInput, NotApplicable, Scenario
 
 # -- chapter 3: the pipelining condition, chip by chip ------------------------------------------
 
@@ -47,9 +47,12 @@ def pipelining_by_chip_data(data, hw, model, overrides=None) -> dict:
             need = sc.value("min_moe_layers_per_stage").to("").magnitude
             most = sc.value("max_pipeline_stages").to("").magnitude
             why = None
+        except NotApplicable as e:
+            need = most = float("nan")
+            why = f"not applicable: {e}"
         except MissingInput as e:
             need = most = float("nan")
-            why = str(e)
+            why = f"not published: {e}"
         rows.append((int(h.values["launch_year"].quantity.magnitude), hid, need, most, why))
     rows.sort(key=lambda r: (r[0], r[1]))
     return {"ids": [r[1] for r in rows], "years": [r[0] for r in rows],
@@ -77,7 +80,7 @@ def pipelining_by_chip(data, hw, model, overrides=None) -> str:
     top = max(float(np.nanmax(need)) if np.isfinite(need).any() else 0.0, held) * 1.25
     for yy, v, most, why in zip(y, need, d["max_stages"], d["why"]):
         if np.isnan(v):
-            text = "no scale-out bandwidth published" if "scaleout" in (why or "") else "not published"
+            text = "no scale-out bandwidth published" if "scaleout_bandwidth" in why else why.split(":")[0]
             ax.annotate(text, (0, yy), xytext=(3, 0), textcoords="offset points", va="center", fontsize=6.5,
                         color="#666")
         else:
