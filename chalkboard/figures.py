@@ -330,6 +330,8 @@ def step_breakdown(data, hw, model, overrides=None) -> str:
     return _svg(fig)
 
 
+from .figures_chapters import (lifecycle_compute_vs_tokens, pipelining_by_chip,  # noqa: E402
+                               token_latency_vs_stages)
 from .figures_pipeline import memory_vs_stages  # noqa: E402  (it draws with the helpers above)
 
 FIGURES = {
@@ -343,7 +345,17 @@ FIGURES = {
     "context_sweep": ("MFU and balance batch vs context length", context_sweep, "context"),
     "a2a_vs_racks": ("All-to-all time vs racks spanned", a2a_vs_racks, "moe_rack"),
     "step_breakdown": ("Step-time breakdown, one vs two racks", step_breakdown, "moe_rack"),
+    "pipelining_by_chip": ("MoE layers a pipeline stage must hold for its boundary transfer to hide behind its "
+                           "all-to-all, for every chip by launch year, against the layers each stage holds at "
+                           "the featured depth", pipelining_by_chip, "pipeline_boundary"),
     "memory_vs_stages": ("Memory per chip vs pipeline stages", memory_vs_stages, "pipeline_memory"),
+    "token_latency_vs_stages": ("Time per token vs pipeline stages: one micro-batch's step plus one hop per "
+                                "stage, at the featured hop latency and with each hop only the transfer of one "
+                                "micro-batch's activations", token_latency_vs_stages, "pipeline_latency"),
+    "lifecycle_compute_vs_tokens": ("Compute over a model's life, pre-training, RL and inference, against the "
+                                    "tokens it serves, with the featured tokens served and the point where "
+                                    "inference costs as much as pre-training", lifecycle_compute_vs_tokens,
+                                    "training_compute"),
     "cost_vs_context": ("Chip time per token vs context, and the price tier", cost_vs_context, "price_tiers"),
 }
 
