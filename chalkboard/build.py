@@ -565,7 +565,7 @@ def build(root: Path, args) -> int:
 
 # -- one report per chip (--all-hardware) --------------------------------------------------------
 INDEX_QUANTITIES = ("balance_batch", "latency_floor", "cost_floor")
-CHIP_INDEPENDENT_FIGURES = ("hardware_by_year", "validation")   # drawn once, shared by every chip
+CHIP_INDEPENDENT_FIGURES = ("hardware_by_year", "validation", "lifecycle_compute_vs_tokens")   # drawn once, shared by every chip
 
 
 def chip_order(data) -> list[str]:

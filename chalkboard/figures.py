@@ -391,9 +391,13 @@ def draw_all(data, hw, model, overrides=None, refs=None, only=None) -> dict[str,
     return out
 
 
-# Two groups of about equal drawing time (measured), one per forked process.
-_GROUPS = (("step_time_vs_batch", "context_sweep", "step_breakdown"),
-           ("cost_vs_batch", "hardware_by_year", "a2a_vs_racks"))
+# The figures that mark the audit's rules of thumb (refs): drawn once the audit is done. Every
+# other figure is drawn from the start of a build, beside the check, evaluation and audit.
+_AFTER_AUDIT = ("hardware_by_year",)
+
+
+def _group(group: int) -> tuple[str, ...]:
+    return tuple(n for n in FIGURES if (n in _AFTER_AUDIT) == (group == 1))
 
 
 def draw_all_background(data, hw, model, overrides=None, refs=None, extra=None):
@@ -408,14 +412,14 @@ def draw_all_background(data, hw, model, overrides=None, refs=None, extra=None):
 
 
 def draw_group_background(group: int, data, hw, model, overrides=None, refs=None, extra=None, read_ends=()):
-    """Start drawing one of the two groups of figures (the second also draws every figure no
-    group names, and ``extra``) in a forked process; returns a function that waits for it and
-    returns name -> (SVG, chip), raising RuntimeError if drawing failed. The first group needs
-    no audit (``refs``), so a build can start it early. Without fork the group is drawn at once."""
+    """Start drawing one of the two groups of figures in a forked process: the first, every
+    figure that needs no audit (``refs``), so a build can start it early; the second, those
+    that do, and ``extra``. Returns a function that waits for the process and returns
+    name -> (SVG, chip), raising RuntimeError if drawing failed. Without fork the group is drawn
+    at once."""
     import multiprocessing as mp
 
-    only = _GROUPS[group] if group == 0 else \
-        _GROUPS[1] + tuple(n for n in FIGURES if n not in _GROUPS[0] + _GROUPS[1])
+    only = _group(group)
     try:
         ctx = mp.get_context("fork")
         receive, send = ctx.Pipe(duplex=False)
