@@ -15,6 +15,7 @@ Sources:
       gpus = Part 12 "How to Think About GPUs".
   CH  Hoffmann et al. 2022, "Training Compute-Optimal Large Language Models" (Chinchilla), Table 3.
   KO  Korthikanti et al. 2022, "Reducing Activation Recomputation in Large Transformer Models".
+  kipply  Carol Chen (kipply), "Transformer Inference Arithmetic", kipp.ly, 2022-03-30.
 """
 import importlib.util
 import json
@@ -491,6 +492,156 @@ def test_korthikanti_activation_memory_per_layer(capsys):
         pytest.approx(417_792)
     assert ev(capsys, "activation_bytes_per_token_layer_checkpoint", h, m, "B/token", **sets) == \
         pytest.approx(24_576)
+
+
+# -- kipply, "Transformer Inference Arithmetic" -------------------------------------------------
+# Carol Chen (kipply), "Transformer Inference Arithmetic", kipp.ly, 2022-03-30; the text was read
+# in the post's own Markdown source (front matter "date = 2022-03-30"), mirrored publicly. Sections
+# are the post's: "kv cache", "capacity", "latency calculations", "batch sizes", "flops counting",
+# "comparing against real benchmarks", "exercises".
+# Conventions of the post, set here explicitly: the A100 does "312e12 flops per second and 1.5e12
+# bytes per second of memory bandwidth" with "a standard of 40GB of capacity" (hardware.yaml's
+# A100 40 GB has 1.555 TB/s; the post itself says "I probably should've kept the mem bandwidth to
+# 1.555 instead of 1.5"); 16-bit weights and KV ("we'll assume 16-bit formats throughout the
+# post"); a matmul is "2mn" flops, "multiply(1)-add(2)", i.e. 2 FLOP per multiply-accumulate.
+KIPPLY_A100 = {"peak_flops": "312e12 FLOP/s", "hbm_bandwidth": "1.5e12 B/s", "hbm_capacity": "40e9 B"}
+# "a 52B parameter model (taking Anthropic's, where d_model = 8192 and n_layers = 64)": the post
+# caches n_heads · d_head = d_model numbers per layer for each of k and v (multi-head attention);
+# 64 heads of 128 is one such split (the bytes depend only on the product).
+KIPPLY_52B = {"params_total": "52e9", "params_active": "52e9", "layers": "64", "d_model": "8192",
+              "n_heads": "64", "n_kv_heads": "64", "d_head": "128"}
+A100, DENSE = "a100-40gb", "llama-3-70b"  # the chip and a dense model whose fields the --set replace
+
+
+def test_kipply_kv_cache_bytes_per_token_52b(capsys):
+    # "capacity": "4 · n_layers · n_heads · d_head = 4 · 64 · 8192 = 2,097,152 bytes ≈ 0.002 GB"
+    # per token ("kv cache": the first 2 for k and v, the second for 16-bit bytes).
+    assert ev(capsys, "kv_bytes_gqa", A100, DENSE, "B/token", **KIPPLY_52B) == 2_097_152
+
+
+def test_kipply_kv_cache_flops_to_compute_k_and_v(capsys):
+    # "kv cache": "the flops to compute k and v for all our layers is 2 · 2 · n_layers · d_model²
+    # ... We multiply t_e by W_k, which takes 2 · d_model² flops": for the 52B model
+    # "2 · 2 · 64 · 8192² = 17,179,869,184". One [1, 8192] × [8192, 8192] matmul, for k and for v,
+    # in each of 64 layers.
+    per_matmul = ev(capsys, "matmul_flops", A100, DENSE, "FLOP", matmul_m="1", matmul_k="8192", matmul_n="8192")
+    assert 2 * 64 * per_matmul == 17_179_869_184
+    # "Calculating for a kv cache token is exactly 1/6th of the compute of passing the token
+    # through the model": the forward pass is 2 · 12 · n_layers · d_model² (24 d² weights per layer).
+    forward = ev(capsys, "forward_flop_per_token_params", A100, DENSE, "FLOP/token",
+                 params_active=str(12 * 64 * 8192**2))
+    assert 2 * 64 * per_matmul / forward == pytest.approx(1 / 6)
+
+
+def test_kipply_a100_flops_to_bytes_ratio_208(capsys):
+    # "kv cache": "we get a distinct ratio here of 208 given this hardware specification ... it'll
+    # take the same amount of time to compute for up to 208 tokens" (312e12 / 1.5e12 = 208). The
+    # post's ratio is FLOP per byte; hardware_ratio counts multiplies × bytes per number per byte,
+    # the same 208 because 2 FLOP per multiply-accumulate and 2 bytes per 16-bit weight cancel.
+    assert ev(capsys, "hardware_ratio", A100, DENSE, "token", **KIPPLY_A100) == pytest.approx(208)
+
+
+def test_kipply_batch_sizes_balance_at_208(capsys):
+    # "batch sizes": "mem bandwidth time = 2·P / (N·A_bm)", "flops time = B · 2·P / (N·A_f)";
+    # "The min batch size for memory bandwidth bound is A_bw/A_f = 208". The post writes the ratio
+    # upside down: the times are equal at B = A_f / A_bm = 312e12 / 1.5e12 = 208.
+    assert ev(capsys, "balance_batch", A100, DENSE, "sequence", **KIPPLY_A100, **KIPPLY_52B, chips="4") == \
+        pytest.approx(208)
+
+
+def test_kipply_full_forward_pass_52b_69_ms(capsys):
+    # "kv cache": "For a 52B model full forwards pass, that's 12 · 2 · n_layers · d_model² / 1.5e12
+    # ≈ 69 milliseconds ... (in practice, we'd use four GPUs in parallel so it would actually be
+    # ~17 milliseconds)": one read of 2 bytes for each of 12 · 64 · 8192² weights, 68.7 ms and
+    # 17.2 ms: within 2%.
+    sets = {**KIPPLY_A100, "params_total": str(12 * 64 * 8192**2), "params_active": str(12 * 64 * 8192**2)}
+    assert ev(capsys, "weight_fetch_time_all", A100, DENSE, "ms", chips="1", **sets) == pytest.approx(69, rel=0.02)
+    assert ev(capsys, "weight_fetch_time_all", A100, DENSE, "ms", chips="4", **sets) == pytest.approx(17, rel=0.02)
+
+
+def test_kipply_capacity_weights_52b(capsys):
+    # "capacity": "52e12 · 2 = 104e12 bytes ≈ 104GB" — the exponents are a slip: 52B parameters are
+    # 52e9, and 52e9 · 2 B = 104e9 B = 104 GB, the post's "104GB". "This doesn't fit in one GPU!
+    # We'd need at least three GPUs just to have all the weights loaded in": ⌈104 / 40⌉ = 3.
+    assert ev(capsys, "weight_bytes", A100, DENSE, "GB", **KIPPLY_52B) == pytest.approx(104)
+    assert ev(capsys, "chips_for_weights", A100, DENSE, "chip", **KIPPLY_A100, **KIPPLY_52B) == 3
+    # "That leaves us 120 − 104 = 16GB left for our kv cache."
+    assert ev(capsys, "hbm_left_for_kv", A100, DENSE, "GB", chips="3", **KIPPLY_A100, **KIPPLY_52B) == \
+        pytest.approx(16)
+
+
+def test_kipply_capacity_kv_tokens_on_three_gpus(capsys):
+    # "capacity": "16/0.002 ≈ 8000 tokens can fit into our kv cache with this GPU set up, or that we
+    # could do up to a batch size 4 where each request has up to 2048 tokens". The post rounds
+    # 2,097,152 B to 0.002 GB (4.6% low): exactly 16e9 / 2,097,152 = 7,629 tokens, within 5% of
+    # 8000; and 7,629 / 2048 = 3.7, so 3 whole requests of 2048 tokens fit, not 4.
+    sets = {"chips": "3", **KIPPLY_A100, **KIPPLY_52B}
+    tokens = ev(capsys, "context_to_fill_hbm", A100, DENSE, "token/sequence", batch="1", **sets)
+    assert tokens == pytest.approx(16e9 / 2_097_152) and tokens == pytest.approx(8000, rel=0.05)
+    assert ev(capsys, "max_batch_capacity", A100, DENSE, "sequence", context="2048", **sets) == 3
+
+
+def test_kipply_capacity_kv_tokens_on_four_gpus_corrected(capsys):
+    # "For four GPUs, we'd get 56/0.002 ≈ 23000": the division is wrong, 56 / 0.002 = 28,000; with
+    # the exact 2,097,152 B per token, 56e9 / 2,097,152 = 26,703 tokens (4.6% under 28,000, the
+    # same rounding of 0.002 GB as above).
+    tokens = ev(capsys, "context_to_fill_hbm", A100, DENSE, "token/sequence", batch="1", chips="4",
+                **KIPPLY_A100, **KIPPLY_52B)
+    assert tokens == pytest.approx(26_703, rel=1e-4) and tokens == pytest.approx(56 / 0.002, rel=0.05)
+
+
+GOPHER_260B = {"params_total": "260e9", "params_active": "260e9", "chips": "16"}
+
+
+def test_kipply_latency_gopher_260b_small_batch(capsys):
+    # "latency calculations": "a Gopher sized 260B model on 16 GPUs. For a small batch, it's 22 ms
+    # per token generated": "2 · P / (N · A_bm) = 2 · 260e9 / (16 · 1.5e12) ≈ 0.0217 ≈ 22ms"
+    # (memory-bound at batch 1; the post leaves the KV read out, as step_time_weights_only does).
+    t = ev(capsys, "step_time_weights_only", A100, DENSE, "s", batch="1", **KIPPLY_A100, **GOPHER_260B)
+    assert t == pytest.approx(0.0217, rel=0.002) and t * 1e3 == pytest.approx(22, rel=0.02)
+
+
+def test_kipply_latency_gopher_260b_batch_512(capsys):
+    # "latency calculations": "compute = B · 2 · P / (N · A_f) = 512 · 2 · 260e9 / (16 · 312e12)
+    # ≈ 0.053 ≈ 53ms" (flops-bound at batch 512: 53.3 ms, within 1%).
+    assert ev(capsys, "step_time_weights_only", A100, DENSE, "ms", batch="512", **KIPPLY_A100,
+              **GOPHER_260B) == pytest.approx(53, rel=0.01)
+
+
+def test_kipply_exercise_7_52b_on_four_gpus_batch_256(capsys):
+    # "exercises", 7: "Try calculating the large batch speed for a 52B on 4xGPUs at batch size 256.
+    # The compute should be about 21ms": 256 · 2 · 52e9 / (4 · 312e12) = 21.3 ms, within 2%.
+    assert ev(capsys, "compute_time_weights", A100, DENSE, "ms", batch="256", chips="4", **KIPPLY_A100,
+              **KIPPLY_52B) == pytest.approx(21, rel=0.02)
+
+
+def test_kipply_flops_counting_52b(capsys):
+    # "flops counting": "F = n_layers · (2·3·d_model² + 2·d_model² + 16·d_model²) = n_layers · 24 ·
+    # d_model²"; "64 · 24 · 8192² = 103079215104 flops ... over two is about 51.5B". The parameters
+    # are counted here from the dimensions: q, k, v, o (4·d² a layer, 64 heads of 128) and a plain
+    # two-matrix MLP of width 4·d_model (8·d²). The post leaves the (un)embeddings out; an embedding
+    # of one token (8,192 weights, 2e-7 of the total) stands in for none.
+    dims = {**KIPPLY_52B, "d_ff": str(4 * 8192), "mlp_matrices": "2", "vocab_size": "1", "embedding_matrices": "1"}
+    p = ev(capsys, "params_active_from_dims", A100, DENSE, "parameter", **dims)
+    assert p == pytest.approx(51.5e9, rel=0.001)
+    flops = ev(capsys, "forward_flop_per_token_params", A100, DENSE, "FLOP/token", params_active=str(p))
+    assert flops == pytest.approx(103_079_215_104, rel=1e-6)
+
+
+def test_kipply_benchmark_13b_decode_step(capsys):
+    # "comparing against real benchmarks": a 13B model, "40 layers, 40 heads, each of dim 128 for a
+    # dim size of 5120": "For a small batch for one token on 2 GPUs we expect 8.4ms ... For 1 GPU,
+    # that would be 16.8ms (2x40x12x5120^2/1.5e12)": 16.78 ms and 8.39 ms.
+    sets = {**KIPPLY_A100, "params_total": str(40 * 12 * 5120**2), "params_active": str(40 * 12 * 5120**2)}
+    assert ev(capsys, "weight_fetch_time_all", A100, DENSE, "ms", chips="1", **sets) == pytest.approx(16.8, rel=0.002)
+    assert ev(capsys, "weight_fetch_time_all", A100, DENSE, "ms", chips="2", **sets) == pytest.approx(8.4, rel=0.002)
+
+
+def test_kipply_benchmark_ratio_at_90_percent_bandwidth(capsys):
+    # "comparing against real benchmarks": "Let's use the updated memory bandwidth,
+    # 312e12/(1.5e12x0.9)=231" (a profile showed about 90% of the memory bandwidth): 231.1.
+    assert ev(capsys, "hardware_ratio", A100, DENSE, "token", **{**KIPPLY_A100, "hbm_bandwidth": "1.35e12 B/s"}) == \
+        pytest.approx(231, rel=0.001)
 
 
 # -- the command line: an inline chip and model; errors ------------------------------------------
