@@ -122,6 +122,32 @@ def test_lecture_times_cannot_be_read_as_seconds(prose, pdf_text):
         assert _hits(r"\(\d:\d\d\)|from \d+:\d\d into", flat) == []
 
 
+def test_no_display_formula_is_wider_than_the_text(built):
+    """Typst does not break display formulas: a long one is wrapped in #fit (scaled to the
+    text's width); a formula set as it is must fit in the 17 cm between the margins. Every
+    display formula of the report is measured by Typst itself."""
+    import json
+
+    import typst
+
+    src = (built / "report.typ").read_text()
+    measured, shown = [], 0
+    for line in src.split("\n"):
+        m = re.fullmatch(r"(#fit\[)?\$ (.*) \$\]?", line)
+        if m:
+            shown += 1
+            if m.group(1) is None:   # not wrapped: measure it
+                line = (f"#context {{ let w = measure($ {m.group(2)} $).width; "
+                        f"[#metadata(w.pt()) <width>] }}")
+        measured.append(line)
+    probe = built / "widths.typ"
+    probe.write_text("\n".join(measured))
+    widths = [r["value"] for r in json.loads(typst.query(str(probe), "<width>", root=str(built)))]
+    text_width = (21 - 2 * 2) / 2.54 * 72   # A4 less two 2 cm margins, in points
+    assert shown > 500 and len(widths) > 300
+    assert max(widths) <= text_width, f"a formula set as it is is {max(widths) / text_width:.2f}x the text width"
+
+
 def test_no_half_empty_pdf_pages(built):
     """Every PDF page but the last is written down to near its foot: a section start, a figure
     or a formula block that does not fit must not leave half a page blank. The report's Typst
