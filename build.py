@@ -420,9 +420,12 @@ def make_parser() -> argparse.ArgumentParser:
     e = sub.add_parser(
         "eval", parents=[common], help="evaluate one quantity",
         description="Evaluate one quantity for one hardware and model. --set overrides any input "
-                    "(a hardware or model field, a workload parameter, or format=bf16|fp8|fp4) with a "
-                    "value and unit, so chips and models not in the files can be evaluated. A bare "
-                    "number takes the input's declared unit (--set batch=128).")
+                    "(a hardware or model field, a workload parameter, format=bf16|fp8|fp4|int8|int4, "
+                    "or price=SNAPSHOT) with a value and unit, so chips and models not in the files can "
+                    "be evaluated; --hardware custom or --model custom takes every field from --set. A "
+                    "bare number takes the input's declared unit (--set batch=128). A choice names an "
+                    "option instead of a number: best_kv_tier is the memory tier a cached KV should "
+                    "wait in for --set hold_time=...")
     e.add_argument("quantity", nargs="+", help="quantity name (see `build.py list quantities`); "
                                               "several with --sweep")
     e.add_argument("--hardware", default=DEFAULT_HARDWARE, help="hardware id (default: %(default)s)")
