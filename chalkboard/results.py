@@ -73,6 +73,7 @@ def evaluate_all(data: Data, overrides: dict | None = None, vectorised: bool = T
             n: {**dict(zip(("value", "unit"), shown(r.value))), "source": r.source,
                 **({"url": r.url} if r.url else {}), **({"as_of": r.as_of} if r.as_of else {})}
             for n, r in sorted(sc.records.items())}
+        scenarios[i] = None   # done with: its caches need not outlive the pair
     return res
 
 
@@ -124,17 +125,17 @@ def _evaluate_columns(scenarios: list[Scenario], names: list[str]) -> _Columns:
     redo: set[int] = set()
     # the inputs, each in every pair (a probe scenario: the real one records only what is read)
     inputs = [q.name for q in REGISTRY.quantities.values() if q.is_input]
-    probes = [Scenario(sc.data, sc.hw.id, sc.model.id, sc.raw_overrides) for sc in scenarios]
     for name in inputs:
-        v, w = np.full(n, np.nan), np.zeros(n, dtype=np.int64)
-        for i, pr in enumerate(probes):
+        value[name], why[name] = np.full(n, np.nan), np.zeros(n, dtype=np.int64)
+    for i, sc in enumerate(scenarios):
+        probe = Scenario(sc.data, sc.hw.id, sc.model.id, sc.raw_overrides)
+        for name in inputs:
             try:
-                v[i] = pr._mag(name)
+                value[name][i] = probe._mag(name)
             except MissingInput as e:
-                w[i] = code(str(e))
+                why[name][i] = code(str(e))
             except InputError:  # the scalar path says why, if a quantity it evaluates reads it
-                w[i] = -2
-        value[name], why[name] = v, w
+                why[name][i] = -2
     dense = np.array([sc.is_dense for sc in scenarios])
     read = {name: np.zeros(n, dtype=bool) for name in inputs}
     order = _topological(names)
