@@ -116,6 +116,38 @@ def test_models_file_entry_counts_from_its_dimensions(cli):
     assert d["value"] == pytest.approx(70e9, rel=0.01)  # Llama 3 paper, Table 3: 70B
 
 
+# models.yaml entries whose config dimensions (d_ff, vocab_size, embeddings, mlp; q_latent_dim for
+# MLA) are filled in: (model, published total, tolerance, published active, tolerance, where).
+# A figure given to three digits is exact to half a unit in its last digit (141B: +-0.35%); one
+# given to two digits to +-1.3..2.3%. Normalisation weights (under 0.1%) are not counted.
+MODELS_FILE = [
+    ("llama-3-405b", 405e9, 0.005, 405e9, 0.005,
+     "Llama 3 paper (arXiv:2407.21783), Table 3: 405B, a dense model (active = total). The count "
+     "is 405.85e9, 0.21% above: 405B is the nominal size, so within 0.5%"),
+    ("mixtral-8x22b", 141e9, 0.004, 39e9, 0.013,
+     "Mistral AI, 'Cheaper, Better, Faster, Stronger' (2024-04-17): 'uses only 39B active "
+     "parameters out of 141B' (three and two digits)"),
+    ("qwen3-235b-a22b", 235e9, 0.003, 22e9, 0.023,
+     "Qwen3 Technical Report (arXiv:2505.09388), abstract: 'a total of 235 billion parameters and "
+     "22 billion activated ones per token' (three and two digits)"),
+    ("kimi-k2", 1.04e12, 0.015, 32.6e9, 0.01,
+     "Kimi K2 report (arXiv:2507.20534), sec. 2.3 and Table 2: 1.04T total, 32.6B activated. The "
+     "count from the released config is 1.026e12, 1.3% below 1.04T (more than the rounding of a "
+     "three-digit figure; the config holds no multi-token-prediction layer, which the report's "
+     "total may include), and 32.86e9 active, 0.8% above 32.6B"),
+]
+
+
+@pytest.mark.parametrize("model,total,tol_total,active,tol_active,source", MODELS_FILE,
+                         ids=[m[0] for m in MODELS_FILE])
+def test_models_file_counts_match_published(model, total, tol_total, active, tol_active, source):
+    from chalkboard.data import load
+    data = load(ROOT)
+    m = data.models[model]
+    assert _value(data, m, "params_total_from_dims") == pytest.approx(total, rel=tol_total), source
+    assert _value(data, m, "params_active_from_dims") == pytest.approx(active, rel=tol_active), source
+
+
 def test_eval_with_model_config_names_its_sources_and_assumptions(cli):
     cfg = "tests/configs/llama-3.1-70b-instruct.json"
     r = cli("eval", "weight_fetch_time_min", "--hardware", "h100-sxm", "--model-config", cfg, "--json")
