@@ -1053,11 +1053,7 @@ def _fit(ctx, claim, e: Entry) -> str | None:
         q = REGISTRY[claim.quantity] if claim.quantity is not None else None
         if q is not None and q.section and REGISTRY.sections[q.section].chapter in PIPELINE_CHAPTERS:
             return sc.flag(q.name)  # a pipelined set-up: its own fit, or none for a non-set-up
-        if hasattr(sc, "feasibility"):
-            ok, reasons = sc.feasibility()
-            return None if ok else "; ".join(reasons)
-        if hasattr(sc, "fit"):
-            return sc.fit()
+        return sc.fit()
     except (MissingInput, InputError):
         return None
     return None

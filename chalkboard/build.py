@@ -239,7 +239,7 @@ def _rounded(x):
     """Floats to 12 significant digits: the last bits depend on the order of float operations
     (the compiled path works in base units), not on the data."""
     if isinstance(x, float):
-        return float(f"{x:.12g}")
+        return _round12(x)
     if isinstance(x, dict):
         return {k: _rounded(v) for k, v in x.items()}
     if isinstance(x, list):

@@ -21,8 +21,8 @@ from derivations.inputs import NUMBER_FORMATS
 from units import Quantity, UnitParseError, conform, magnitude_problem, parse, unit as parse_unit
 
 from . import compiled
-from .data import (FORMATS_ORDER, HARDWARE_WHOLE_NUMBER_FIELDS, RATE_FORMATS, WHOLE_NUMBER_FIELDS,
-                   Data)
+from .data import (FORMATS_ORDER, HARDWARE_WHOLE_NUMBER_FIELDS, MAY_BE_ZERO, RATE_FORMATS,
+                   WHOLE_NUMBER_FIELDS, Data)
 from .errors import InputError, MissingInput, NotApplicable  # noqa: F401  (re-exported)
 
 
@@ -138,11 +138,6 @@ class InputRecord:
 
 FORMAT_KEYS = ("format", "weight_format", "kv_format", "compute_format")
 SELECT_KEYS = ("price",)   # --set price=ID picks a price snapshot of prices.yaml
-# inputs --set may give as 0: no MoE layers; attention FLOPs set aside (an estimate that leaves
-# them out); no per-hop latency (a bandwidth-only collective time); no fp32 master copy or no
-# gradient buffer kept (optimizer state counted without them)
-MAY_BE_ZERO = ("moe_layers", "attention_flops_per_token", "ring_hop_latency", "bytes_per_master_weight",
-               "bytes_per_gradient")
 # --hardware / --model id of an entry given wholly with --set (a chip or model not in the files)
 INLINE_ID = "custom"
 DENSE_MOE_DEFAULTS = {"experts": 1.0, "experts_per_token": 1.0, "moe_layers": 0.0, "d_expert": 0.0,

@@ -118,7 +118,7 @@ def step_time_vs_batch(data, hw, model, overrides=None) -> str:
         top = max(top, 1.25 * b_kv)
     bs = np.linspace(1, top, 400)
     r = _sweep(data, hw, model, ("compute_time", "compute_time_weights", "weight_fetch_time",
-                                 "weight_fetch_time_all", "memory_time", "step_time"),
+                                 "weight_fetch_time_all", "step_time_weights_only", "memory_time", "step_time"),
                "batch", bs, "sequence", overrides, to="ms")
     ctx = base.value("context").to("token/sequence").magnitude
     fig, (a1, a2) = plt.subplots(2, 1, figsize=(6.4, 7.4), sharex=True,
@@ -128,7 +128,7 @@ def step_time_vs_batch(data, hw, model, overrides=None) -> str:
     t_cw, t_wall = r["compute_time_weights"], r["weight_fetch_time_all"]
     a1.axvspan(0, b_ref, color=C["weights"], alpha=0.07, lw=0, label="memory-bound (B < B*)")
     a1.axvspan(b_ref, bs[-1], color=C["compute"], alpha=0.07, lw=0, label="compute-bound (B > B*)")
-    a1.plot(bs, np.maximum(t_cw, t_wall), color="#bbbbbb", lw=5, solid_capstyle="butt", label="step = max of the two")
+    a1.plot(bs, r["step_time_weights_only"], color="#bbbbbb", lw=5, solid_capstyle="butt", label="step = max of the two")
     a1.plot(bs, t_cw, color=C["compute"], label="compute  $t_{compute,w}$ (weights only)")
     a1.plot(bs, t_wall, color=C["weights"], ls="--", label="fetch every weight  $t_{weights,all}$")
     y_ref = base.value("weight_fetch_time_all").to("ms").magnitude
@@ -398,17 +398,6 @@ _AFTER_AUDIT = ("hardware_by_year",)
 
 def _group(group: int) -> tuple[str, ...]:
     return tuple(n for n in FIGURES if (n in _AFTER_AUDIT) == (group == 1))
-
-
-def draw_all_background(data, hw, model, overrides=None, refs=None, extra=None):
-    """Start drawing the figures in two forked processes (the figures split in two groups,
-    ``extra`` with the second), while the caller goes on; returns a function that waits for
-    them. ``extra`` maps more figure names to functions that draw them (an SVG string each,
-    returned with no chip). Where fork is not available (or fails), the figures are drawn at
-    once and the function returns them."""
-    first = draw_group_background(0, data, hw, model, overrides, refs)
-    second = draw_group_background(1, data, hw, model, overrides, refs, extra)
-    return lambda: joined(first, second)
 
 
 def draw_group_background(group: int, data, hw, model, overrides=None, refs=None, extra=None, read_ends=()):

@@ -61,7 +61,7 @@ def test_index_lists_every_chip_and_each_report_names_its_chip(built, data):
     index = (out / "hardware" / "index.html").read_text()
     rows = _rows(index)
     assert set(rows) == set(data.hardware)
-    assert "16 chip reports" in r.stdout or f"{len(data.hardware)} chip reports" in r.stdout
+    assert f"{len(data.hardware)} chip reports" in r.stdout
     model = data.models["deepseek-v3"].name
     for hid, row in rows.items():
         assert row["link"] == f"{hid}/report.html"
@@ -126,7 +126,9 @@ def test_featured_cost_floor_against_published_numbers(built):
 
 def test_unchanged_rebuild_is_up_to_date(built):
     out, _ = built
+    before = {p: p.stat().st_mtime_ns for p in out.rglob("*") if p.is_file()}
+    assert any(p.relative_to(out).parts[0] == "hardware" for p in before)
     r = run_cli("build", "--all-hardware", "--no-pdf", "--out", str(out))
     assert r.returncode == 0 and "up to date" in r.stderr
-    files = sorted(p.relative_to(out) for p in out.rglob("*") if p.is_file())
-    assert any(str(f).startswith("hardware/") for f in files)
+    # nothing rewritten: the same files, each untouched
+    assert {p: p.stat().st_mtime_ns for p in out.rglob("*") if p.is_file()} == before

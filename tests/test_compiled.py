@@ -70,7 +70,7 @@ def test_all_pairs_at_once_equal_each_pair_on_its_own(data, overrides):
 
     one = evaluate_all(data, overrides, vectorised=False)
     every = evaluate_all(data, overrides)
-    assert one.errors == every.errors == []
+    assert one.errors == every.errors == [] and one.count_ok > 10_000 and one.count_na > 0
     assert (one.count_ok, one.count_na) == (every.count_ok, every.count_na)
     for pair, vals in one.values.items():
         assert list(every.values[pair]) == list(vals)

@@ -37,6 +37,7 @@ def test_html_is_self_contained(built):
     # the only scripts are the explorer's, inline: its data, its printed functions, its page script
     assert html.lower().count("<script") == 3
     assert not re.search(r"<script[^>]*\bsrc\b", html, re.I)
+    assert not re.search(r"fetch\(|XMLHttpRequest|import\(|WebSocket", html)   # scripts fetch nothing
     # nothing is fetched: no external src, stylesheet, import or url(); plain <a> links are fine
     assert not re.search(r"""\bsrc\s*=\s*["']?(https?:)?//""", html, re.I)
     assert "<link" not in html.lower() and "@import" not in html
@@ -131,6 +132,7 @@ def test_markup_in_names_is_shown_literally(tmp_path):
     assert r.returncode == 0, r.stderr
     html = (tmp_path / "out" / "report.html").read_text()
     assert "<script>alert" not in html and "alert(1)</script>" not in html
+    assert html.lower().count("<script") == 3   # the explorer's own three, nothing injected
     assert "&lt;script&gt;alert(1)&lt;/script&gt; #set $x$ *b* @ref" in html
     from pypdf import PdfReader
     pdf_text = " ".join(p.extract_text() for p in PdfReader(str(tmp_path / "out" / "report.pdf")).pages)

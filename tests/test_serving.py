@@ -202,8 +202,9 @@ def test_no_quantity_is_negative_or_nan_for_any_pair(data):
     # value means a formula was used outside its domain without a 'valid' condition.
     from chalkboard.results import evaluate_all
     res = evaluate_all(data)
-    assert not res.errors
-    bad = [(h, m, n, v) for (h, m), vals in res.values.items() for n, v in vals.items() if not v >= 0]
+    assert not res.errors and res.count_ok > 10_000
+    bad = [(h, m, n, v) for (h, m), vals in res.values.items() for n, v in vals.items()
+           if not (math.isfinite(v) and v >= 0)]
     assert bad == []
 
 
