@@ -17,8 +17,9 @@ import math
 
 import sympy as sp
 
-from .inputs import R, S, C_hbm, W_up, W_out, N_total, beta_w, k, d_model, n_moe
+from .inputs import R, S, C_hbm, W_up, W_out, k, d_model, n_moe
 from .moe_rack import a2a_tok, beta_act, ratio_net
+from .textbook import M_w as w_bytes   # the weights' bytes, one copy
 
 # -- what crosses a stage boundary, and how deep a stage must be ----------------------------
 R.section(
@@ -134,16 +135,14 @@ R.section(
     question="Pipelining moves compute and memory time between racks without saving any (P-08); "
              "how much of the weights does each rack hold, and how many racks does a model need "
              "just to hold them (chapters-3-7.md#P-12, #P-13)?",
-    takeaway="{model} weighs {weights_bytes}; over {pipeline_stages} stages each rack holds "
+    takeaway="{model} weighs {weight_bytes}; over {pipeline_stages} stages each rack holds "
              "{weights_per_stage}, {weights_per_chip_pipelined}. One stage of {chips} of {hardware} "
              "has {rack_hbm} of HBM, so the weights alone fill {weights_to_stage_hbm} of one "
              "stage's HBM.",
-    featured=("weights_bytes", "weights_per_stage", "weights_per_chip_pipelined", "rack_hbm",
+    featured=("weight_bytes", "weights_per_stage", "weights_per_chip_pipelined", "rack_hbm",
               "weights_to_stage_hbm"),
 )
 
-w_bytes = R.derived(
-    "weights_bytes", N_total * beta_w, "byte", "bytes of every weight of the model, one copy", "M", "w")
 w_stage = R.derived(
     "weights_per_stage", w_bytes / P, "byte",
     "weight bytes each pipeline stage (rack) holds: 1/P of the model", "M", "stage")

@@ -26,6 +26,7 @@ import sympy as sp
 from .inputs import (R, F, W, C_hbm, S, price, N_active, n_layers, b_kv, B, L, delta, c_F)
 from .kv_cache import b_gqa
 from .roofline import t_compute_w, t_kv, t_mem, t_step
+from .textbook import fwd_params
 
 # -- the price snapshot ----------------------------------------------------------------------
 R.section(
@@ -175,7 +176,7 @@ R.derived("cache_write_premium_1h", p_w1h / p_in, "",
           "1-hour cache write over the base input price", "r", "w,1h")
 
 t_remat = R.derived(
-    "remat_chip_time_per_token", c_F * N_active / F, "chip*s/token",
+    "remat_chip_time_per_token", fwd_params / F, "chip*s/token",
     "chip time to recompute one token's KV: one forward pass over the active parameters at peak",
     "t", "remat")
 c_remat = R.derived("remat_cost_per_token", price * t_remat, "USD/Mtoken",

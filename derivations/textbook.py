@@ -22,7 +22,7 @@ import sympy as sp
 from .inputs import (R, B, L, S, F, W, C_hbm, N_total, N_active, d_model, beta_w, b_kv, a_attn,
                      c_F, c_MAC, delta)
 from .moe_rack import beta_act
-from .schedule import thr_chip
+from .schedule import m_w, thr_chip
 
 c_1 = R.constant("one_chip", "1 chip", "one chip: counts of chips are rounded up in whole chips",
                  "S", "1", source="definition: a chip is indivisible")
@@ -188,7 +188,7 @@ R.derived("chips_for_weights_and_kv", sp.ceiling((M_w + M_kv) / (C_hbm * c_1)) *
           "fewest chips whose HBM holds the weights and the batch's KV cache (rounded up)", "S", "w+KV",
           fit_measure=True)
 m_left = R.derived(
-    "hbm_left_for_kv_per_chip", C_hbm - M_w / S, "byte/chip",
+    "hbm_left_for_kv_per_chip", C_hbm - m_w, "byte/chip",
     "HBM each chip has left for the KV cache once it holds its share of the weights", "m", "left",
     valid="the weights alone fill the chips' HBM", fit_measure=True)
 R.derived("hbm_left_for_kv", S * m_left, "byte",

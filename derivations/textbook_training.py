@@ -77,7 +77,7 @@ b_state = R.derived("train_state_bytes_per_param", beta_p + beta_g + b_opt, "byt
                     "(16 for mixed-precision Adam)", "β", "state")
 R.derived("train_param_memory", N_total * beta_p, "byte",
           "bytes of the working copy of the weights", "M", "p")
-R.derived("train_gradient_memory", N_total * beta_g, "byte", "bytes of the gradient", "M", "g")
+M_g = R.derived("train_gradient_memory", N_total * beta_g, "byte", "bytes of the gradient", "M", "g")
 R.derived("train_optimizer_memory", N_total * b_opt, "byte",
           "bytes of the optimizer state (moments and master copy)", "M", "opt")
 M_state = R.derived("train_state_memory", N_total * b_state, "byte",
@@ -142,7 +142,7 @@ R.derived("train_memory_per_chip", M_train / S, "byte/chip",
           "the state, the batch split for the activations)", "m", "train")
 R.derived("train_chips_to_fit", sp.ceiling(M_train / (C_hbm * c_1)) * c_1, "chip",
           "fewest chips whose HBM holds the training memory (rounded up)", "S", "train")
-R.derived("tokens_per_chip", D_b / S, "token/chip",
+D_chip = R.derived("tokens_per_chip", D_b / S, "token/chip",
           "tokens of the training batch each chip processes", "b", "chip")
 
 # -- data parallelism: when the gradient all-reduce hides ----------------------------------------
@@ -161,7 +161,7 @@ R.section(
               "dp_critical_batch_per_chip", "dp_critical_batch", "dp_max_chips"),
 )
 
-G = R.derived("dp_gradient_bytes_per_chip", N_total * beta_g / c_1, "byte/chip",
+G = R.derived("dp_gradient_bytes_per_chip", M_g / c_1, "byte/chip",
               "gradient bytes each data-parallel chip all-reduces per step: the whole gradient (FSDP "
               "reduce-scatters and all-gathers the same bytes)", "G")
 t_dp_comm = R.derived(
@@ -169,7 +169,7 @@ t_dp_comm = R.derived(
     "time to all-reduce the gradient over the data-parallel ring (bandwidth term; hop latency "
     "left out for buffers this large)", "t", "DP,comm")
 t_dp_bwd = R.derived(
-    "dp_backward_time", c_bwd * N_active * (D_b / S) / F, "s",
+    "dp_backward_time", c_bwd * N_active * D_chip / F, "s",
     "time of each chip's backward pass over its share of the batch, at peak FLOP/s", "t", "bwd")
 eq_dp = R.equation("dp_backward_equals_allreduce", t_dp_bwd, t_dp_comm,
                    "the backward pass takes as long as the gradient all-reduce")

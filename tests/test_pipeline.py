@@ -102,7 +102,7 @@ def test_weights_per_stage_and_rack(data):
     # P-12, P-13: DeepSeek-V3 in fp8 is 671 GB; over 4 racks 167.75 GB each, 2.33 GB per GPU of 72.
     # The rack has 72 · 186 GB = 13.39 TB of HBM, so the weights fill 671/13,392 = 5.0% of it.
     sc = Scenario(data, "gb200-nvl72", "deepseek-v3", {"pipeline_stages": "4"})
-    assert _mag(sc, "weights_bytes", "GB") == pytest.approx(671)
+    assert _mag(sc, "weight_bytes", "GB") == pytest.approx(671)
     assert _mag(sc, "weights_per_stage", "GB") == pytest.approx(167.75)
     assert _mag(sc, "weights_per_chip_pipelined", "GB/chip") == pytest.approx(671 / 288)
     assert _mag(sc, "rack_hbm", "TB") == pytest.approx(72 * 0.186)
