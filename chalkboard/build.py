@@ -15,6 +15,7 @@ import calendar
 import ctypes
 import errno
 import json
+import math
 import os
 import re
 import shutil
@@ -90,44 +91,86 @@ def environments(root: Path):
     return html, typ
 
 
-# Measured on the report's 736 display formulas: none under 131 characters of Typst source
-# reaches the text's width (17 cm), the widest per character fill a line at about 131; the
-# shortest that overflows has 191. Shorter than this, a formula is set as it is.
-FIT_FROM_CHARS = 80
+# Typst does not break display formulas, so one wider than the text is scaled down to the text's
+# width. Which ones are wide is measured by Typst itself, but only for formulas that might be:
+# the printers give each formula an upper estimate of its width in em (printers._em); on the
+# report's 737 display formulas the set width is at most 1.08x that estimate (0.95x above 30 em),
+# and the text is 48.2 em wide (17 cm at 10 pt), so a formula estimated under 44 em always fits.
+# tests/test_report_defects.py measures every formula of the report.
+FIT_FROM_EM = 44.0
+FIT_FROM_CHARS = 80   # Typst source without a width estimate: none under 131 characters fills a line
+_MAYBE_WIDE = re.compile(r"^#fit\[\$ (.*) \$\]$", re.M)
+SETTINGS_END = "// -- end of settings --"
 
 
 def _typst_display(src: str) -> str:
-    """A display formula: wrapped in #fit (scaled to the text's width if wider) when long."""
-    return f"#fit[$ {src} $]" if len(src) >= FIT_FROM_CHARS else f"$ {src} $"
+    """A display formula; marked #fit[...] when it may be wider than the text (see fit_formulas)."""
+    em = getattr(src, "em", None)
+    wide = em >= FIT_FROM_EM if em is not None else len(src) >= FIT_FROM_CHARS
+    return f"#fit[$ {src} $]" if wide else f"$ {src} $"
 
 
-def compile_pdf(folder: Path, timestamp: int) -> bytes:
-    """The PDF of ``folder``/report.typ (its figures beside it), dated ``timestamp``: reproducible."""
+def fit_formulas(typ_src: str) -> str:
+    """The report's Typst source with each display formula marked #fit[...] set as it is if it fits
+    the text's width, else scaled down to it: one Typst query measures them all, with the
+    report's own settings (page, font, size), so the PDF's layout needs no measuring pass."""
+    wide = _MAYBE_WIDE.findall(typ_src)
+    if not wide:
+        return typ_src
     import typst
 
+    settings = typ_src.split(SETTINGS_END, 1)[0]
+    probe = [settings, "#layout(size => [#metadata(size.width.pt()) <chalkboard-width>])"]
+    probe += [f"#context [#metadata(measure($ {f} $).width.pt()) <chalkboard-width>]" for f in wide]
     try:
-        return typst.compile(str(folder / "report.typ"), root=str(folder), timestamp=timestamp)
+        got = typst.query("\n".join(probe).encode("utf-8"), "<chalkboard-width>", field="value")
+        text_width, *widths = json.loads(got)
+    except Exception as e:  # typst reports source errors as exceptions with a message
+        raise BuildError(f"Typst could not measure the formulas: {str(e).strip().splitlines()[0]}") from None
+    if len(widths) != len(wide):
+        raise BuildError(f"Typst measured {len(widths)} of {len(wide)} formulas")
+    sizes = iter(widths)
+
+    def place(m):
+        w = next(sizes)
+        if w <= text_width:
+            return f"$ {m.group(1)} $"
+        percent = math.floor(text_width / w * 1e4) / 100   # rounded down: never wider than the text
+        return f"#scale({percent}%, reflow: true)[$ {m.group(1)} $]"
+    return _MAYBE_WIDE.sub(place, typ_src)
+
+
+def compile_pdf(folder: Path, timestamp: int, typ_src: str) -> tuple[str, bytes]:
+    """The report's Typst source with its formulas fitted (fit_formulas) and its PDF, compiled with
+    ``folder`` as root (the figures are read from there) and dated ``timestamp``: reproducible.
+    Typst starts threads: a process that has called it must not fork (the child would wait on
+    threads it does not have), so the build calls it in the forked process or after the last fork."""
+    import typst
+
+    fitted = fit_formulas(typ_src)
+    try:
+        return fitted, typst.compile(fitted.encode("utf-8"), root=str(folder), timestamp=timestamp)
     except Exception as e:  # typst reports source errors as exceptions with a message
         raise BuildError(f"Typst could not compile the PDF: {str(e).strip().splitlines()[0]}") from None
 
 
-def compile_pdf_background(folder: Path, timestamp: int):
+def compile_pdf_background(folder: Path, timestamp: int, typ_src: str):
     """Start compile_pdf in a forked process (Typst holds the interpreter while it compiles);
-    returns a function that waits for the PDF's bytes and raises BuildError as compile_pdf
-    does. Without fork, the PDF is compiled at once."""
+    returns a function that waits for (fitted source, PDF bytes) and raises BuildError as
+    compile_pdf does. Without fork, the PDF is compiled at once."""
     import multiprocessing as mp
 
     try:
         ctx = mp.get_context("fork")
         receive, send = ctx.Pipe(duplex=False)
-        child = ctx.Process(target=_compile_and_send, args=(send, receive, folder, timestamp), daemon=True)
+        child = ctx.Process(target=_compile_and_send, args=(send, receive, folder, timestamp, typ_src), daemon=True)
         child.start()
         send.close()
     except (ValueError, OSError):
-        done = compile_pdf(folder, timestamp)
+        done = compile_pdf(folder, timestamp, typ_src)
         return lambda: done
 
-    def wait() -> bytes:
+    def wait() -> tuple[str, bytes]:
         try:
             try:
                 kind, payload = receive.recv()
@@ -144,10 +187,10 @@ def compile_pdf_background(folder: Path, timestamp: int):
     return wait
 
 
-def _compile_and_send(conn, read_end, folder, timestamp):
+def _compile_and_send(conn, read_end, folder, timestamp, typ_src):
     read_end.close()
     try:
-        conn.send(("ok", compile_pdf(folder, timestamp)))
+        conn.send(("ok", compile_pdf(folder, timestamp, typ_src)))
     except BuildError as e:
         conn.send(("error", str(e)))
     except BaseException as e:  # reported by the parent as one line
@@ -516,7 +559,7 @@ def build(root: Path, args) -> int:
         validation["svg"] = figures["validation"][0]
     t = stage("figures", t)  # the wait for the figures drawn beside the stages before
     attach_figures(ctx, figures, sc)
-    typ_src = typ_env.get_template("report.typ.j2").render(**ctx)
+    typ_src = typ_env.get_template("report.typ.j2").render(**ctx)   # its formulas fitted when written
     chips = html = None
     if getattr(args, "all_hardware", False):
         html = html_env.get_template("report.html.j2").render(**ctx)
@@ -534,14 +577,17 @@ def build(root: Path, args) -> int:
                 written[rel] = content.encode("utf-8") if isinstance(content, str) else content
             for n, (svg, _) in figures.items():
                 put(f"figures/{n}.svg", svg)
-            put("report.typ", typ_src)
-            # the PDF is compiled from the staged report.typ and figures on the other core
-            # while this one writes results.json and the page
-            pdf = None if timestamp is None else compile_pdf_background(staged.path, timestamp)
+            # the formulas are fitted and the PDF compiled (with the staged figures) on the other
+            # core while this one writes results.json and the page
+            pdf = None if timestamp is None else compile_pdf_background(staged.path, timestamp, typ_src)
             put("results.json", results_json(data, res, REGISTRY))
             put("report.html", html or html_env.get_template("report.html.j2").render(**ctx))
-            if pdf is not None:
-                put("report.pdf", pdf())
+            if pdf is None:
+                put("report.typ", fit_formulas(typ_src))   # after the last fork: Typst starts threads
+            else:
+                fitted, pdf_bytes = pdf()
+                put("report.typ", fitted)
+                put("report.pdf", pdf_bytes)
             t = stage("pdf", t)
             if chips is not None:
                 for chip in chips["pages"]:
@@ -549,9 +595,12 @@ def build(root: Path, args) -> int:
                     if getattr(args, "chip_pdf", False):
                         for n, svg in chip["figures"].items():
                             put(f"{folder}/figures/{n}.svg", svg)
-                        put(f"{folder}/report.typ", chip["typ"])
-                        if timestamp is not None:
-                            put(f"{folder}/report.pdf", compile_pdf(staged.path / folder, timestamp))
+                        if timestamp is None:
+                            put(f"{folder}/report.typ", fit_formulas(chip["typ"]))
+                        else:
+                            fitted, pdf_bytes = compile_pdf(staged.path / folder, timestamp, chip["typ"])
+                            put(f"{folder}/report.typ", fitted)
+                            put(f"{folder}/report.pdf", pdf_bytes)
                     put(f"{folder}/report.html", chip["html"])
                 put("hardware/index.html", chips["index"])
                 if getattr(args, "chip_pdf", False):

@@ -207,9 +207,10 @@ def lifecycle_data(data, hw, model, overrides=None, served=SERVED) -> dict:
 
 
 def _sci(x: float) -> str:
-    """3 significant figures as a power of ten: 1.59×10²⁶ (mathtext)."""
+    """3 significant figures as a power of ten, plain text: 1.59×10²⁶."""
+    from .figures import superscript
     e = int(np.floor(np.log10(abs(x)))) if x else 0
-    return f"${x / 10 ** e:.3g}\\times10^{{{e}}}$"
+    return f"{x / 10 ** e:.3g}×10{superscript(e)}"
 
 
 def _tokens(n: float) -> str:

@@ -361,13 +361,77 @@ def _ty(n, ctx=None) -> str:
     raise TypeError(k)
 
 
-def typst_symbol(q) -> str:
-    return _ty(("sym", q.base, q.sub))
+class TypstMath(str):
+    """Typst math source, with ``em``: an upper estimate of its set width in em (see _em)."""
+    em: float
 
 
-def typst(expr, lhs=None) -> str:
-    body = _ty(_node(sp.sympify(expr)))
-    return f"{typst_symbol(lhs)} = {body}" if lhs is not None else body
+def _math(src: str, em: float) -> TypstMath:
+    out = TypstMath(src)
+    out.em = em
+    return out
+
+
+# Widths in em of the text size, for deciding which display formulas might not fit the line
+# (only those are measured by Typst, which costs layout time): every glyph counted at full size
+# (subscripts and nested fractions are set smaller), with the spacing Typst puts around
+# operators. tests/test_report_defects.py measures every formula this calls narrow.
+_GLYPH, _SUB_GLYPH, _OP_GAP, _DOT_GAP, _PAREN = 0.62, 0.45, 1.25, 0.6, 0.45
+
+
+def _glyphs(s: str, size: float = _GLYPH) -> float:
+    """Capitals (M, W, C in italics) are the widest glyphs."""
+    return sum(size * (1.4 if c.isupper() else 1.0) for c in s)
+
+
+def _em(n, ctx=None) -> float:
+    k = n[0]
+    if k == "val":
+        w = _glyphs(n[1]) + _glyphs(n[2] or "") + (0.25 if n[2] else 0)
+        return w + (2 * _PAREN if n[2] and ctx in ("mul", "pow") else 0)
+    if k == "sym":
+        return _glyphs(n[1]) + _glyphs(n[2] or "", _SUB_GLYPH)
+    if k == "num":
+        return _glyphs(n[1])
+    if k == "neg":
+        return _GLYPH + _em(n[1], "mul")
+    if k == "frac":
+        return max(_em(n[1]), _em(n[2])) + 0.4
+    if k == "mul":
+        return sum(_em(f) + 2 * _PAREN if _needs_parens(f, "mul") else _em(f, "mul") for f in n[1]) \
+            + _DOT_GAP * (len(n[1]) - 1)
+    if k == "add":
+        w = sum(_em(t) for _, t in n[1]) + _OP_GAP * (len(n[1]) - 1) + (_GLYPH if n[1][0][0] == "-" else 0)
+        return w + (2 * _PAREN if ctx in ("mul", "pow") else 0)
+    if k == "pow":
+        return _em(n[1]) + (2 * _PAREN if _needs_parens(n[1], "pow") else 0) + _em(n[2])
+    if k == "sqrt":
+        return _em(n[1]) + 1.0
+    if k == "func":
+        return len(n[1]) * _GLYPH + 2 * _PAREN + sum(_em(a) for a in n[2]) + _DOT_GAP * (len(n[2]) - 1)
+    if k == "ufunc":
+        return (_glyphs(n[1]) + _glyphs(n[2] or "", _SUB_GLYPH) + 2 * _PAREN
+                + sum(_em(a) for a in n[3]) + _DOT_GAP * (len(n[3]) - 1))
+    if k in ("floor", "ceil"):
+        return _em(n[1]) + 2 * _PAREN
+    raise TypeError(k)
+
+
+def _ty_math(n) -> TypstMath:
+    return _math(_ty(n), _em(n))
+
+
+def _eq(lhs: TypstMath, rhs: TypstMath) -> TypstMath:
+    return _math(f"{lhs} = {rhs}", lhs.em + _OP_GAP + rhs.em)
+
+
+def typst_symbol(q) -> TypstMath:
+    return _ty_math(("sym", q.base, q.sub))
+
+
+def typst(expr, lhs=None) -> TypstMath:
+    body = _ty_math(_node(sp.sympify(expr)))
+    return _eq(typst_symbol(lhs), body) if lhs is not None else body
 
 
 def text_symbol(q) -> str:
@@ -377,12 +441,12 @@ def text_symbol(q) -> str:
 def with_values(expr, values: dict) -> tuple[str, str, str]:
     """``expr`` with each symbol in ``values`` shown as its number and unit: text, MathML, Typst."""
     node = _node(sp.sympify(expr), values)
-    return _text(node), f'<math display="block"><mrow>{_ml(node)}</mrow></math>', _ty(node)
+    return _text(node), f'<math display="block"><mrow>{_ml(node)}</mrow></math>', _ty_math(node)
 
 
 def mathml_eq(lhs, rhs) -> str:
     return f'<math display="block"><mrow>{_ml(_node(sp.sympify(lhs)))}<mo>=</mo>{_ml(_node(sp.sympify(rhs)))}</mrow></math>'
 
 
-def typst_eq(lhs, rhs) -> str:
-    return f"{_ty(_node(sp.sympify(lhs)))} = {_ty(_node(sp.sympify(rhs)))}"
+def typst_eq(lhs, rhs) -> TypstMath:
+    return _eq(_ty_math(_node(sp.sympify(lhs))), _ty_math(_node(sp.sympify(rhs))))

@@ -123,29 +123,37 @@ def test_lecture_times_cannot_be_read_as_seconds(prose, pdf_text):
 
 
 def test_no_display_formula_is_wider_than_the_text(built):
-    """Typst does not break display formulas: a long one is wrapped in #fit (scaled to the
-    text's width); a formula set as it is must fit in the 17 cm between the margins. Every
-    display formula of the report is measured by Typst itself."""
+    """Typst does not break display formulas: one wider than the text is scaled down to the
+    text's width (measured by Typst before report.typ is written); a formula set as it is must fit
+    in the 17 cm between the margins, a scaled one must fit and must have needed it. Every display
+    formula of the report is measured by Typst itself."""
     import json
 
     import typst
 
     src = (built / "report.typ").read_text()
-    measured, shown = [], 0
+    measured, shown, scaled = [], 0, 0
     for line in src.split("\n"):
-        m = re.fullmatch(r"(#fit\[)?\$ (.*) \$\]?", line)
+        m = re.fullmatch(r"(#scale\(([\d.]+)%, reflow: true\)\[)?\$ (.*) \$\]?", line)
         if m:
             shown += 1
-            if m.group(1) is None:   # not wrapped: measure it
-                line = (f"#context {{ let w = measure($ {m.group(2)} $).width; "
-                        f"[#metadata(w.pt()) <width>] }}")
+            formula = f"$ {m.group(3)} $"
+            if m.group(1):   # scaled: measured as set, and as it would be unscaled
+                scaled += 1
+                line = (f"#context {{ let w = measure(scale({m.group(2)}%, reflow: true)[{formula}]).width; "
+                        f"let n = measure({formula}).width; [#metadata((w.pt(), n.pt())) <width>] }}")
+            else:
+                line = f"#context {{ let w = measure({formula}).width; [#metadata((w.pt(), w.pt())) <width>] }}"
         measured.append(line)
     probe = built / "widths.typ"
     probe.write_text("\n".join(measured))
     widths = [r["value"] for r in json.loads(typst.query(str(probe), "<width>", root=str(built)))]
     text_width = (21 - 2 * 2) / 2.54 * 72   # A4 less two 2 cm margins, in points
-    assert shown > 500 and len(widths) > 300
-    assert max(widths) <= text_width, f"a formula set as it is is {max(widths) / text_width:.2f}x the text width"
+    assert shown > 500 and len(widths) == shown and scaled > 10
+    widest = max(w for w, _ in widths)
+    assert widest <= text_width, f"a formula is set {widest / text_width:.2f}x the text width"
+    needless = [n for w, n in widths if w < n <= text_width]
+    assert not needless, f"{len(needless)} formulas scaled that fit as they are"
 
 
 def test_no_half_empty_pdf_pages(built):
