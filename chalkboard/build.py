@@ -511,16 +511,23 @@ def build(root: Path, args) -> int:
     from .audit import run_audit
     from .check import check_all
     from .evaluate import Scenario
-    from .figures import draw_group_background, joined
+    from .figures import Drawing
     from .report import attach_figures, context
     from .results import evaluate_all
     t = stage("derive", t)
     overrides = dict(getattr(args, "set_pairs", {}) or {})
     sc = Scenario(data, args.hardware, args.model, overrides)
     check_counts(sc.overrides)
-    # the first group of figures needs neither the check nor the audit: it is drawn on the
-    # other core from here on
-    first_figures = draw_group_background(0, data, args.hardware, args.model, overrides)
+    validation = None
+    if has_measurements:
+        from . import validation as val
+        checked = val.evaluate_all(data, val.load_measurements(root, data, measurements_file))
+        validation = val.for_report(checked, measurements_file)
+    t = stage("validate", t)
+    # the figures are drawn on the other core from here on; those that mark the audit's rules of
+    # thumb once it has run
+    extra = {"validation": (lambda: val.figure_svg(checked))} if validation is not None else {}
+    drawing = Drawing(data, args.hardware, args.model, overrides, extra)
     rep = check_all(REGISTRY)
     if not rep.ok:
         raise BuildError("dimension check failed: " + "; ".join(rep.failures))
@@ -531,19 +538,12 @@ def build(root: Path, args) -> int:
     sc.value("step_time")
     t = stage("evaluate", t)
     audit = run_audit(data, claims_path, args.claims_file) if has_claims else None
-    t = stage("audit", t)
-    validation = None
-    if has_measurements:
-        from . import validation as val
-        checked = val.evaluate_all(data, val.load_measurements(root, data, measurements_file))
-        validation = val.for_report(checked, measurements_file)
-    t = stage("validate", t)
     refs = {}
     for q in ("drain_time", "hardware_ratio"):
         if audit is not None and audit.rule_of_thumb(q) is not None:
             refs[q] = audit.rule_of_thumb(q)
-    extra = {"validation": (lambda: val.figure_svg(checked))} if validation is not None else {}
-    second_figures = draw_group_background(1, data, args.hardware, args.model, overrides, refs, extra)
+    drawing.after_audit(refs)
+    t = stage("audit", t)
     html_env, typ_env = environments(root)
     from .report import shared_tables
     audit_ctx = audit.for_report() if audit else None
@@ -552,7 +552,7 @@ def build(root: Path, args) -> int:
     ctx = context(data, sc, {}, audit=audit_ctx, check=check_ctx, validation=validation, shared=shared)
     t = stage("render", t)
     try:
-        figures = joined(first_figures, second_figures)
+        figures = drawing.wait()
     except RuntimeError as e:
         raise BuildError(str(e)) from None
     if validation is not None:

@@ -435,67 +435,74 @@ def draw_all(data, hw, model, overrides=None, refs=None, only=None) -> dict[str,
 _AFTER_AUDIT = ("hardware_by_year",)
 
 
-def _group(group: int) -> tuple[str, ...]:
-    return tuple(n for n in FIGURES if (n in _AFTER_AUDIT) == (group == 1))
+class Drawing:
+    """Every figure drawn in one forked process beside the build: first each figure that needs
+    no audit (and ``extra``: name -> function returning SVG), from the start; then, once the
+    build hands over the audit's rules of thumb (``after_audit(refs)``), those that mark them.
+    ``wait()`` returns name -> (SVG, chip) in the declared order, raising RuntimeError if drawing
+    failed. Without fork, everything is drawn when the refs arrive."""
 
+    def __init__(self, data, hw, model, overrides=None, extra=None):
+        import multiprocessing as mp
 
-def draw_group_background(group: int, data, hw, model, overrides=None, refs=None, extra=None, read_ends=()):
-    """Start drawing one of the two groups of figures in a forked process: the first, every
-    figure that needs no audit (``refs``), so a build can start it early; the second, those
-    that do, and ``extra``. Returns a function that waits for the process and returns
-    name -> (SVG, chip), raising RuntimeError if drawing failed. Without fork the group is drawn
-    at once."""
-    import multiprocessing as mp
-
-    only = _group(group)
-    try:
-        ctx = mp.get_context("fork")
-        receive, send = ctx.Pipe(duplex=False)
-        # the child closes every read end it inherits, so a parent that dies or stops reading
-        # breaks the pipe and the child's send fails instead of blocking for ever
-        child = ctx.Process(target=_draw_and_send, args=(send, data, hw, model, overrides, refs, extra, only,
-                                                          [*_OPEN_ENDS, receive]), daemon=True)
-        child.start()
-        send.close()
-        _OPEN_ENDS.append(receive)
-    except (ValueError, OSError):
-        done = _draw_everything(data, hw, model, overrides, refs, extra if group else None, only)
-        return lambda: done
-
-    def wait():
+        self.args = (data, hw, model, overrides)
+        self.extra, self.child, self.done = extra or {}, None, None
         try:
+            ctx = mp.get_context("fork")
+            self.receive, send = ctx.Pipe(duplex=False)
+            self.refs_in, self.refs_out = ctx.Pipe(duplex=False)
+            # the child closes every read end it inherits, so a parent that dies or stops reading
+            # breaks the pipe and the child's send fails instead of blocking for ever
+            self.child = ctx.Process(target=self._draw_and_send, args=(send,), daemon=True)
+            self.child.start()
+            send.close()
+            self.refs_in.close()
+        except (ValueError, OSError):
+            self.child = None
+
+    def _draw_and_send(self, conn):
+        data, hw, model, overrides = self.args
+        try:
+            self.receive.close()   # the parent's ends
+            self.refs_out.close()
+            out = _draw_everything(data, hw, model, overrides, None, self.extra,
+                                   [n for n in FIGURES if n not in _AFTER_AUDIT])
             try:
-                kind, payload = receive.recv()
-            except EOFError:
-                kind, payload = "error", "a process drawing the figures ended without a result"
-        finally:  # also on an interruption: no child is left behind
-            receive.close()
-            if receive in _OPEN_ENDS:
-                _OPEN_ENDS.remove(receive)
-            if child.is_alive():
-                child.terminate()
-            child.join()
-        if kind == "error":
-            raise RuntimeError(f"drawing the figures failed: {payload}")
-        return payload
-    return wait
+                refs = self.refs_in.recv()
+            except EOFError:   # the build stopped before its audit: nothing more to draw
+                return
+            out.update(draw_all(data, hw, model, overrides, refs, _AFTER_AUDIT))
+            conn.send(("ok", out))
+        except BaseException as e:  # reported by the parent as one line
+            conn.send(("error", f"{type(e).__name__}: {e}"))
+        finally:
+            conn.close()
 
+    def after_audit(self, refs: dict) -> None:
+        """Hand the child the audit's rules of thumb (or draw everything now, without fork)."""
+        if self.child is None:
+            self.done = _draw_everything(*self.args, refs, self.extra, None)
+            return
+        self.refs_out.send(refs)
+        self.refs_out.close()
 
-_OPEN_ENDS: list = []   # read ends of the figure processes still running (a later child closes them)
-
-
-def joined(*waits) -> dict:
-    """Wait for every group (all of them, even when one fails) and return the figures in the
-    declared order."""
-    out, failed = {}, None
-    for wait in waits:
-        try:
-            out.update(wait())
-        except RuntimeError as e:
-            failed = failed or e
-    if failed:
-        raise failed
-    return {n: out[n] for n in [*FIGURES, *[k for k in out if k not in FIGURES]] if n in out}
+    def wait(self) -> dict:
+        out = self.done
+        if self.child is not None:
+            try:
+                try:
+                    kind, payload = self.receive.recv()
+                except EOFError:
+                    kind, payload = "error", "the process drawing the figures ended without a result"
+            finally:  # also on an interruption: no child is left behind
+                self.receive.close()
+                if self.child.is_alive():
+                    self.child.terminate()
+                self.child.join()
+            if kind == "error":
+                raise RuntimeError(f"drawing the figures failed: {payload}")
+            out = payload
+        return {n: out[n] for n in [*FIGURES, *[k for k in out if k not in FIGURES]] if n in out}
 
 
 def _draw_everything(data, hw, model, overrides, refs, extra, only):
@@ -503,14 +510,3 @@ def _draw_everything(data, hw, model, overrides, refs, extra, only):
     for name, draw in (extra or {}).items():
         out[name] = (draw(), None)
     return out
-
-
-def _draw_and_send(conn, data, hw, model, overrides, refs, extra=None, only=None, read_ends=()):
-    for end in read_ends:
-        end.close()
-    try:
-        conn.send(("ok", _draw_everything(data, hw, model, overrides, refs, extra, only)))
-    except BaseException as e:  # reported by the parent as one line
-        conn.send(("error", f"{type(e).__name__}: {e}"))
-    finally:
-        conn.close()

@@ -16,6 +16,7 @@ DEFINITIONS = Path(__file__).with_name("definitions.txt")
 
 ureg = pint.UnitRegistry(filename=str(DEFINITIONS), autoconvert_offset_to_baseunit=False)
 ureg.formatter.default_format = "~P"
+pint.set_application_registry(ureg)   # a quantity sent between processes (pickled) comes back in this registry
 Quantity = ureg.Quantity
 Unit = ureg.Unit
 DimensionalityError = pint.DimensionalityError
