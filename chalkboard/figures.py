@@ -436,42 +436,56 @@ _AFTER_AUDIT = ("hardware_by_year",)
 
 
 class Drawing:
-    """Every figure drawn in one forked process beside the build: first each figure that needs
-    no audit (and ``extra``: name -> function returning SVG), from the start; then, once the
-    build hands over the audit's rules of thumb (``after_audit(refs)``), those that mark them.
+    """Every figure drawn in two forked processes beside the build (one per core: the build's own
+    process is busy until it renders): each draws every other figure that needs no audit from the
+    start, the first also ``extra`` (name -> function returning SVG); the second then waits for
+    the audit's rules of thumb (``after_audit(refs)``) and draws the figures that mark them.
     ``wait()`` returns name -> (SVG, chip) in the declared order, raising RuntimeError if drawing
     failed. Without fork, everything is drawn when the refs arrive."""
+
+    PROCESSES = 2
 
     def __init__(self, data, hw, model, overrides=None, extra=None):
         import multiprocessing as mp
 
         self.args = (data, hw, model, overrides)
-        self.extra, self.child, self.done = extra or {}, None, None
+        self.extra, self.children, self.done = extra or {}, [], None
+        early = [n for n in FIGURES if n not in _AFTER_AUDIT]
         try:
             ctx = mp.get_context("fork")
-            self.receive, send = ctx.Pipe(duplex=False)
             self.refs_in, self.refs_out = ctx.Pipe(duplex=False)
-            # the child closes every read end it inherits, so a parent that dies or stops reading
-            # breaks the pipe and the child's send fails instead of blocking for ever
-            self.child = ctx.Process(target=self._draw_and_send, args=(send,), daemon=True)
-            self.child.start()
-            send.close()
+            for k in range(self.PROCESSES):
+                receive, send = ctx.Pipe(duplex=False)
+                last = k == self.PROCESSES - 1
+                job = (early[k::self.PROCESSES], self.extra if k == 0 else {}, last)
+                # each child closes every parent end it inherits, so a parent that dies or stops
+                # reading breaks the pipe and the child's send fails instead of blocking for ever
+                parent_ends = [r for r, _ in self.children] + [receive, self.refs_out]
+                child = ctx.Process(target=self._draw_and_send, args=(send, job, parent_ends), daemon=True)
+                child.start()
+                send.close()
+                self.children.append((receive, child))
             self.refs_in.close()
         except (ValueError, OSError):
-            self.child = None
+            for receive, child in self.children:
+                child.terminate()
+            self.children = []
 
-    def _draw_and_send(self, conn):
+    def _draw_and_send(self, conn, job, parent_ends):
         data, hw, model, overrides = self.args
+        names, extra, then_after_audit = job
         try:
-            self.receive.close()   # the parent's ends
-            self.refs_out.close()
-            out = _draw_everything(data, hw, model, overrides, None, self.extra,
-                                   [n for n in FIGURES if n not in _AFTER_AUDIT])
-            try:
-                refs = self.refs_in.recv()
-            except EOFError:   # the build stopped before its audit: nothing more to draw
-                return
-            out.update(draw_all(data, hw, model, overrides, refs, _AFTER_AUDIT))
+            for end in parent_ends:
+                end.close()
+            if not then_after_audit:
+                self.refs_in.close()
+            out = _draw_everything(data, hw, model, overrides, None, extra, names)
+            if then_after_audit:
+                try:
+                    refs = self.refs_in.recv()
+                except EOFError:   # the build stopped before its audit: nothing more to draw
+                    return
+                out.update(draw_all(data, hw, model, overrides, refs, _AFTER_AUDIT))
             conn.send(("ok", out))
         except BaseException as e:  # reported by the parent as one line
             conn.send(("error", f"{type(e).__name__}: {e}"))
@@ -479,29 +493,34 @@ class Drawing:
             conn.close()
 
     def after_audit(self, refs: dict) -> None:
-        """Hand the child the audit's rules of thumb (or draw everything now, without fork)."""
-        if self.child is None:
+        """Hand the last child the audit's rules of thumb (or draw everything now, without fork)."""
+        if not self.children:
             self.done = _draw_everything(*self.args, refs, self.extra, None)
             return
         self.refs_out.send(refs)
         self.refs_out.close()
 
     def wait(self) -> dict:
-        out = self.done
-        if self.child is not None:
-            try:
+        """Every figure, once every process has finished (all of them, even when one fails)."""
+        out, failed = dict(self.done or {}), None
+        try:
+            for receive, _ in self.children:
                 try:
-                    kind, payload = self.receive.recv()
+                    kind, payload = receive.recv()
                 except EOFError:
-                    kind, payload = "error", "the process drawing the figures ended without a result"
-            finally:  # also on an interruption: no child is left behind
-                self.receive.close()
-                if self.child.is_alive():
-                    self.child.terminate()
-                self.child.join()
-            if kind == "error":
-                raise RuntimeError(f"drawing the figures failed: {payload}")
-            out = payload
+                    kind, payload = "error", "a process drawing the figures ended without a result"
+                if kind == "error":
+                    failed = failed or payload
+                else:
+                    out.update(payload)
+        finally:  # also on an interruption: no child is left behind
+            for receive, child in self.children:
+                receive.close()
+                if child.is_alive():
+                    child.terminate()
+                child.join()
+        if failed:
+            raise RuntimeError(f"drawing the figures failed: {failed}")
         return {n: out[n] for n in [*FIGURES, *[k for k in out if k not in FIGURES]] if n in out}
 
 
