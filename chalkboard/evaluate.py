@@ -261,10 +261,7 @@ class Scenario:
     # -- overrides ------------------------------------------------------------------------
     def _parse_overrides(self, raw: dict[str, str]) -> dict:
         out = {}
-        field_to_q = {}
-        for q in REGISTRY.inputs():
-            if q.field and not q.field.startswith("<") and q.field != q.name:
-                field_to_q[q.field] = q.name
+        field_to_q = _fields_to_inputs(len(REGISTRY.quantities)) if raw else {}
         for name, text in raw.items():
             if name in SELECT_KEYS:
                 if not text:
@@ -703,6 +700,14 @@ class Scenario:
         if on == "pipeline":
             return self.fit_pipelined()
         return self.fit() if on == "batch" else self.fit(1.0) if on == "chips" else None
+
+
+@lru_cache(maxsize=None)
+def _fields_to_inputs(_declared: int) -> dict[str, str]:
+    """Data field -> input quantity, where the field has its own name (``_declared``: the number
+    of quantities declared, so the table is rebuilt if more are)."""
+    return {q.field: q.name for q in REGISTRY.inputs()
+            if q.field and not q.field.startswith("<") and q.field != q.name}
 
 
 TRAINING_CHAPTERS = ("training", "crypto")  # training runs: not judged by the serving fit
