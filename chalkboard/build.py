@@ -14,6 +14,7 @@ from __future__ import annotations
 import calendar
 import ctypes
 import errno
+import hashlib
 import json
 import math
 import os
@@ -199,6 +200,94 @@ def _compile_and_send(conn, read_end, folder, timestamp, typ_src):
         conn.close()
 
 
+# results.json holds every number of every chip x model pair. With few pairs it is written while
+# Typst compiles the PDF (0.2 s at the bundled 128 pairs); with many it would be the longest step
+# (300 MB and 12 s at 6,400 pairs), so from this many pairs it is made in a forked process as soon
+# as the numbers exist, beside the audit, the rendering and the figures.
+RESULTS_BESIDE_FROM = 1000
+
+
+class BackgroundFile:
+    """One output file (results.json) made and written by a forked process while the build goes
+    on: ``make()`` gives its text, written (and synced) beside the output folder under the staging
+    prefix, so a later build removes it if this one dies; ``take(staged)`` waits and moves it into
+    the staged output, returning its SHA-256; ``drop()`` stops the process and removes the file if
+    it was never taken. Without fork, the file is made when taken."""
+
+    def __init__(self, out: Path, make, name: str = "results.json"):
+        import multiprocessing as mp
+
+        self.make, self.name, self.child = make, name, None
+        self.tmp = out.parent / f".{out.name}.tmp-{os.getpid()}-{name}"
+        try:
+            ctx = mp.get_context("fork")
+            self.receive, send = ctx.Pipe(duplex=False)
+            self.child = ctx.Process(target=self._write_and_send, args=(send,), daemon=True)
+            self.child.start()
+            send.close()
+        except (ValueError, OSError):
+            self.child = None
+
+    def _write(self) -> str:
+        content = self.make().encode("utf-8")
+        self.tmp.parent.mkdir(parents=True, exist_ok=True)
+        self.tmp.unlink(missing_ok=True)
+        with open(self.tmp, "xb") as f:
+            f.write(content)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(self.tmp, 0o644)
+        return hashlib.sha256(content).hexdigest()
+
+    def _write_and_send(self, conn):
+        self.receive.close()
+        try:
+            conn.send(("ok", self._write()))
+        except OSError as e:
+            conn.send(("oserror", f"cannot write {_shown(self.tmp)}: {e.strerror or e} (the previous output is unchanged)"))
+        except BaseException as e:  # reported by the parent as one line
+            conn.send(("error", f"writing {self.name} failed: {type(e).__name__}: {e}"))
+        finally:
+            conn.close()
+
+    def _join(self) -> tuple[str, str]:
+        try:
+            try:
+                return self.receive.recv()
+            except EOFError:
+                return "error", f"the process writing {self.name} ended without a result"
+        finally:
+            self.receive.close()
+            if self.child.is_alive():
+                self.child.terminate()
+            self.child.join()
+            self.child = None
+
+    def take(self, staged: "Staging") -> str:
+        if self.child is None:
+            digest = self._write()
+        else:
+            kind, digest = self._join()
+            if kind == "oserror":
+                raise OutputError(digest)
+            if kind == "error":
+                raise BuildError(digest)
+        os.rename(self.tmp, staged.path / self.name)
+        return digest
+
+    def drop(self) -> None:
+        if self.child is not None:
+            self.receive.close()
+            if self.child.is_alive():
+                self.child.terminate()
+            self.child.join()
+            self.child = None
+        try:
+            os.unlink(self.tmp)
+        except OSError:
+            pass
+
+
 FALLBACK_DATE = "2026-04-29"   # the lecture's date, if no source gives an as-of date
 
 
@@ -238,31 +327,50 @@ def results_json(data, res, registry) -> str:
         quantities[q.name] = {"unit": q.unit, "meaning": q.meaning, "sympy": str(registry.closed_form(q.name)),
                               "inputs": [leaf.name for leaf in registry.leaves(q.name)]}
     splitters = {q.name: base_splitter(declared(q.name)[0]) for q in registry.derived_quantities()}
+    keys = {n: json.dumps(n, ensure_ascii=False) for n in splitters}
+    units: dict[str, str] = {}
     pairs = {}
     for (hid, mid), vals in res.values.items():
         flags = res.flags[(hid, mid)]
-        values = {}
-        for n, v in vals.items():
-            mag, unit = splitters[n](v)
-            values[n] = {"value": _round12(mag), "unit": unit,
-                         **({"feasible": False, "infeasible": flags[n]} if n in flags else {})}
-        pairs[f"{hid}|{mid}"] = {
+        entries = []
+        for n in sorted(vals):   # the text json.dumps(..., sort_keys=True) gives, written directly
+            mag, unit = splitters[n](vals[n])
+            u = units.get(unit)
+            if u is None:
+                u = units[unit] = json.dumps(unit, ensure_ascii=False)
+            v = repr(_round12(mag)) if type(mag) is float and math.isfinite(mag) else json.dumps(mag)
+            flag = f'"feasible": false, "infeasible": {json.dumps(flags[n], ensure_ascii=False)}, ' \
+                if n in flags else ""
+            entries.append(f'{keys[n]}: {{{flag}"unit": {u}, "value": {v}}}')
+        pairs[f"{hid}|{mid}"] = _Spliced({
             "hardware": hid, "model": mid,
             "feasible": res.fit[(hid, mid)]["feasible"], "feasibility": res.fit[(hid, mid)]["reason"],
             "formats": res.formats[(hid, mid)],
-            "values": values,
             "not_applicable": res.missing[(hid, mid)],
             "inputs": {n: {**rec, "value": _round12(rec["value"])} for n, rec in res.inputs[(hid, mid)].items()},
-        }
+        }, "values", "{" + ", ".join(entries) + "}")
     doc = {"quantities": quantities, "hardware": list_hardware(data), "models": list_models(data)}
     return _dump({**_rounded(doc), "results": pairs})
+
+
+class _Spliced:
+    """A mapping whose last key (in sorted order) is given as JSON text already written."""
+
+    def __init__(self, rest: dict, key: str, text: str):
+        assert all(k < key for k in rest)
+        self.rest, self.key, self.text = rest, key, text
+
+    def json(self) -> str:
+        head = json.dumps(self.rest, sort_keys=True, ensure_ascii=False)
+        return f"{head[:-1]}, {json.dumps(self.key)}: {self.text}}}" if self.rest else f"{{{json.dumps(self.key)}: {self.text}}}"
 
 
 def _dump(doc: dict) -> str:
     """JSON with one line per entry of each top-level mapping (one quantity, chip, model or chip x
     model pair a line): readable with grep and diff, and written by json's fast C encoder, which
     indented output would not use."""
-    enc = lambda v: json.dumps(v, sort_keys=True, ensure_ascii=False)  # noqa: E731
+    def enc(v):
+        return v.json() if isinstance(v, _Spliced) else json.dumps(v, sort_keys=True, ensure_ascii=False)
     parts = []
     for key in sorted(doc):
         inner = doc[key]
@@ -472,6 +580,15 @@ class Staging:
 
 
 def build(root: Path, args) -> int:
+    pending: list[BackgroundFile] = []
+    try:
+        return _build(root, args, pending)
+    finally:   # a file made beside the build and never moved into the output: removed
+        for job in pending:
+            job.drop()
+
+
+def _build(root: Path, args, pending: list) -> int:
     from .data import DataError, check_counts, load, read_yaml
 
     t_start = time.perf_counter()
@@ -536,6 +653,10 @@ def build(root: Path, args) -> int:
     if res.errors:
         raise BuildError("evaluation failed: " + res.errors[0])
     sc.value("step_time")
+    results_file = None
+    if len(res.values) >= RESULTS_BESIDE_FROM:   # many pairs: results.json on the other core from here on
+        results_file = BackgroundFile(out, lambda: results_json(data, res, REGISTRY))
+        pending.append(results_file)
     t = stage("evaluate", t)
     audit = run_audit(data, claims_path, args.claims_file) if has_claims else None
     refs = {}
@@ -574,13 +695,16 @@ def build(root: Path, args) -> int:
 
             def put(rel, content):
                 staged.write(rel, content)
-                written[rel] = content.encode("utf-8") if isinstance(content, str) else content
+                written[rel] = hashlib.sha256(content.encode("utf-8") if isinstance(content, str) else content).hexdigest()
             for n, (svg, _) in figures.items():
                 put(f"figures/{n}.svg", svg)
             # the formulas are fitted and the PDF compiled (with the staged figures) on the other
             # core while this one writes results.json and the page
             pdf = None if timestamp is None else compile_pdf_background(staged.path, timestamp, typ_src)
-            put("results.json", results_json(data, res, REGISTRY))
+            if results_file is None:
+                put("results.json", results_json(data, res, REGISTRY))
+            else:
+                written["results.json"] = results_file.take(staged)
             put("report.html", html or html_env.get_template("report.html.j2").render(**ctx))
             if pdf is None:
                 put("report.typ", fit_formulas(typ_src))   # after the last fork: Typst starts threads

@@ -55,11 +55,10 @@ def fingerprint(root: Path, args) -> str:
     return h.hexdigest()
 
 
-def stamp(fp: str, written: dict[str, bytes]) -> str:
-    """The stamp's text: the fingerprint and a hash of each file written (path relative to the folder)."""
-    return json.dumps({"fingerprint": fp,
-                       "files": {rel: hashlib.sha256(b).hexdigest() for rel, b in sorted(written.items())}},
-                      indent=1, sort_keys=True) + "\n"
+def stamp(fp: str, written: dict[str, str]) -> str:
+    """The stamp's text: the fingerprint and the SHA-256 of each file written (path relative to
+    the folder -> hex digest)."""
+    return json.dumps({"fingerprint": fp, "files": dict(sorted(written.items()))}, indent=1, sort_keys=True) + "\n"
 
 
 def up_to_date(out: Path, fp: str) -> bool:
