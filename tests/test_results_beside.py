@@ -15,13 +15,20 @@ from conftest import ROOT
 
 BUILD_WITH_THRESHOLD = (
     "import sys, runpy; sys.path.insert(0, {root!r}); import chalkboard.build as b; "
-    "b.RESULTS_BESIDE_FROM = {threshold}; sys.argv = ['build.py', *{argv!r}]; "
+    "b.RESULTS_BESIDE_FROM = {threshold}; {before}; sys.argv = ['build.py', *{argv!r}]; "
     "runpy.run_path({script!r}, run_name='__main__')")
+# the report's rendering made to fail a few seconds in, when results.json is long written
+FAIL_WHEN_RENDERING = (
+    "import time, chalkboard.report as r\n"
+    "def stop(*a, **k):\n"
+    "    time.sleep(3)\n"
+    "    raise b.BuildError('stopped on purpose while rendering')\n"
+    "r.context = stop")
 
 
-def build(threshold: int, *argv: str) -> subprocess.CompletedProcess:
+def build(threshold: int, *argv: str, before: str = "pass") -> subprocess.CompletedProcess:
     code = BUILD_WITH_THRESHOLD.format(root=str(ROOT), threshold=threshold, argv=list(argv),
-                                       script=str(ROOT / "build.py"))
+                                       script=str(ROOT / "build.py"), before=f"exec({before!r})")
     return subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)
 
 
@@ -54,5 +61,18 @@ def test_a_build_failing_after_the_writer_started_leaves_nothing(tmp_path):
     r = build(1, "build", "--force", "--no-pdf", "--out", str(out), "--claims-file", str(bad))
     assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr[-2000:]
     assert "quote: not found in the cited seed text" in r.stderr
+    assert (out / "results.json").read_bytes() == before
+    assert leftovers(tmp_path, "out") == []
+
+
+def test_a_build_failing_after_the_file_was_written_leaves_nothing(tmp_path):
+    out = tmp_path / "out"
+    r = build(1, "build", "--force", "--no-pdf", "--out", str(out))
+    assert r.returncode == 0, r.stderr[-2000:]
+    before = (out / "results.json").read_bytes()
+    r = build(1, "build", "--force", "--no-pdf", "--out", str(out), "--set", "context=4096",
+              before=FAIL_WHEN_RENDERING)
+    assert r.returncode != 0 and "stopped on purpose while rendering" in r.stderr, r.stderr[-2000:]
+    assert "Traceback" not in r.stderr
     assert (out / "results.json").read_bytes() == before
     assert leftovers(tmp_path, "out") == []
