@@ -436,6 +436,34 @@ class Scenario:
         self._cache[name] = val
         return val
 
+    def input_reads(self, name: str) -> tuple[str, ...]:
+        """The other inputs ``input(name)`` reads (and records) in computing ``name`` here: a
+        workload default's rule arguments or the input it copies, and the inputs below the derived
+        quantity an attention-specific input is evaluated through. Mirrors the branches of input()."""
+        if name in self.overrides:
+            return ()
+        q = REGISTRY[name]
+        if q.origin == "constant":
+            return ()
+        if q.origin == "workload":
+            if q.default and q.default.startswith("=rule:"):
+                return tuple(REGISTRY.rules[q.default[6:]][1])
+            return (q.default[1:],) if q.default and q.default.startswith("=") else ()
+        if name in BY_ATTENTION and name not in ("peak_flops", "bytes_per_weight", "bytes_per_kv_number") \
+                and "attention" in self.model.tags:
+            return _inputs_below(BY_ATTENTION[name][self.model.tags["attention"]])
+        return ()
+
+    def keep_only(self, names: set[str]) -> None:
+        """Forget every input outside ``names`` (its value and its record), as if only ``names``
+        had been read: a scenario that evaluated every input can then stand for one that read these."""
+        self.records = {n: r for n, r in self.records.items() if n in names}
+        for n in [n for n in self._cache if n not in names and REGISTRY[n].is_input]:
+            del self._cache[n]
+            self._mags.pop(n, None)
+        for n in [n for n in self._mags if n not in names and REGISTRY[n].is_input]:
+            del self._mags[n]
+
     def fix(self, name: str, value) -> None:
         """Hold ``name`` (an input or a derived quantity) at ``value``: a number the lecture states.
 
@@ -700,6 +728,21 @@ class Scenario:
         if on == "pipeline":
             return self.fit_pipelined()
         return self.fit() if on == "batch" else self.fit(1.0) if on == "chips" else None
+
+
+@lru_cache(maxsize=None)
+def _inputs_below(name: str) -> tuple[str, ...]:
+    """The inputs the compiled evaluation of the derived quantity ``name`` reads, in order."""
+    out: dict[str, None] = {}
+
+    def visit(n):
+        if REGISTRY[n].is_input:
+            out[n] = None
+            return
+        for a in compiled.scalar(n)[1]:
+            visit(a)
+    visit(name)
+    return tuple(out)
 
 
 @lru_cache(maxsize=None)

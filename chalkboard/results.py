@@ -37,6 +37,18 @@ def evaluate_all(data: Data, overrides: dict | None = None, vectorised: bool = T
     cannot reproduce the scalar path (a value that is not finite: the scalar path says why).
     ``vectorised=False`` evaluates every pair on its own (the reference, for tests).
     """
+    import gc
+
+    enabled = gc.isenabled()
+    gc.disable()   # Python's collector would walk every scenario's caches again and again (a
+    try:           # quarter of the time at many pairs); what is left over is collected after
+        return _evaluate_all(data, overrides, vectorised)
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _evaluate_all(data: Data, overrides: dict | None, vectorised: bool) -> AllResults:
     res = AllResults()
     names = [q.name for q in REGISTRY.derived_quantities()]
     seen: dict[int, tuple] = {}   # the data's quantities recur in every pair: each split once
@@ -55,6 +67,8 @@ def evaluate_all(data: Data, overrides: dict | None = None, vectorised: bool = T
         if columns is not None and i not in columns.redo:
             columns.replay(i, sc, vals, miss)
         else:
+            if columns is not None:   # the probe read every input: the pair starts afresh
+                sc = Scenario(data, hid, mid, dict(overrides or {}))
             for n in names:
                 try:
                     vals[n] = sc.base_value(n)  # a float in base units; shown through fmt.split_base
@@ -88,13 +102,30 @@ class _Columns:
 
     def replay(self, i: int, sc: Scenario, vals: dict, miss: dict) -> None:
         """Pair ``i``'s values and reasons, in the order the scalar path finds them, and the
-        inputs it reads recorded in ``sc`` (so its sources are the same)."""
+        inputs it reads recorded in ``sc`` (so its sources are the same). ``sc`` evaluated every
+        input (the probe): it keeps the values and records of those the scalar path reads (with
+        what they read in turn), and reads again each that failed, which records what it read
+        before failing."""
+        needed: set[str] = set()
+        failed = []
+
+        def need(name):
+            if name not in needed:
+                needed.add(name)
+                for r in sc.input_reads(name):
+                    need(r)
         for name, read in self.read.items():
             if read[i]:
-                try:
-                    sc.input(name)
-                except MissingInput:
-                    pass
+                if self.why[name][i]:
+                    failed.append(name)
+                else:
+                    need(name)
+        sc.keep_only(needed)
+        for name in failed:
+            try:
+                sc.input(name)
+            except MissingInput:
+                pass
         for n in self.names:
             w = self.why[n][i]
             if w:
@@ -123,12 +154,11 @@ def _evaluate_columns(scenarios: list[Scenario], names: list[str]) -> _Columns:
     value: dict[str, np.ndarray] = {}
     why: dict[str, np.ndarray] = {}
     redo: set[int] = set()
-    # the inputs, each in every pair (a probe scenario: the real one records only what is read)
+    # the inputs, each in every pair (each scenario reads them all: replay keeps what is read)
     inputs = [q.name for q in REGISTRY.quantities.values() if q.is_input]
     for name in inputs:
         value[name], why[name] = np.full(n, np.nan), np.zeros(n, dtype=np.int64)
-    for i, sc in enumerate(scenarios):
-        probe = Scenario(sc.data, sc.hw.id, sc.model.id, sc.raw_overrides)
+    for i, probe in enumerate(scenarios):
         for name in inputs:
             try:
                 value[name][i] = probe._mag(name)
