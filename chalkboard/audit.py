@@ -277,10 +277,13 @@ def _parse_expr(label, cid, fld, text: str, with_helpers: bool = False) -> sp.Ex
                 return getattr(eq, which)
             return get
         loc["lhs"], loc["rhs"] = side("lhs"), side("rhs")
-    try:
-        expr = sp.sympify(text, locals=loc)
-    except (sp.SympifyError, SyntaxError, TypeError, AttributeError) as e:
-        raise DataError(label, cid, fld, f"cannot read {text!r}: {e}") from None
+    def read():
+        try:
+            return sp.sympify(text, locals=loc), frozenset(local_symbols)
+        except (sp.SympifyError, SyntaxError, TypeError, AttributeError) as e:
+            raise DataError(label, cid, fld, f"cannot read {text!r}: {e}") from None
+    # SymPy's parse (and the derivatives d() takes) kept between runs, like the derivations' solves
+    expr, local_symbols = REGISTRY.kept(("claim expression", text, with_helpers), read)
     unknown = [str(s) for s in expr.free_symbols if s not in REGISTRY.by_symbol and s not in local_symbols]
     if unknown:
         raise DataError(label, cid, fld, f"{text!r}: unknown quantity {', '.join(sorted(unknown))}")

@@ -4,8 +4,9 @@ Importing the derivations solves equations and takes limits (about two seconds).
 results depend only on the derivation sources and the SymPy version, so build.py's entry
 hands the registry the results of an earlier run made from byte-identical sources
 (``load``) and writes what this run had to compute (``save``). The file name is a hash of
-every derivations/*.py file, the SymPy version and the Python version: an edited
-derivation gets a new name, so a stale result is never used. A cache that cannot be read or
+every derivations/*.py file, of the chalkboard modules whose SymPy work is kept too (the audit's
+parses and identity checks, the dimension check, the generated code, the printers), the SymPy
+version and the Python version: an edited source gets a new name, so a stale result is never used. A cache that cannot be read or
 written is ignored; the numbers are the same either way, only slower.
 
 The file is a pickle in the project's own .cache/ folder, trusted like the project's code.
@@ -20,13 +21,16 @@ import tempfile
 from pathlib import Path
 
 FOLDER = ".cache"
+# besides the derivations, the modules whose SymPy work is kept too: the audit's parses and
+# identity checks, the dimension check's identities, the generated code, and the printed forms
+ALSO_KEYED = ("audit.py", "check.py", "compiled.py", "printers.py")
 
 
 def _key(root: Path) -> str:
     import sympy
 
     h = hashlib.sha256()
-    for p in sorted((root / "derivations").glob("*.py")):
+    for p in [*sorted((root / "derivations").glob("*.py")), *(root / "chalkboard" / f for f in ALSO_KEYED)]:
         h.update(p.name.encode())
         h.update(p.read_bytes())
     h.update(f"sympy {sympy.__version__} python {sys.version_info[:2]}".encode())

@@ -48,3 +48,23 @@ def test_an_unreadable_cache_is_ignored(project):
     (cache,) = (project / ".cache").glob("sympy-*.pickle")
     cache.write_bytes(b"not a pickle")
     assert _balance(project)["value"] == first["value"]
+
+
+def test_an_edited_audit_is_never_served_its_old_identity_checks(project):
+    """The audit's parses and identity checks are kept too: editing chalkboard/audit.py (here, the
+    message of a failed check) gives a new cache, and the audit's verdicts come from the edited code."""
+    def audit():
+        r = run_cli("audit", "--json", root=project)
+        assert r.returncode == 0, r.stderr
+        return r.stdout
+    first = audit()
+    (old,) = (project / ".cache").glob("sympy-*.pickle")
+    mod = project / "chalkboard" / "audit.py"
+    text = mod.read_text()
+    assert 'f"{text}: the difference is {printers.text(diff)}, not 0"' in text
+    mod.write_text(text.replace('f"{text}: the difference is {printers.text(diff)}, not 0"',
+                                'f"{text}: the two sides differ by {printers.text(diff)}"'))
+    edited = audit()
+    (new,) = (project / ".cache").glob("sympy-*.pickle")
+    assert new.name != old.name
+    assert "the difference is" in first and "the difference is" not in edited and "the two sides differ by" in edited
