@@ -28,11 +28,8 @@ from pathlib import Path
 import jinja2
 
 from .data import CONTROL_CHARS, SAFE_URL
-from .errors import InputError, OutputError
-
-
-class BuildError(Exception):
-    pass
+from .errors import BuildError, InputError, OutputError  # noqa: F401  (BuildError re-exported)
+from .forked import Forked
 
 
 # -- text that reaches the reader -------------------------------------------------------------
@@ -155,49 +152,10 @@ def compile_pdf(folder: Path, timestamp: int, typ_src: str) -> tuple[str, bytes]
         raise BuildError(f"Typst could not compile the PDF: {str(e).strip().splitlines()[0]}") from None
 
 
-def compile_pdf_background(folder: Path, timestamp: int, typ_src: str):
-    """Start compile_pdf in a forked process (Typst holds the interpreter while it compiles);
-    returns a function that waits for (fitted source, PDF bytes) and raises BuildError as
-    compile_pdf does. Without fork, the PDF is compiled at once."""
-    import multiprocessing as mp
-
-    try:
-        ctx = mp.get_context("fork")
-        receive, send = ctx.Pipe(duplex=False)
-        child = ctx.Process(target=_compile_and_send, args=(send, receive, folder, timestamp, typ_src), daemon=True)
-        child.start()
-        send.close()
-    except (ValueError, OSError):
-        done = compile_pdf(folder, timestamp, typ_src)
-        return lambda: done
-
-    def wait() -> tuple[str, bytes]:
-        try:
-            try:
-                kind, payload = receive.recv()
-            except EOFError:
-                kind, payload = "error", "the process compiling the PDF ended without a result"
-        finally:
-            receive.close()
-            if child.is_alive():
-                child.terminate()
-            child.join()
-        if kind == "error":
-            raise BuildError(payload)
-        return payload
-    return wait
-
-
-def _compile_and_send(conn, read_end, folder, timestamp, typ_src):
-    read_end.close()
-    try:
-        conn.send(("ok", compile_pdf(folder, timestamp, typ_src)))
-    except BuildError as e:
-        conn.send(("error", str(e)))
-    except BaseException as e:  # reported by the parent as one line
-        conn.send(("error", f"Typst could not compile the PDF: {type(e).__name__}: {e}"))
-    finally:
-        conn.close()
+def compile_pdf_background(folder: Path, timestamp: int, typ_src: str) -> Forked:
+    """compile_pdf in a forked process (Typst holds the interpreter while it compiles); its
+    ``result()`` is (fitted source, PDF bytes)."""
+    return Forked("compiling the PDF", compile_pdf, folder, timestamp, typ_src)
 
 
 # results.json holds every number of every chip x model pair. With few pairs it is written while
@@ -215,73 +173,32 @@ class BackgroundFile:
     it was never taken. Without fork, the file is made when taken."""
 
     def __init__(self, out: Path, make, name: str = "results.json"):
-        import multiprocessing as mp
-
-        self.make, self.name, self.child = make, name, None
+        self.make, self.name = make, name
         self.tmp = out.parent / f".{out.name}.tmp-{os.getpid()}-{name}"
-        try:
-            ctx = mp.get_context("fork")
-            self.receive, send = ctx.Pipe(duplex=False)
-            self.child = ctx.Process(target=self._write_and_send, args=(send,), daemon=True)
-            self.child.start()
-            send.close()
-        except (ValueError, OSError):
-            self.child = None
+        self.job = Forked(f"writing {name}", self._write)
 
     def _write(self) -> str:
-        content = self.make().encode("utf-8")
-        self.tmp.parent.mkdir(parents=True, exist_ok=True)
-        self.tmp.unlink(missing_ok=True)
-        with open(self.tmp, "xb") as f:
-            f.write(content)
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(self.tmp, 0o644)
+        try:
+            content = self.make().encode("utf-8")
+            self.tmp.parent.mkdir(parents=True, exist_ok=True)
+            self.tmp.unlink(missing_ok=True)
+            with open(self.tmp, "xb") as f:
+                f.write(content)
+                f.flush()
+                os.fsync(f.fileno())
+            os.chmod(self.tmp, 0o644)
+        except OSError as e:
+            raise OutputError(f"cannot write {_shown(self.tmp)}: {e.strerror or e} "
+                              "(the previous output is unchanged)") from None
         return hashlib.sha256(content).hexdigest()
 
-    def _write_and_send(self, conn):
-        self.receive.close()
-        try:
-            conn.send(("ok", self._write()))
-        except OSError as e:
-            conn.send(("oserror", f"cannot write {_shown(self.tmp)}: {e.strerror or e} (the previous output is unchanged)"))
-        except BaseException as e:  # reported by the parent as one line
-            conn.send(("error", f"writing {self.name} failed: {type(e).__name__}: {e}"))
-        finally:
-            conn.close()
-
-    def _join(self) -> tuple[str, str]:
-        try:
-            try:
-                return self.receive.recv()
-            except EOFError:
-                return "error", f"the process writing {self.name} ended without a result"
-        finally:
-            self.receive.close()
-            if self.child.is_alive():
-                self.child.terminate()
-            self.child.join()
-            self.child = None
-
     def take(self, staged: "Staging") -> str:
-        if self.child is None:
-            digest = self._write()
-        else:
-            kind, digest = self._join()
-            if kind == "oserror":
-                raise OutputError(digest)
-            if kind == "error":
-                raise BuildError(digest)
+        digest = self.job.result()
         os.rename(self.tmp, staged.path / self.name)
         return digest
 
     def drop(self) -> None:
-        if self.child is not None:
-            self.receive.close()
-            if self.child.is_alive():
-                self.child.terminate()
-            self.child.join()
-            self.child = None
+        self.job.stop()
         try:
             os.unlink(self.tmp)
         except OSError:
@@ -672,10 +589,7 @@ def _build(root: Path, args, pending: list) -> int:
     shared = shared_tables(data, sc.model.id)
     ctx = context(data, sc, {}, audit=audit_ctx, check=check_ctx, validation=validation, shared=shared)
     t = stage("render", t)
-    try:
-        figures = drawing.wait()
-    except RuntimeError as e:
-        raise BuildError(str(e)) from None
+    figures = drawing.wait()
     if validation is not None:
         validation["svg"] = figures["validation"][0]
     t = stage("figures", t)  # the wait for the figures drawn beside the stages before
@@ -709,7 +623,7 @@ def _build(root: Path, args, pending: list) -> int:
             if pdf is None:
                 put("report.typ", fit_formulas(typ_src))   # after the last fork: Typst starts threads
             else:
-                fitted, pdf_bytes = pdf()
+                fitted, pdf_bytes = pdf.result()
                 put("report.typ", fitted)
                 put("report.pdf", pdf_bytes)
             t = stage("pdf", t)
@@ -798,58 +712,17 @@ def _draw_chip_figures(data, chips, model, overrides, refs) -> dict:
 
 def _draw_chips_background(data, chips, model, overrides, refs):
     """Draw the figures of ``chips`` in two forked processes (half the chips each) while the
-    caller renders; returns a function that waits for them. Without fork, draws at once."""
-    import multiprocessing as mp
+    caller renders; returns a function that waits for them."""
+    from .forked import results
+    jobs = [Forked("drawing the chips' figures", _draw_chip_figures, data, group, model, overrides, refs)
+            for group in (chips[0::2], chips[1::2])]
 
-    groups = [chips[0::2], chips[1::2]]
-    try:
-        mpc = mp.get_context("fork")
-        started = []
-        for group in groups:
-            receive, send = mpc.Pipe(duplex=False)
-            ends = [r for r, _ in started] + [receive]
-            child = mpc.Process(target=_send_chip_figures,
-                                args=(send, data, group, model, overrides, refs, ends), daemon=True)
-            child.start()
-            send.close()
-            started.append((receive, child))
-    except (ValueError, OSError):
-        done = _draw_chip_figures(data, chips, model, overrides, refs)
-        return lambda: done
-
-    def wait():
-        out, failed = {}, None
-        try:
-            for receive, _ in started:
-                try:
-                    kind, payload = receive.recv()
-                except EOFError:
-                    kind, payload = "error", "a process drawing the chips' figures ended without a result"
-                if kind == "error":
-                    failed = failed or payload
-                else:
-                    out.update(payload)
-        finally:
-            for receive, child in started:
-                receive.close()
-                if child.is_alive():
-                    child.terminate()
-                child.join()
-        if failed:
-            raise BuildError(f"drawing the chips' figures failed: {failed}")
+    def wait() -> dict:
+        out = {}
+        for part in results(jobs):
+            out.update(part)
         return out
     return wait
-
-
-def _send_chip_figures(conn, data, chips, model, overrides, refs, read_ends=()):
-    for end in read_ends:
-        end.close()
-    try:
-        conn.send(("ok", _draw_chip_figures(data, chips, model, overrides, refs)))
-    except BaseException as e:  # reported by the parent as one line
-        conn.send(("error", f"{type(e).__name__}: {e}"))
-    finally:
-        conn.close()
 
 
 def chip_reports(data, featured_sc, overrides, refs, featured_figures, featured_pages, html_env, typ_env,

@@ -15,3 +15,8 @@ class InputError(Exception):
 
 class OutputError(InputError):
     """An output folder that cannot be written (a file, read-only, a full disk): one line."""
+
+
+class BuildError(Exception):
+    """A build that cannot finish (a failed dimension check, a figure or PDF that cannot be
+    made): one line for the user."""

@@ -440,87 +440,54 @@ class Drawing:
     process is busy until it renders): each draws every other figure that needs no audit from the
     start, the first also ``extra`` (name -> function returning SVG); the second then waits for
     the audit's rules of thumb (``after_audit(refs)``) and draws the figures that mark them.
-    ``wait()`` returns name -> (SVG, chip) in the declared order, raising RuntimeError if drawing
+    ``wait()`` returns name -> (SVG, chip) in the declared order, raising BuildError if drawing
     failed. Without fork, everything is drawn when the refs arrive."""
 
     PROCESSES = 2
 
     def __init__(self, data, hw, model, overrides=None, extra=None):
+        from .forked import Forked, can_fork
+
+        self.args, self.extra, self.jobs, self.done = (data, hw, model, overrides), extra or {}, [], None
+        if not can_fork():
+            return
         import multiprocessing as mp
 
-        self.args = (data, hw, model, overrides)
-        self.extra, self.children, self.done = extra or {}, [], None
         early = [n for n in FIGURES if n not in _AFTER_AUDIT]
-        try:
-            ctx = mp.get_context("fork")
-            self.refs_in, self.refs_out = ctx.Pipe(duplex=False)
-            for k in range(self.PROCESSES):
-                receive, send = ctx.Pipe(duplex=False)
-                last = k == self.PROCESSES - 1
-                job = (early[k::self.PROCESSES], self.extra if k == 0 else {}, last)
-                # each child closes every parent end it inherits, so a parent that dies or stops
-                # reading breaks the pipe and the child's send fails instead of blocking for ever
-                parent_ends = [r for r, _ in self.children] + [receive, self.refs_out]
-                child = ctx.Process(target=self._draw_and_send, args=(send, job, parent_ends), daemon=True)
-                child.start()
-                send.close()
-                self.children.append((receive, child))
-            self.refs_in.close()
-        except (ValueError, OSError):
-            for receive, child in self.children:
-                child.terminate()
-            self.children = []
+        self.refs_in, self.refs_out = mp.get_context("fork").Pipe(duplex=False)
+        for k in range(self.PROCESSES):
+            last = k == self.PROCESSES - 1
+            self.jobs.append(Forked("drawing the figures", self._draw, early[k::self.PROCESSES],
+                                    self.extra if k == 0 else {}, last,
+                                    close_in_child=(self.refs_out,) if last else (self.refs_out, self.refs_in)))
+        self.refs_in.close()
 
-    def _draw_and_send(self, conn, job, parent_ends):
+    def _draw(self, names, extra, then_after_audit) -> dict:
         data, hw, model, overrides = self.args
-        names, extra, then_after_audit = job
-        try:
-            for end in parent_ends:
-                end.close()
-            if not then_after_audit:
-                self.refs_in.close()
-            out = _draw_everything(data, hw, model, overrides, None, extra, names)
-            if then_after_audit:
-                try:
-                    refs = self.refs_in.recv()
-                except EOFError:   # the build stopped before its audit: nothing more to draw
-                    return
-                out.update(draw_all(data, hw, model, overrides, refs, _AFTER_AUDIT))
-            conn.send(("ok", out))
-        except BaseException as e:  # reported by the parent as one line
-            conn.send(("error", f"{type(e).__name__}: {e}"))
-        finally:
-            conn.close()
+        out = _draw_everything(data, hw, model, overrides, None, extra, names)
+        if then_after_audit:
+            try:
+                refs = self.refs_in.recv()
+            except EOFError:   # the build stopped before its audit: nothing more to draw
+                return out
+            out.update(draw_all(data, hw, model, overrides, refs, _AFTER_AUDIT))
+        return out
 
     def after_audit(self, refs: dict) -> None:
-        """Hand the last child the audit's rules of thumb (or draw everything now, without fork)."""
-        if not self.children:
+        """Hand the last process the audit's rules of thumb (or draw everything now, without fork)."""
+        if not self.jobs:
             self.done = _draw_everything(*self.args, refs, self.extra, None)
             return
         self.refs_out.send(refs)
         self.refs_out.close()
 
     def wait(self) -> dict:
-        """Every figure, once every process has finished (all of them, even when one fails)."""
-        out, failed = dict(self.done or {}), None
-        try:
-            for receive, _ in self.children:
-                try:
-                    kind, payload = receive.recv()
-                except EOFError:
-                    kind, payload = "error", "a process drawing the figures ended without a result"
-                if kind == "error":
-                    failed = failed or payload
-                else:
-                    out.update(payload)
-        finally:  # also on an interruption: no child is left behind
-            for receive, child in self.children:
-                receive.close()
-                if child.is_alive():
-                    child.terminate()
-                child.join()
-        if failed:
-            raise RuntimeError(f"drawing the figures failed: {failed}")
+        """Every figure, once every process has finished."""
+        from .forked import results
+
+        out = dict(self.done or {})
+        for part in results(self.jobs):
+            out.update(part)
         return {n: out[n] for n in [*FIGURES, *[k for k in out if k not in FIGURES]] if n in out}
 
 

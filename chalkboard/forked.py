@@ -1,0 +1,88 @@
+"""Work done in a forked process beside the build: the figures, the PDF, results.json.
+
+``Forked(fn, *args)`` runs ``fn(*args)`` in a forked child (which shares the parent's memory as
+it was at the fork, so nothing is pickled on the way in) and sends back what it returns.
+``result()`` waits for it; an error the child raised comes back as the same BuildError,
+OutputError or InputError (one line for the user), anything else as a BuildError naming the
+job. ``stop()`` ends the child. Each child closes the parent's ends of every other job's pipe
+it inherits, so a parent that dies or stops reading breaks the pipes and no child blocks for
+ever. Where fork is not available, ``fn`` runs when its result is asked for.
+"""
+from __future__ import annotations
+
+import multiprocessing as mp
+
+from .errors import BuildError, InputError, OutputError
+
+_KNOWN = (BuildError, OutputError, InputError)
+_LIVE: list = []   # the parent's read ends of the jobs not yet collected
+
+
+def can_fork() -> bool:
+    return "fork" in mp.get_all_start_methods()
+
+
+class Forked:
+    def __init__(self, what: str, fn, *args, close_in_child=()):
+        self.what, self.fn, self.args, self.child = what, fn, args, None
+        if not can_fork():
+            return
+        try:
+            ctx = mp.get_context("fork")
+            self.receive, send = ctx.Pipe(duplex=False)
+            self.child = ctx.Process(target=_run, args=(send, fn, args, [*_LIVE, self.receive, *close_in_child]),
+                                     daemon=True)
+            self.child.start()
+            send.close()
+            _LIVE.append(self.receive)
+        except (ValueError, OSError):
+            self.child = None
+
+    def result(self):
+        if self.child is None:
+            return self.fn(*self.args)
+        try:
+            try:
+                kind, payload = self.receive.recv()
+            except EOFError:
+                kind, payload = "error", "the process ended without a result"
+        finally:  # also on an interruption: no child is left behind
+            self.stop()
+        if kind == "known":
+            raise payload
+        if kind == "error":
+            raise BuildError(f"{self.what} failed: {payload}")
+        return payload
+
+    def stop(self) -> None:
+        if self.child is None:
+            return
+        self.receive.close()
+        if self.receive in _LIVE:
+            _LIVE.remove(self.receive)
+        if self.child.is_alive():
+            self.child.terminate()
+        self.child.join()
+        self.child = None
+
+
+def _run(conn, fn, args, parent_ends):
+    for end in parent_ends:
+        end.close()
+    try:
+        conn.send(("ok", fn(*args)))
+    except _KNOWN as e:
+        conn.send(("known", e))
+    except BaseException as e:  # reported by the parent as one line
+        conn.send(("error", f"{type(e).__name__}: {e}"))
+    finally:
+        conn.close()
+
+
+def results(jobs: list[Forked]) -> list:
+    """Every job's result, in order; if one fails, the others are stopped and its error raised."""
+    try:
+        return [job.result() for job in jobs]
+    finally:
+        for job in jobs:
+            job.stop()
