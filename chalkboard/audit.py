@@ -377,8 +377,8 @@ def _part(label, cid, c, relative: bool, fld_prefix="") -> Part:
 
 
 def load_claims(path: Path, label: str, data: Data, seed_places: dict | None = None,
-                chips: Chips | None = None) -> list[Claim]:
-    doc = _read(path, label)
+                chips: Chips | None = None, doc: dict | None = None) -> list[Claim]:
+    doc = _read(path, label) if doc is None else doc   # ``doc``: the file already read
     chips = chips or _load_chips(label, data, doc)
     out, seen = [], set()
     for i, c in enumerate(doc["claims"]):
@@ -408,6 +408,10 @@ def _read(path: Path, label: str) -> dict:
         mark = getattr(e, "problem_mark", None)
         where = f"line {mark.line + 1}: " if mark else ""
         raise DataError(label, None, None, f"YAML syntax error at {where}{getattr(e, 'problem', e)}") from None
+    return _claims_document(doc, label)
+
+
+def _claims_document(doc, label: str) -> dict:
     if not isinstance(doc, dict) or not isinstance(doc.get("claims"), list):
         raise DataError(label, None, "claims", "expected a list under 'claims'")
     return doc
@@ -1255,13 +1259,15 @@ def seed_dir(root: Path) -> Path:
     return root / "lecture" / "seeds"
 
 
-def run_audit(data: Data, path: Path, label: str) -> Audit:
+def run_audit(data: Data, path: Path, label: str, doc=None) -> Audit:
+    """The audit of the claims file at ``path`` (``doc``: its YAML, if the caller has read it)."""
     root = path.resolve().parent
     if not seed_dir(root).is_dir():  # a claims file kept elsewhere cites the project's own seeds
         root = Path(__file__).resolve().parents[1]
     places = seeds.places(seed_dir(root)) if seed_dir(root).is_dir() else None
     if places is not None:  # the later chapters, cited by id: 'chapters-3-7.md#T-02'
         places = {**places, **seeds.chapter_places(seed_dir(root).parent)}
-    chips = _load_chips(label, data, _read(path, label))
-    claims = load_claims(path, label, data, places, chips)
+    doc = _read(path, label) if doc is None else _claims_document(doc, label)
+    chips = _load_chips(label, data, doc)
+    claims = load_claims(path, label, data, places, chips, doc)
     return Audit([evaluate_claim(data, c, chips) for c in claims])

@@ -531,10 +531,10 @@ def _build(root: Path, args, pending: list) -> int:
         args.model = data.config_model or FEATURED_MODEL
     claims_path = root / args.claims_file
     if claims_path.exists() or claims_path.is_symlink() or args.claims_file != "claims.yaml":
-        read_yaml(claims_path, args.claims_file)  # encoding, size, nesting, aliases: one line each
+        claims_doc = read_yaml(claims_path, args.claims_file)  # encoding, size, nesting, aliases: one line each
         has_claims = True
     else:
-        has_claims = False  # no claims file: the report has no audit section
+        claims_doc, has_claims = None, False  # no claims file: the report has no audit section
     measurements_file = getattr(args, "measurements_file", "measurements.yaml")
     has_measurements = ((root / measurements_file).exists() or (root / measurements_file).is_symlink()
                         or measurements_file != "measurements.yaml")  # none: no validation section
@@ -575,7 +575,7 @@ def _build(root: Path, args, pending: list) -> int:
         results_file = BackgroundFile(out, lambda: results_json(data, res, REGISTRY))
         pending.append(results_file)
     t = stage("evaluate", t)
-    audit = run_audit(data, claims_path, args.claims_file) if has_claims else None
+    audit = run_audit(data, claims_path, args.claims_file, claims_doc) if has_claims else None
     refs = {}
     for q in ("drain_time", "hardware_ratio"):
         if audit is not None and audit.rule_of_thumb(q) is not None:
