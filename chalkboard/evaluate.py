@@ -392,7 +392,7 @@ class Scenario:
                 ref = q.default[1:]
                 val = self.input(ref)
                 val = self._record(name, val.to(parse_unit(q.unit)),
-                                   f"workload default: {ref} of {self.hw.id}")
+                                   f"workload default: {self.owner_of(ref)}'s {ref}")
             else:
                 val = self._record(name, parse(q.default), f"workload default ({q.source or 'lecture'})")
         elif name == "peak_flops":
@@ -435,6 +435,11 @@ class Scenario:
             raise TypeError(name)
         self._cache[name] = val
         return val
+
+    def owner_of(self, name: str) -> str:
+        """Whose value an input is, as a person reads it: the chip's id, the model's, or the constant."""
+        origin = REGISTRY[name].origin
+        return {"hardware": self.hw.id, "model": self.model.id}.get(origin, "the " + (origin or "input"))
 
     def input_reads(self, name: str) -> tuple[str, ...]:
         """The other inputs ``input(name)`` reads (and records) in computing ``name`` here: a

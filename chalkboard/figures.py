@@ -460,6 +460,11 @@ class Drawing:
             self.jobs.append(Forked("drawing the figures", self._draw, early[k::self.PROCESSES],
                                     self.extra if k == 0 else {}, last,
                                     close_in_child=(self.refs_out,) if last else (self.refs_out, self.refs_in)))
+        if not all(job.child for job in self.jobs):   # a fork failed: everything is drawn here instead
+            for job in self.jobs:
+                job.stop()
+            self.jobs = []
+            return
         self.refs_in.close()
 
     def _draw(self, names, extra, then_after_audit) -> dict:

@@ -157,7 +157,8 @@ def default_text(q) -> str | None:
     if d.startswith("=rule:"):
         return REGISTRY.rules[d[6:]][2]
     if d.startswith("="):
-        return f"the chip's {d[1:]}"
+        whose = {"hardware": "chip", "model": "model"}.get(REGISTRY[d[1:]].origin, REGISTRY[d[1:]].origin)
+        return f"the {whose}'s {d[1:]}"
     from units import UnitParseError, parse
     try:
         return fmt(parse(d))  # "200e12 token" reads "2 × 10¹⁴ tokens"

@@ -213,7 +213,7 @@ for _t, _what in TIER_NAMES.items():
 # C-13: holding for a time t costs as much as one retrieval when t = Cap/BW (b and the
 # device's cost cancel). Solved for the host-memory tier; the others have the same form.
 t_hold = R.workload("hold_time", "s", "how long a cached KV waits before it is read again", "t", "hold",
-                    default="5 min", source="the shorter prompt-cache lifetime, 5 minutes (chapters-3-7.md#C-11)")
+                    default="=cache_lifetime_5m", source="the shorter prompt-cache lifetime (chapters-3-7.md#C-11)")
 _cap, _bw, _cost, _drain, _hold, _get = TIER_SYMBOLS["ddr"]
 eq_hold = R.equation("hold_cost_equals_retrieve_cost", _hold * t_hold, _get,
                      "holding a KV in host memory for t costs as much as reading it back once")

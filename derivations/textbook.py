@@ -129,10 +129,11 @@ R.derived(
 m_mm = R.workload("matmul_m", "", "rows of the left operand of a matmul: its batch of tokens", "m",
                   default="4096", source="a batch of 4,096 tokens (illustrative)")
 k_mm = R.workload("matmul_k", "", "contracted dimension of a matmul (rows of the weight matrix)", "k",
-                  default="8192", source="LLaMA 3-70B d_model (scaling-book, 'Training LLaMA 3 on TPUs')")
+                  default="=d_model", source="the model's width: a matmul of its residual stream (the "
+                                             "scaling-book's worked matmuls take LLaMA 3-70B's d_model, 8,192)")
 n_mm = R.workload("matmul_n", "", "columns of the weight matrix (and of the product)", "n",
-                  default="28672", source="LLaMA 3-70B feed-forward width F = 3.5·8192 "
-                                          "(scaling-book, 'Training LLaMA 3 on TPUs')")
+                  default="=d_ff", source="the width of the model's dense MLP: its up-projection (the "
+                                          "scaling-book's take LLaMA 3-70B's F = 28,672)")
 p_1 = R.constant("params_per_weight_entry", "1 parameter", "each entry of a weight matrix is one parameter",
                  "p", "1", source="definition")
 C_mm = R.derived(

@@ -8,6 +8,7 @@ old output as it was and no file behind.
 """
 import subprocess
 import sys
+import time
 
 import yaml
 
@@ -62,6 +63,8 @@ def test_a_build_failing_after_the_writer_started_leaves_nothing(tmp_path):
     assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr[-2000:]
     assert "quote: not found in the cited seed text" in r.stderr
     assert (out / "results.json").read_bytes() == before
+    # the writer was stopped, not left running: nothing appears beside the output later either
+    time.sleep(3)
     assert leftovers(tmp_path, "out") == []
 
 
