@@ -392,7 +392,7 @@ class Scenario:
                 ref = q.default[1:]
                 val = self.input(ref)
                 val = self._record(name, val.to(parse_unit(q.unit)),
-                                   f"workload default: {self.owner_of(ref)}'s {ref}")
+                                   f"workload default: {self.whose(ref)}")
             else:
                 val = self._record(name, parse(q.default), f"workload default ({q.source or 'lecture'})")
         elif name == "peak_flops":
@@ -436,10 +436,12 @@ class Scenario:
         self._cache[name] = val
         return val
 
-    def owner_of(self, name: str) -> str:
-        """Whose value an input is, as a person reads it: the chip's id, the model's, or the constant."""
+    def whose(self, name: str) -> str:
+        """An input named with whose it is: "gb200-nvl72's scaleup_bandwidth", "deepseek-v3's
+        d_model", "the constant cache_lifetime_5m"."""
         origin = REGISTRY[name].origin
-        return {"hardware": self.hw.id, "model": self.model.id}.get(origin, "the " + (origin or "input"))
+        owner = {"hardware": self.hw.id, "model": self.model.id}.get(origin)
+        return f"{owner}'s {name}" if owner else f"the {origin} {name}"
 
     def input_reads(self, name: str) -> tuple[str, ...]:
         """The other inputs ``input(name)`` reads (and records) in computing ``name`` here: a
