@@ -461,6 +461,30 @@ class Scenario:
             return _inputs_below(BY_ATTENTION[name][self.model.tags["attention"]])
         return ()
 
+    def input_scope(self, name: str) -> str:
+        """What ``input(name)``'s value and record depend on, beyond the overrides (the same in
+        every pair of one evaluation): "all" (nothing: --set, a constant, a workload literal, a
+        price), "hardware" (the chip entry), "model" (the model entry, its formats and attention
+        type) or "pair" (both: the FLOP/s, read at a format the chip and the model choose together).
+        Mirrors the branches of input(), as input_reads does; a failure's message may name either
+        entry whatever the scope (an InputError is evaluated per pair)."""
+        if name in self.overrides:
+            return "all"
+        q = REGISTRY[name]
+        if q.origin in ("constant", "price", "tier"):
+            return "all"
+        if q.origin == "workload" or name in BY_ATTENTION:
+            below = self.input_reads(name)
+            if name in BY_ATTENTION and q.origin != "workload":
+                below = ("<model>", *below)
+            return _joined(self.input_scope(r) if r != "<model>" else "model" for r in below)
+        if name == "peak_flops":
+            return "pair"
+        if name in ("bytes_per_weight", "bytes_per_kv_number") or name in CHOICE_INPUTS \
+                or (name in DENSE_MOE_DEFAULTS and self.is_dense):
+            return "model"
+        return {"hardware": "hardware", "model": "model"}.get(q.origin, "pair")
+
     def keep_only(self, names: set[str]) -> None:
         """Forget every input outside ``names`` (its value and its record), as if only ``names``
         had been read: a scenario that evaluated every input can then stand for one that read these."""
@@ -654,13 +678,19 @@ class Scenario:
         kv = self.value("kv_per_chip") * ((b_now if batch is None else batch) / b_now)
         return self.value("weights_per_chip"), kv, self.input("hbm_capacity")
 
+    def _memory_mags(self, batch: float):
+        """``_memory`` as floats in base units (byte per chip): what the fit is decided on."""
+        b_now = self.mag("batch", "sequence")   # read in _memory's order
+        kv = self._mag("kv_per_chip") * (batch / b_now)
+        return self._mag("weights_per_chip"), kv, self._mag("hbm_capacity")
+
     def fill(self, batch: float | None = None) -> float | None:
         """Share of each chip's HBM the weights and the KV cache of ``batch`` sequences need."""
         try:
-            w, kv, cap = self._memory(batch)
+            w, kv, cap = self._memory_mags(self.mag("batch", "sequence") if batch is None else batch)
         except MissingInput:
             return None
-        return ((w + kv) / cap).to("").magnitude
+        return (w + kv) / cap
 
     def fit(self, batch: float | None = None) -> str | None:
         """None if the weights and the KV cache of ``batch`` sequences (default: the workload's)
@@ -668,16 +698,18 @@ class Scenario:
         if batch in self._fits:  # the workload's batch (None) asked for again and again by flag()
             return self._fits[batch]
         if batch is None:
-            self._fits[None] = self.fit(self.value("batch").to("sequence").magnitude)
+            self._fits[None] = self.fit(self.mag("batch", "sequence"))
             return self._fits[None]
         try:
-            w, kv, cap = self._memory(batch)
-            chips = self.value("chips").to("chip").magnitude
+            w, kv, cap = self._memory_mags(batch)
+            chips = self.mag("chips", "chip")
         except MissingInput:
             self._fits[batch] = None
             return None
-        from .fmt import fmt
         reason = None
+        if w > cap or w + kv > cap:   # the reason in the declared units (decided in base units)
+            from .fmt import fmt
+            w, kv, cap = self._memory(batch)
         if w > cap:
             reason = (f"does not fit: the weights alone need {fmt(w)} on {chips:g} chips, "
                       f"more than the {fmt(cap)} of HBM each has")
@@ -696,7 +728,7 @@ class Scenario:
     def fill_pipelined(self) -> float | None:
         """Share of each chip's HBM a pipelined set-up needs (hbm_fill_pipelined); None if unknown."""
         try:
-            return self.value("hbm_fill_pipelined").to("").magnitude
+            return self.mag("hbm_fill_pipelined", "")
         except (MissingInput, NotApplicable):
             return None
 
@@ -728,13 +760,29 @@ class Scenario:
         one of a pipelined set-up (chapters 3 and 4) is judged by the pipelined fit.
         Measures of the fit itself, and quantities of the chip or model alone, are never flagged.
         """
-        q = REGISTRY[name]
-        if q.is_input or q.fit_measure:
-            return None
-        on = setup_dependence(name)
-        if on == "pipeline":
+        return self.fit_for(flag_kind(name))
+
+    def fit_for(self, kind: str | None) -> str | None:
+        """The fit a quantity of ``flag_kind`` ``kind`` is flagged by (None: never flagged)."""
+        if kind == "pipeline":
             return self.fit_pipelined()
-        return self.fit() if on == "batch" else self.fit(1.0) if on == "chips" else None
+        return self.fit() if kind == "batch" else self.fit(1.0) if kind == "chips" else None
+
+
+@lru_cache(maxsize=None)
+def flag_kind(name: str) -> str | None:
+    """Which fit flags ``name`` (Scenario.flag): "pipeline", "batch", "chips", or None for an
+    input, a measure of the fit itself, or a quantity of the chip or model alone."""
+    q = REGISTRY[name]
+    return None if q.is_input or q.fit_measure else setup_dependence(name)
+
+
+def _joined(scopes) -> str:
+    """The scope of a value read from values of these scopes (hardware and model join to pair)."""
+    seen = set(scopes)
+    if "pair" in seen or {"hardware", "model"} <= seen:
+        return "pair"
+    return "hardware" if "hardware" in seen else "model" if "model" in seen else "all"
 
 
 @lru_cache(maxsize=None)

@@ -12,7 +12,7 @@ from units import parse
 
 from . import printers
 from .data import Data
-from .evaluate import TRAINING_CHAPTERS, DimensionMismatch, MissingInput, Scenario, setup_dependence
+from .evaluate import TRAINING_CHAPTERS, DimensionMismatch, MissingInput, Scenario, flag_kind, setup_dependence
 from .fmt import fmt, split
 
 
@@ -51,14 +51,18 @@ def evaluate_all(data: Data, overrides: dict | None = None, vectorised: bool = T
 def _evaluate_all(data: Data, overrides: dict | None, vectorised: bool) -> AllResults:
     res = AllResults()
     names = [q.name for q in REGISTRY.derived_quantities()]
-    seen: dict[int, tuple] = {}   # the data's quantities recur in every pair: each split once
+    shown_as: dict[int, tuple] = {}   # an input's record, shared by the pairs that read it: shown once
 
-    def shown(q):
-        hit = seen.get(id(q))
-        if hit is None or hit[0] is not q:
-            hit = seen[id(q)] = (q, split(q))
+    def shown(r):
+        hit = shown_as.get(id(r))
+        if hit is None or hit[0] is not r:
+            value, unit = split(r.value)
+            hit = shown_as[id(r)] = (r, {"value": value, "unit": unit, "source": r.source,
+                                         **({"url": r.url} if r.url else {}),
+                                         **({"as_of": r.as_of} if r.as_of else {})})
         return hit[1]
 
+    kinds = {n: k for n in names if (k := flag_kind(n)) is not None}
     pairs = [(hid, mid) for hid in data.hardware for mid in data.models]
     scenarios = [Scenario(data, hid, mid, dict(overrides or {})) for hid, mid in pairs]
     columns = _evaluate_columns(scenarios, names) if vectorised and pairs else None
@@ -81,12 +85,16 @@ def _evaluate_all(data: Data, overrides: dict | None, vectorised: bool) -> AllRe
         res.values[(hid, mid)] = vals
         res.missing[(hid, mid)] = miss
         res.fit[(hid, mid)] = feasibility(sc)
-        res.flags[(hid, mid)] = {n: r for n in vals if (r := sc.flag(n))}
+        fits: dict = {}   # each kind of fit, asked for the first time a value it flags is found
+        flags = res.flags[(hid, mid)] = {}
+        for n in vals:
+            k = kinds.get(n)
+            if k is not None:
+                r = fits[k] if k in fits else fits.setdefault(k, sc.fit_for(k))
+                if r:
+                    flags[n] = r
         res.formats[(hid, mid)] = {**sc.formats, **({"note": sc.compute_note} if sc.compute_note else {})}
-        res.inputs[(hid, mid)] = {
-            n: {**dict(zip(("value", "unit"), shown(r.value))), "source": r.source,
-                **({"url": r.url} if r.url else {}), **({"as_of": r.as_of} if r.as_of else {})}
-            for n, r in sorted(sc.records.items())}
+        res.inputs[(hid, mid)] = {n: shown(r) for n, r in sorted(sc.records.items())}
         scenarios[i] = None   # done with: its caches need not outlive the pair
     return res
 
@@ -96,42 +104,56 @@ class _Columns:
     value (an index into ``reasons``, 0 for none), which inputs the scalar path would read,
     and the pairs to evaluate on their own."""
 
-    def __init__(self, names, value, why, reasons, read, redo):
-        self.names, self.value, self.why, self.reasons, self.read, self.redo = \
-            names, value, why, reasons, read, redo
+    def __init__(self, names, value, why, reasons, read, redo, records):
+        import numpy as np
+
+        self.names, self.value, self.why, self.reasons, self.read, self.redo, self.records = \
+            names, value, why, reasons, read, redo, records
+        self._reads: dict[tuple, frozenset] = {}
+        # one row per pair (a row is cheaper to read as a list than column by column)
+        self._inputs = list(read)
+        self._rows = tuple(np.column_stack(cols) for cols in (
+            [read[n] for n in self._inputs], [why[n] for n in self._inputs],
+            [value[n] for n in names], [why[n] for n in names]))
 
     def replay(self, i: int, sc: Scenario, vals: dict, miss: dict) -> None:
         """Pair ``i``'s values and reasons, in the order the scalar path finds them, and the
-        inputs it reads recorded in ``sc`` (so its sources are the same). ``sc`` evaluated every
-        input (the probe): it keeps the values and records of those the scalar path reads (with
-        what they read in turn), and reads again each that failed, which records what it read
-        before failing."""
+        inputs it reads recorded in ``sc`` (so its sources are the same). Of the inputs the scalar
+        path reads (with what they read in turn), ``sc`` is given the values and records read in
+        the probe, and reads again each that failed, which records what it read before failing."""
         needed: set[str] = set()
         failed = []
+        attention = sc.model.tags.get("attention")   # what input_reads depends on, beside the overrides
 
-        def need(name):
-            if name not in needed:
-                needed.add(name)
-                for r in sc.input_reads(name):
-                    need(r)
-        for name, read in self.read.items():
-            if read[i]:
-                if self.why[name][i]:
+        def closure(name) -> frozenset:   # name and what it reads, all the way down
+            key = (name, attention)
+            out = self._reads.get(key)
+            if out is None:
+                out = self._reads[key] = frozenset({name}).union(*(closure(r) for r in sc.input_reads(name)))
+            return out
+        read, read_why, value, why = (rows[i].tolist() for rows in self._rows)
+        for name, r, w in zip(self._inputs, read, read_why):
+            if r:
+                if w:
                     failed.append(name)
                 else:
-                    need(name)
+                    needed |= closure(name)
         sc.keep_only(needed)
+        for name in needed:
+            rec = self.records[name][i]
+            if rec is not None:
+                sc.records[name], sc._cache[name] = rec, rec.value
+                sc._mags[name] = float(self.value[name][i])
         for name in failed:
             try:
                 sc.input(name)
             except MissingInput:
                 pass
-        for n in self.names:
-            w = self.why[n][i]
+        for n, v, w in zip(self.names, value, why):
             if w:
                 miss[n] = self.reasons[w]
             else:
-                vals[n] = sc._mags[n] = float(self.value[n][i])
+                vals[n] = sc._mags[n] = v
 
 
 def _evaluate_columns(scenarios: list[Scenario], names: list[str]) -> _Columns:
@@ -154,18 +176,33 @@ def _evaluate_columns(scenarios: list[Scenario], names: list[str]) -> _Columns:
     value: dict[str, np.ndarray] = {}
     why: dict[str, np.ndarray] = {}
     redo: set[int] = set()
-    # the inputs, each in every pair (each scenario reads them all: replay keeps what is read)
+    # the inputs, each in every pair. An input that depends only on the chip (or the model, or
+    # neither) is read once per chip (model, evaluation), in the first pair that has it; the
+    # other pairs share its value and record (replay puts them in each pair's scenario).
     inputs = [q.name for q in REGISTRY.quantities.values() if q.is_input]
+    records: dict[str, list] = {}
+    scope_of: dict[tuple, str] = {}   # (input, model): its scope (the model's attention type may change it)
     for name in inputs:
         value[name], why[name] = np.full(n, np.nan), np.zeros(n, dtype=np.int64)
-    for i, probe in enumerate(scenarios):
-        for name in inputs:
-            try:
-                value[name][i] = probe._mag(name)
-            except MissingInput as e:
-                why[name][i] = code(str(e))
-            except InputError:  # the scalar path says why, if a quantity it evaluates reads it
-                why[name][i] = -2
+        recs = records[name] = [None] * n
+        done: dict[tuple, tuple] = {}
+        for i, sc in enumerate(scenarios):
+            scope = scope_of.get((name, sc.model.id))
+            if scope is None:
+                scope = scope_of[(name, sc.model.id)] = sc.input_scope(name)
+            key = (sc.hw.id if scope in ("hardware", "pair") else None,
+                   sc.model.id if scope in ("model", "pair") else None)
+            hit = done.get(key)
+            if hit is None:
+                mag, code_ = np.nan, 0
+                try:
+                    mag = sc._mag(name)
+                except MissingInput as e:
+                    code_ = code(str(e))
+                except InputError:  # the scalar path says why, if a quantity it evaluates reads it
+                    code_ = -2
+                hit = done[key] = (mag, code_, sc.records.get(name) if not code_ else None)
+            value[name][i], why[name][i], recs[i] = hit
     dense = np.array([sc.is_dense for sc in scenarios])
     read = {name: np.zeros(n, dtype=bool) for name in inputs}
     order = _topological(names)
@@ -198,7 +235,7 @@ def _evaluate_columns(scenarios: list[Scenario], names: list[str]) -> _Columns:
                                 "(no routed experts)")
             v[w != 0] = np.nan
             value[name], why[name] = v, w
-    return _Columns(names, value, why, reasons, read, redo)
+    return _Columns(names, value, why, reasons, read, redo, records)
 
 
 def _topological(names: list[str]) -> list[str]:
