@@ -170,7 +170,8 @@ class BackgroundFile:
     on: ``make()`` gives its text, written (and synced) beside the output folder under the staging
     prefix, so a later build removes it if this one dies; ``take(staged)`` waits and moves it into
     the staged output, returning its SHA-256; ``drop()`` stops the process and removes the file if
-    it was never taken. Without fork, the file is made when taken."""
+    it was never taken. ``make()`` gives the text in parts, written as they come. Without fork,
+    the file is made when taken."""
 
     def __init__(self, out: Path, make, name: str = "results.json"):
         self.make, self.name = make, name
@@ -178,19 +179,22 @@ class BackgroundFile:
         self.job = Forked(f"writing {name}", self._write)
 
     def _write(self) -> str:
+        digest = hashlib.sha256()
         try:
-            content = self.make().encode("utf-8")
             self.tmp.parent.mkdir(parents=True, exist_ok=True)
             self.tmp.unlink(missing_ok=True)
             with open(self.tmp, "xb") as f:
-                f.write(content)
+                for part in self.make():   # written as made: the whole text is never held at once
+                    chunk = part.encode("utf-8")
+                    digest.update(chunk)
+                    f.write(chunk)
                 f.flush()
                 os.fsync(f.fileno())
             os.chmod(self.tmp, 0o644)
         except OSError as e:
             raise OutputError(f"cannot write {_shown(self.tmp)}: {e.strerror or e} "
                               "(the previous output is unchanged)") from None
-        return hashlib.sha256(content).hexdigest()
+        return digest.hexdigest()
 
     def take(self, staged: "Staging") -> str:
         digest = self.job.result()
@@ -235,68 +239,79 @@ def pdf_timestamp(data) -> int:
 
 
 def results_json(data, res, registry) -> str:
+    return "".join(results_json_parts(data, res, registry))
+
+
+def results_json_parts(data, res, registry):
+    """results.json as a sequence of strings (one per pair, after a head): the text
+    ``json.dumps(..., sort_keys=True)`` gives each entry, one entry of each top-level mapping a
+    line, written directly. An input's record shared by many pairs is written once and repeated."""
     from .compiled import declared
     from .fmt import base_splitter
     from .results import list_hardware, list_models
+
+    def dumps(v):
+        return json.dumps(v, sort_keys=True, ensure_ascii=False)
 
     quantities = {}
     for q in registry.derived_quantities():
         quantities[q.name] = {"unit": q.unit, "meaning": q.meaning, "sympy": str(registry.closed_form(q.name)),
                               "inputs": [leaf.name for leaf in registry.leaves(q.name)]}
+    doc = _rounded({"hardware": list_hardware(data), "models": list_models(data), "quantities": quantities})
+    for key in sorted(doc):   # "results" comes after these
+        yield "{\n" if key == min(doc) else ",\n"
+        yield _entries(dumps(key), doc[key], dumps)
     splitters = {q.name: base_splitter(declared(q.name)[0]) for q in registry.derived_quantities()}
-    keys = {n: json.dumps(n, ensure_ascii=False) for n in splitters}
+    keys: dict[str, str] = {}
     units: dict[str, str] = {}
-    pairs = {}
-    for (hid, mid), vals in res.values.items():
-        flags = res.flags[(hid, mid)]
+    records: dict[int, tuple] = {}
+
+    def key_of(n):
+        k = keys.get(n)
+        if k is None:
+            k = keys[n] = dumps(n)
+        return k
+
+    def record(rec):   # the same record (a chip's, a model's, a constant's) in many pairs: written once
+        hit = records.get(id(rec))
+        if hit is None or hit[0] is not rec:
+            hit = records[id(rec)] = (rec, dumps({**rec, "value": _round12(rec["value"])}))
+        return hit[1]
+
+    yield ",\n \"results\": {"
+    first = True
+    for (hid, mid) in sorted(res.values, key=lambda p: f"{p[0]}|{p[1]}"):
+        vals, flags, fit = res.values[(hid, mid)], res.flags[(hid, mid)], res.fit[(hid, mid)]
         entries = []
-        for n in sorted(vals):   # the text json.dumps(..., sort_keys=True) gives, written directly
+        for n in sorted(vals):
             mag, unit = splitters[n](vals[n])
             u = units.get(unit)
             if u is None:
                 u = units[unit] = json.dumps(unit, ensure_ascii=False)
-            v = repr(_round12(mag)) if type(mag) is float and math.isfinite(mag) else json.dumps(mag)
-            flag = f'"feasible": false, "infeasible": {json.dumps(flags[n], ensure_ascii=False)}, ' \
-                if n in flags else ""
-            entries.append(f'{keys[n]}: {{{flag}"unit": {u}, "value": {v}}}')
-        pairs[f"{hid}|{mid}"] = _Spliced({
-            "hardware": hid, "model": mid,
-            "feasible": res.fit[(hid, mid)]["feasible"], "feasibility": res.fit[(hid, mid)]["reason"],
-            "formats": res.formats[(hid, mid)],
-            "not_applicable": res.missing[(hid, mid)],
-            "inputs": {n: {**rec, "value": _round12(rec["value"])} for n, rec in res.inputs[(hid, mid)].items()},
-        }, "values", "{" + ", ".join(entries) + "}")
-    doc = {"quantities": quantities, "hardware": list_hardware(data), "models": list_models(data)}
-    return _dump({**_rounded(doc), "results": pairs})
+            v = repr(float(f"{mag:.12g}")) if type(mag) is float and math.isfinite(mag) else json.dumps(mag)
+            if n in flags:
+                entries.append(f'{keys.get(n) or key_of(n)}: {{"feasible": false, "infeasible": '
+                               f'{json.dumps(flags[n], ensure_ascii=False)}, "unit": {u}, "value": {v}}}')
+            else:
+                entries.append(f'{keys.get(n) or key_of(n)}: {{"unit": {u}, "value": {v}}}')
+        inputs = res.inputs[(hid, mid)]
+        yield (f'{"" if first else ","}\n  {dumps(f"{hid}|{mid}")}: {{"feasibility": {dumps(fit["reason"])}, '
+               f'"feasible": {dumps(fit["feasible"])}, "formats": {dumps(res.formats[(hid, mid)])}, '
+               f'"hardware": {dumps(hid)}, '
+               f'"inputs": {{{", ".join(f"{key_of(n)}: {record(inputs[n])}" for n in sorted(inputs))}}}, '
+               f'"model": {dumps(mid)}, "not_applicable": {dumps(res.missing[(hid, mid)])}, '
+               f'"values": {{{", ".join(entries)}}}}}')
+        first = False
+    yield "\n }\n}\n" if not first else "}\n}\n"
 
 
-class _Spliced:
-    """A mapping whose last key (in sorted order) is given as JSON text already written."""
-
-    def __init__(self, rest: dict, key: str, text: str):
-        assert all(k < key for k in rest)
-        self.rest, self.key, self.text = rest, key, text
-
-    def json(self) -> str:
-        head = json.dumps(self.rest, sort_keys=True, ensure_ascii=False)
-        return f"{head[:-1]}, {json.dumps(self.key)}: {self.text}}}" if self.rest else f"{{{json.dumps(self.key)}: {self.text}}}"
-
-
-def _dump(doc: dict) -> str:
-    """JSON with one line per entry of each top-level mapping (one quantity, chip, model or chip x
-    model pair a line): readable with grep and diff, and written by json's fast C encoder, which
-    indented output would not use."""
-    def enc(v):
-        return v.json() if isinstance(v, _Spliced) else json.dumps(v, sort_keys=True, ensure_ascii=False)
-    parts = []
-    for key in sorted(doc):
-        inner = doc[key]
-        if isinstance(inner, dict) and inner:
-            body = ",\n".join(f"  {enc(k)}: {enc(inner[k])}" for k in sorted(inner))
-            parts.append(f" {enc(key)}: {{\n{body}\n }}")
-        else:
-            parts.append(f" {enc(key)}: {enc(inner)}")
-    return "{\n" + ",\n".join(parts) + "\n}\n"
+def _entries(key: str, inner, dumps) -> str:
+    """One top-level entry: a mapping written one entry a line (readable with grep and diff, and
+    written by json's fast C encoder, which indented output would not use)."""
+    if isinstance(inner, dict) and inner:
+        body = ",\n".join(f"  {dumps(k)}: {dumps(inner[k])}" for k in sorted(inner))
+        return f" {key}: {{\n{body}\n }}"
+    return f" {key}: {dumps(inner)}"
 
 
 def _round12(x):
@@ -572,7 +587,7 @@ def _build(root: Path, args, pending: list) -> int:
     sc.value("step_time")
     results_file = None
     if len(res.values) >= RESULTS_BESIDE_FROM:   # many pairs: results.json on the other core from here on
-        results_file = BackgroundFile(out, lambda: results_json(data, res, REGISTRY))
+        results_file = BackgroundFile(out, lambda: results_json_parts(data, res, REGISTRY))
         pending.append(results_file)
     t = stage("evaluate", t)
     audit = run_audit(data, claims_path, args.claims_file, claims_doc) if has_claims else None

@@ -70,6 +70,10 @@ def _plan(units) -> tuple:
 
 def _display(units, base_mag: float) -> str:
     kind, _, fixed = _plan(units)
+    return _display_of(kind, fixed, base_mag)
+
+
+def _display_of(kind: str, fixed: str | None, base_mag: float) -> str:
     if kind == "time":
         if base_mag >= 2 * 86400:
             return "day"
@@ -107,7 +111,11 @@ def base_splitter(units):
     if kind == "fixed":
         f = _target_factor(fixed)
         return lambda base_mag: (base_mag / f, fixed)
-    return lambda base_mag: split_base(base_mag, units)
+
+    def shown(base_mag):   # a time or a size: its unit chosen by its magnitude
+        u = _display_of(kind, fixed, base_mag)
+        return base_mag / _target_factor(u), u
+    return shown
 
 
 def display_unit(q) -> str:
