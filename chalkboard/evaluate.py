@@ -777,6 +777,24 @@ def flag_kind(name: str) -> str | None:
     return None if q.is_input or q.fit_measure else setup_dependence(name)
 
 
+def read_shared(scenarios: list, name: str, read) -> list:
+    """``read(sc)`` of input ``name`` for each scenario (all with the same overrides), called once
+    per chip, model or evaluation the input depends on (``Scenario.input_scope``), in the first
+    scenario with that chip or model: one result per scenario, shared by those alike."""
+    out, done, scope_of = [None] * len(scenarios), {}, {}
+    for i, sc in enumerate(scenarios):
+        scope = scope_of.get(sc.model.id)
+        if scope is None:   # the model's attention type may change it
+            scope = scope_of[sc.model.id] = sc.input_scope(name)
+        key = (sc.hw.id if scope in ("hardware", "pair") else None,
+               sc.model.id if scope in ("model", "pair") else None)
+        hit = done.get(key)
+        if hit is None:
+            hit = done[key] = read(sc)
+        out[i] = hit
+    return out
+
+
 def _joined(scopes) -> str:
     """The scope of a value read from values of these scopes (hardware and model join to pair)."""
     seen = set(scopes)

@@ -26,7 +26,7 @@ from derivations import REGISTRY
 
 from . import compiled
 from .errors import InputError, MissingInput
-from .evaluate import Scenario, _derived_below, setup_dependence
+from .evaluate import Scenario, _derived_below, read_shared, setup_dependence
 from .fmt import _PLURAL, _TIMES, _factor, _plan, _target
 
 # What the explorer shows, in this order: the numbers the report features for a set-up.
@@ -158,13 +158,14 @@ def data(d, sc: Scenario) -> dict:
     """What the page's script reads: the inputs of every pair, the quantities and the settings."""
     hws, mids = list(d.hardware), list(d.models)
     names = inputs_read()
-    table, formats, dense = {}, {}, {}
-    for h in hws:
-        for m in mids:
-            s = Scenario(d, h, m)
-            table[h, m] = {n: _base(s, n) for n in names}
-            formats[f"{h}|{m}"] = s.formats_text()
-            dense[m] = s.is_dense
+    formats, dense = {}, {}
+    pairs = [(h, m) for h in hws for m in mids]
+    scenarios = [Scenario(d, h, m) for h, m in pairs]
+    for (h, m), s in zip(pairs, scenarios):
+        formats[f"{h}|{m}"] = s.formats_text()
+        dense[m] = s.is_dense
+    columns = {n: read_shared(scenarios, n, lambda s, n=n: _base(s, n)) for n in names}  # once per chip, model, ...
+    table = {pair: {n: columns[n][i] for n in names} for i, pair in enumerate(pairs)}
     levels = _levels(table, names, hws, mids)
     quantities = []
     for n in QUANTITIES:

@@ -12,7 +12,8 @@ from units import parse
 
 from . import printers
 from .data import Data
-from .evaluate import TRAINING_CHAPTERS, DimensionMismatch, MissingInput, Scenario, flag_kind, setup_dependence
+from .evaluate import (TRAINING_CHAPTERS, DimensionMismatch, MissingInput, Scenario, flag_kind, read_shared,
+                       setup_dependence)
 from .fmt import fmt, split
 
 
@@ -181,28 +182,19 @@ def _evaluate_columns(scenarios: list[Scenario], names: list[str]) -> _Columns:
     # other pairs share its value and record (replay puts them in each pair's scenario).
     inputs = [q.name for q in REGISTRY.quantities.values() if q.is_input]
     records: dict[str, list] = {}
-    scope_of: dict[tuple, str] = {}   # (input, model): its scope (the model's attention type may change it)
+
+    def probe(sc):
+        try:
+            return sc._mag(name), 0, sc.records[name]
+        except MissingInput as e:
+            return np.nan, code(str(e)), None
+        except InputError:  # the scalar path says why, if a quantity it evaluates reads it
+            return np.nan, -2, None
     for name in inputs:
-        value[name], why[name] = np.full(n, np.nan), np.zeros(n, dtype=np.int64)
-        recs = records[name] = [None] * n
-        done: dict[tuple, tuple] = {}
-        for i, sc in enumerate(scenarios):
-            scope = scope_of.get((name, sc.model.id))
-            if scope is None:
-                scope = scope_of[(name, sc.model.id)] = sc.input_scope(name)
-            key = (sc.hw.id if scope in ("hardware", "pair") else None,
-                   sc.model.id if scope in ("model", "pair") else None)
-            hit = done.get(key)
-            if hit is None:
-                mag, code_ = np.nan, 0
-                try:
-                    mag = sc._mag(name)
-                except MissingInput as e:
-                    code_ = code(str(e))
-                except InputError:  # the scalar path says why, if a quantity it evaluates reads it
-                    code_ = -2
-                hit = done[key] = (mag, code_, sc.records.get(name) if not code_ else None)
-            value[name][i], why[name][i], recs[i] = hit
+        read = read_shared(scenarios, name, probe)
+        value[name] = np.array([r[0] for r in read], dtype=float)
+        why[name] = np.array([r[1] for r in read], dtype=np.int64)
+        records[name] = [r[2] for r in read]
     dense = np.array([sc.is_dense for sc in scenarios])
     read = {name: np.zeros(n, dtype=bool) for name in inputs}
     order = _topological(names)

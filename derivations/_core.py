@@ -233,8 +233,10 @@ class Registry:
         return self.kept(key, lambda: self.closed_form(name, keep).xreplace(subs))
 
     def limit(self, expr, sym: sp.Symbol, point, direction: str = "+") -> sp.Expr:
-        """SymPy's limit, taken through Max/Min branch by branch (each branch is continuous)."""
-        return self.kept(self._nth("limit"), lambda: self._limit(expr, sym, point, direction))
+        """SymPy's limit, taken through Max/Min branch by branch (each branch is continuous).
+        ``expr`` may be a function returning the expression (built only when not kept)."""
+        return self.kept(self._nth("limit"),
+                         lambda: self._limit(expr() if callable(expr) else expr, sym, point, direction))
 
     def _limit(self, expr, sym: sp.Symbol, point, direction: str = "+") -> sp.Expr:
         expr = sp.sympify(expr)

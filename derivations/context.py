@@ -38,7 +38,7 @@ mfu = R.derived(
     "fraction of peak compute used in a step (roofline: compute over step time)", "MFU")
 mfu_inf = R.derived(
     "mfu_large_batch",
-    R.limit(R.closed_form("mfu", keep=("weight_fetch_time",))
+    R.limit(lambda: R.closed_form("mfu", keep=("weight_fetch_time",))
             .xreplace({t_weights: R.closed_form("weight_fetch_time_all")}), B, sp.oo), "",
     "MFU as the batch grows without bound: 1 below the crossover, less beyond it",
     "MFU", "∞", how="limit of mfu as batch → ∞ (the bounded weight fetch drops out)")

@@ -42,13 +42,13 @@ cost = R.derived(
 # bounded by the all-weights fetch, a constant, so it drops out of the limit like it does.
 cost_inf = R.derived(
     "cost_floor",
-    R.limit(R.closed_form("cost_per_token", keep=("weight_fetch_time",))
+    R.limit(lambda: R.closed_form("cost_per_token", keep=("weight_fetch_time",))
             .xreplace({t_weights: R.closed_form("weight_fetch_time_all")}), B, sp.oo),
     "USD/token", "least cost per token, approached as the batch grows without bound (an asymptote: "
     "past the batch that fits in HBM)",
     "c", "floor", how="limit of cost_per_token as batch → ∞, branch by branch "
                       "(the weight fetch, at most weight_fetch_time_all, vanishes per token)")
 penalty = R.derived(
-    "batch1_penalty", R.closed_form("cost_per_token").xreplace({B: B_1}) / cost_inf, "",
+    "batch1_penalty", R.at("cost_per_token", {B: B_1}) / cost_inf, "",
     "how many times the floor a token costs at batch 1", "P", "1",
     how="cost_per_token at batch = 1 sequence, over cost_floor")

@@ -85,7 +85,7 @@ R.derived("tier_threshold_over_crossover", L_thr / R.quantities["context_crossov
           "the price tier's threshold over the context at which this model's KV fetch matches its "
           "compute on this chip (1: the tier sits at the crossover)", "r", "thr")
 R.derived("cost_per_token_at_threshold",
-          R.closed_form("cost_per_token").xreplace({L: L_thr}), "USD/Mtoken",
+          R.at("cost_per_token", {L: L_thr}), "USD/Mtoken",
           "rental cost per token of a step whose sequences are as long as the tier's threshold",
           "c", "thr", how="cost_per_token at context = long_context_threshold")
 
