@@ -79,3 +79,34 @@ def test_all_pairs_at_once_equal_each_pair_on_its_own(data, overrides):
         assert every.missing[pair] == one.missing[pair]
         assert every.inputs[pair] == one.inputs[pair]
         assert (every.fit[pair], every.flags[pair]) == (one.fit[pair], one.flags[pair])
+
+
+def test_an_input_is_read_once_per_chip_model_or_evaluation_it_depends_on(data):
+    """evaluate_all and the explorer read an input once per chip if it is the chip's, once per model
+    if the model's, once in all if neither's (evaluate.read_shared), and per pair for the FLOP/s,
+    whose format the chip and the model choose together."""
+    from chalkboard.evaluate import read_shared
+
+    pairs = [(h, m) for h in data.hardware for m in data.models]
+    scenarios = [Scenario(data, h, m) for h, m in pairs]
+    expected = {"hbm_bandwidth": ("hardware", len(data.hardware)), "d_model": ("model", len(data.models)),
+                "bytes_per_weight": ("model", len(data.models)), "batch": ("all", 1),
+                "peak_flops": ("pair", len(pairs))}
+    for name, (scope, reads) in expected.items():
+        assert scenarios[0].input_scope(name) == scope, name
+        calls = []
+
+        def read(sc, name=name):
+            calls.append(sc)
+            try:
+                return sc.base_value(name), sc.records[name].source
+            except MissingInput as e:   # a chip with no rate at the model's format
+                return str(e)
+        got = read_shared(scenarios, name, read)
+        assert len(calls) == reads, name
+        for sc, v in zip(scenarios, got):   # what each pair reads on its own, from the same source
+            assert v == read(Scenario(data, sc.hw.id, sc.model.id)), (name, sc.hw.id, sc.model.id)
+    # set for the evaluation, an input is the same everywhere; a default copied from an input has its scope
+    assert Scenario(data, "h100-sxm", "deepseek-v3", {"hbm_bandwidth": "3 TB/s"}).input_scope("hbm_bandwidth") == "all"
+    copied = [q.name for q in REGISTRY.inputs() if q.origin == "workload" and (q.default or "") == "=d_model"]
+    assert copied and all(scenarios[0].input_scope(n) == "model" for n in copied)

@@ -48,6 +48,20 @@ def test_html_is_self_contained(built):
         assert t.replace("'", "&#39;") in html or t in html
 
 
+def test_results_json_is_written_as_json_dumps_would_write_each_entry(built):
+    """results.json's pairs are written as text directly (chalkboard/build.py, results_json_parts):
+    each entry line must read back to the value json.dumps(..., sort_keys=True) writes, byte for byte."""
+    import json
+    text = (built[0] / "results.json").read_text()
+    assert json.loads(text)["results"]
+    lines = [ln for ln in text.splitlines() if ln.startswith('  "')]
+    assert len(lines) > 128   # every pair, chip, model and quantity has its line
+    for ln in lines:
+        key, value = ln.strip().rstrip(",").split(": ", 1)
+        assert json.dumps(json.loads(value), sort_keys=True, ensure_ascii=False) == value, key
+    assert text.startswith("{\n \"hardware\": {\n") and text.endswith("\n }\n}\n")
+
+
 def test_results_json_has_values_inputs_and_sources(built):
     import json
     d = json.loads((built[0] / "results.json").read_text())
