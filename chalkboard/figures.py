@@ -87,11 +87,74 @@ def _plain_log_labels(fig) -> None:
 
 
 def _svg(fig) -> str:
+    """The figure as SVG, drawn once and cropped to what is drawn (with savefig's padding).
+
+    savefig(bbox_inches="tight") draws a figure twice: once to measure what it covers, once to
+    write it at that size. Here it is written at its own size, measured after the one draw, and
+    the SVG's view box set to the measured area: the same picture (rendered, the same pixels but
+    for anti-aliasing), one draw fewer. It relies on matplotlib's SVG writer as it is (3.8 to
+    3.11); where that differs, savefig's two draws are used."""
     _plain_log_labels(fig)
-    buf = io.StringIO()
-    fig.savefig(buf, format="svg", bbox_inches="tight", metadata={"Date": None})
+    try:
+        svg = _svg_drawn_once(fig)
+    except (ImportError, AttributeError, TypeError):
+        svg = None
+    if svg is None:
+        buf = io.StringIO()
+        fig.savefig(buf, format="svg", bbox_inches="tight", metadata={"Date": None})
+        svg = buf.getvalue()
     plt.close(fig)
-    return buf.getvalue()
+    return svg
+
+
+def _svg_drawn_once(fig) -> str | None:
+    from matplotlib import rcParams
+    from matplotlib.backends.backend_mixed import MixedModeRenderer
+    from matplotlib.backends.backend_svg import FigureCanvasSVG, RendererSVG
+
+    class Renderer(RendererSVG):
+        """matplotlib's SVG renderer, trimming lines to the figure with a margin of its own size
+        on every side instead of to the figure itself: what is drawn just outside it (a legend below the axes) is kept, as
+        savefig keeps it by enlarging the figure first (the view box hides the rest)."""
+        def _convert_path(self, path, transform=None, clip=None, simplify=None, sketch=None):
+            from matplotlib import _path
+
+            clip = (-self.width, -self.height, 2 * self.width, 2 * self.height) if clip else None  # x0 y0 x1 y1
+            return _path.convert_to_string(path, transform, clip, simplify, sketch, 6,
+                                           [b"M", b"L", b"Q", b"C", b"z"], False).decode("ascii")
+
+    FigureCanvasSVG(fig)   # the canvas savefig(format="svg") would switch to
+    buf = io.StringIO()
+    dpi, fig.dpi = fig.dpi, 72   # as print_svg: SVG user units are points
+    width, height = fig.get_size_inches()
+    renderer = MixedModeRenderer(fig, width, height, dpi,
+                                 Renderer(width * 72, height * 72, buf, image_dpi=dpi, metadata={"Date": None}))
+    fig.draw(renderer)
+    box = fig.get_tightbbox(renderer).padded(rcParams["savefig.pad_inches"])
+    renderer.finalize()
+    fig.dpi = dpi
+    return _cropped(buf.getvalue(), width * 72, height * 72,
+                    *(v * 72 for v in (box.x0, height - box.y1, box.width, box.height)))
+
+
+def _num(x: float) -> str:
+    return f"{x:f}".rstrip("0").rstrip(".")   # as matplotlib writes SVG numbers
+
+
+def _cropped(svg: str, fw: float, fh: float, x0: float, y0: float, w: float, h: float) -> str | None:
+    """An SVG matplotlib wrote for a figure fw x fh points, shown from (x0, y0) at w x h: its size
+    and view box changed, and the figure's background stretched over the whole view (what is
+    drawn outside the figure, e.g. a title above it, sits on the background as with savefig).
+    None if the SVG does not start as this expects."""
+    head = f'width="{_num(fw)}pt" height="{_num(fh)}pt" viewBox="0 0 {_num(fw)} {_num(fh)}"'
+    patch = f'<path d="M 0 {_num(fh)} \nL {_num(fw)} {_num(fh)} \nL {_num(fw)} 0 \nL 0 0 \nz'
+    if head not in svg[:2000] or patch not in svg[:4000]:
+        return None
+    x1, y1 = x0 + w, y0 + h
+    return (svg.replace(head, f'width="{_num(w)}pt" height="{_num(h)}pt" '
+                              f'viewBox="{_num(x0)} {_num(y0)} {_num(w)} {_num(h)}"', 1)
+            .replace(patch, f'<path d="M {_num(x0)} {_num(y1)} \nL {_num(x1)} {_num(y1)} \nL {_num(x1)} {_num(y0)} '
+                            f'\nL {_num(x0)} {_num(y0)} \nz', 1))
 
 
 def _sweep(data, hw, model, names, var, values, unit, extra=None, to=""):
