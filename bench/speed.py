@@ -13,6 +13,8 @@ Each command runs REPEAT times in fresh processes on this machine; medians are c
 * `build.py check` and the build at 1x, 10x and 50x the chip x model pairs (copies of the
   bundled chips and models under new ids), time and peak memory.
 
+Every command runs with Python's bytecode cache on, as a default Python runs (see ENV).
+
     python bench/speed.py [--repeat 5] [--skip-scaling]
 """
 from __future__ import annotations
@@ -33,13 +35,21 @@ BUILD_IMPORTS = ("import sympy, pint, jinja2, yaml, typst, numpy, matplotlib; ma
 EVAL_IMPORTS = "import sympy, pint, yaml, numpy"
 
 
-def timed(cmd: list[str], cwd: Path = ROOT, before=None) -> tuple[float, float]:
+# Python keeps compiled bytecode (__pycache__) unless told not to; the libraries of the floors come
+# compiled when installed. Every command here runs with that cache on (kept in a temporary folder,
+# PYTHONPYCACHEPREFIX), as a default Python runs, even where the environment turns it off
+# (PYTHONDONTWRITEBYTECODE): otherwise chalkboard's own modules would be compiled on every run
+# while the floor's are not. `eval` is also timed without it, for comparison.
+ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+
+
+def timed(cmd: list[str], cwd: Path = ROOT, before=None, env=None) -> tuple[float, float]:
     """Wall seconds and peak resident memory (MiB) of one run in a fresh process."""
     if before:
         before()
     t0 = time.perf_counter()
     r = subprocess.run(["/usr/bin/time", "-f", "%M", *cmd], cwd=cwd, stdout=subprocess.DEVNULL,
-                       stderr=subprocess.PIPE, text=True)
+                       stderr=subprocess.PIPE, text=True, env=env or ENV)
     dt = time.perf_counter() - t0
     if r.returncode != 0:
         raise SystemExit(f"failed: {' '.join(cmd)}\n{r.stderr[-2000:]}")
@@ -50,8 +60,8 @@ def timed(cmd: list[str], cwd: Path = ROOT, before=None) -> tuple[float, float]:
     return dt, peak
 
 
-def median_of(cmd, repeat, cwd=ROOT, before=None):
-    runs = [timed(cmd, cwd, before) for _ in range(repeat)]
+def median_of(cmd, repeat, cwd=ROOT, before=None, env=None):
+    runs = [timed(cmd, cwd, before, env) for _ in range(repeat)]
     return statistics.median(t for t, _ in runs), max(m for _, m in runs)
 
 
@@ -124,16 +134,21 @@ def main() -> int:
     py = sys.executable
     print(f"chalkboard speed ({args.repeat} runs each, medians; {os.cpu_count()} CPUs)")
     with tempfile.TemporaryDirectory() as tmp:
+        ENV["PYTHONPYCACHEPREFIX"] = str(Path(tmp) / "pycache")
         out = str(Path(tmp) / "out")
         build = [py, "build.py", "build", "--out", out]
         forced = [*build, "--force"]
-        timed(forced)  # warm the file cache and matplotlib's font cache
+        timed(forced)  # warm the file cache, the bytecode cache and matplotlib's font cache
+        timed([py, "build.py", "eval", "step_time"])
         floor_b, _ = median_of([py, "-c", BUILD_IMPORTS], args.repeat)
         cold, mem_cold = median_of(forced, args.repeat, before=lambda: shutil.rmtree(ROOT / ".cache", ignore_errors=True))
         warm, mem_warm = median_of(forced, args.repeat)
         same, mem_same = median_of(build, args.repeat)
         floor_e, _ = median_of([py, "-c", EVAL_IMPORTS], args.repeat)
         ev, _ = median_of([py, "build.py", "eval", "step_time"], args.repeat)
+        no_pyc = {**ENV, "PYTHONDONTWRITEBYTECODE": "1"}
+        no_pyc.pop("PYTHONPYCACHEPREFIX")
+        ev_nopyc, _ = median_of([py, "build.py", "eval", "step_time"], args.repeat, env=no_pyc)
         print("  build (import floor: SymPy, Pint, matplotlib, Jinja2, PyYAML, Typst, numpy)")
         row("bare imports", floor_b, floor_b)
         row("changed inputs, SymPy cache cold", cold, floor_b, mem_cold)
@@ -142,6 +157,7 @@ def main() -> int:
         print("  eval (import floor: SymPy, Pint, PyYAML, numpy)")
         row("bare imports", floor_e, floor_e)
         row("build.py eval step_time", ev, floor_e)
+        row("the same, compiling its modules each run", ev_nopyc, floor_e)
         t_ours, t_hand = sweep_vs_numpy()
         print("  10^6-point step-time sweep over the batch")
         row("hand-written numpy", t_hand, t_hand)

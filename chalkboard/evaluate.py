@@ -16,8 +16,7 @@ import sympy as sp
 from sympy.core.function import AppliedUndef
 
 from derivations import (ATTENTION_FLOPS_BY_ATTENTION, ATTENTION_PARAMS_BY_ATTENTION, CHOICE_INPUTS,
-                         KV_BYTES_BY_ATTENTION, REGISTRY)
-from derivations.inputs import NUMBER_FORMATS
+                         KV_BYTES_BY_ATTENTION, NUMBER_FORMATS, REGISTRY)
 from units import Quantity, UnitParseError, conform, magnitude_problem, parse, unit as parse_unit
 
 from . import compiled

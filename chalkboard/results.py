@@ -353,15 +353,14 @@ def list_quantities() -> list[dict]:
 def choices() -> dict:
     """Answers that name one of several options (e.g. the memory tier for a hold time), each
     chosen from declared quantities by a rule its derivation module states."""
-    REGISTRY.quantities  # noqa: B018  (loads the derivation modules)
-    from derivations.prices import CHOICES
+    from derivations import CHOICES
     return CHOICES
 
 
 def describe_choice(sc: Scenario, name: str) -> dict:
     """A choice for one scenario: the option chosen, and each option's value against the
     quantity it is chosen for."""
-    from derivations.prices import best_tier
+    from derivations.rules import best_tier
 
     c = choices()[name]
     against = sc.value(c["against"])

@@ -1,13 +1,15 @@
-"""SymPy's work kept between runs: solves, limits and closed forms, on disk.
+"""SymPy's work kept between runs: solves, limits, closed forms and the declared registry, on disk.
 
-Importing the derivations solves equations and takes limits (about two seconds). The
-results depend only on the derivation sources and the SymPy version, so build.py's entry
-hands the registry the results of an earlier run made from byte-identical sources
-(``load``) and writes what this run had to compute (``save``). The file name is a hash of
-every derivations/*.py file, of the chalkboard modules whose SymPy work is kept too (the audit's
-parses and identity checks, the dimension check, the generated code, the printers), the SymPy
-version and the Python version: an edited source gets a new name, so a stale result is never used. A cache that cannot be read or
-written is ignored; the numbers are the same either way, only slower.
+Importing the derivations solves equations and takes limits (about two seconds), and declaring
+their quantities builds a few hundred expressions (about a tenth of a second). The results
+depend only on the sources and the SymPy version, so build.py's entry hands the registry the
+results of an earlier run made from byte-identical sources (``load``), among them a snapshot of
+the whole registry that replaces running the lecture modules (derivations.load), and writes what
+this run had to compute (``save``). The file name is a hash of every derivations/*.py file, of
+the chalkboard modules whose SymPy work is kept too (the audit's parses and identity checks, the
+dimension check, the generated code, the printers), of units/, the SymPy version and the Python
+version: an edited source gets a new name, so a stale result is never used. A cache that cannot
+be read or written is ignored; the numbers are the same either way, only slower.
 
 The file is a pickle in the project's own .cache/ folder, trusted like the project's code.
 """
@@ -23,6 +25,7 @@ from pathlib import Path
 FOLDER = ".cache"
 # besides the derivations, the modules whose SymPy work is kept too: the audit's parses and
 # identity checks, the dimension check's identities, the generated code, and the printed forms
+# (and units/, whose definitions name the constants' units in the registry's snapshot)
 ALSO_KEYED = ("audit.py", "check.py", "compiled.py", "printers.py")
 
 
@@ -30,7 +33,8 @@ def _key(root: Path) -> str:
     import sympy
 
     h = hashlib.sha256()
-    for p in [*sorted((root / "derivations").glob("*.py")), *(root / "chalkboard" / f for f in ALSO_KEYED)]:
+    for p in [*sorted((root / "derivations").glob("*.py")), *(root / "chalkboard" / f for f in ALSO_KEYED),
+              *sorted(p for p in (root / "units").iterdir() if p.is_file() and p.suffix in (".py", ".txt"))]:
         h.update(p.name.encode())
         h.update(p.read_bytes())
     h.update(f"sympy {sympy.__version__} python {sys.version_info[:2]}".encode())

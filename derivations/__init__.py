@@ -11,20 +11,39 @@ MODULES = ("inputs", "roofline", "latency_cost", "kv_cache", "balance", "context
            "moe_rack", "textbook", "params", "pipeline", "memory", "fast_mode", "training",
            "textbook_training", "prices", "reversible")
 _EXPORTS = ("REGISTRY", "KV_BYTES_BY_ATTENTION", "ATTENTION_FLOPS_BY_ATTENTION",
-            "ATTENTION_PARAMS_BY_ATTENTION", "CHOICE_INPUTS")
+            "ATTENTION_PARAMS_BY_ATTENTION", "CHOICE_INPUTS", "CHOICES", "NUMBER_FORMATS")
+# the registry of an earlier run from the same sources, among the SymPy results handed in
+SNAPSHOT = ("registry snapshot",)
 
 
 def load():
-    """Import every lecture module, in lecture order, and return the registry."""
+    """Import every lecture module, in lecture order, and return the registry.
+
+    If the caller handed in a snapshot of the registry an earlier run of the same sources
+    declared (with the SymPy results, ``_core.PRELOADED``), it is restored instead: the same
+    quantities, equations, sections, rules and tables, without running the modules again."""
+    from . import _core
+
+    blob = _core.PRELOADED.get(SNAPSHOT)
+    if blob is not None:
+        try:
+            R, tables = _core.Registry.restore(blob)
+        except Exception:  # noqa: BLE001 - an unreadable snapshot: declare everything again
+            R = None
+        if R is not None:
+            globals().update(REGISTRY=R, **tables)
+            return R
     for m in MODULES:
         importlib.import_module(f"{__name__}.{m}")
-    from .inputs import R
+    from .inputs import NUMBER_FORMATS, R
     from .kv_cache import ATTENTION_FLOPS_BY_ATTENTION, KV_BYTES_BY_ATTENTION
     from .params import ATTENTION_PARAMS_BY_ATTENTION, CHOICE_INPUTS
-    globals().update(REGISTRY=R, KV_BYTES_BY_ATTENTION=KV_BYTES_BY_ATTENTION,
-                     ATTENTION_FLOPS_BY_ATTENTION=ATTENTION_FLOPS_BY_ATTENTION,
-                     ATTENTION_PARAMS_BY_ATTENTION=ATTENTION_PARAMS_BY_ATTENTION,
-                     CHOICE_INPUTS=CHOICE_INPUTS)
+    from .prices import CHOICES
+    tables = dict(KV_BYTES_BY_ATTENTION=KV_BYTES_BY_ATTENTION, ATTENTION_FLOPS_BY_ATTENTION=ATTENTION_FLOPS_BY_ATTENTION,
+                  ATTENTION_PARAMS_BY_ATTENTION=ATTENTION_PARAMS_BY_ATTENTION, CHOICE_INPUTS=CHOICE_INPUTS,
+                  CHOICES=CHOICES, NUMBER_FORMATS=NUMBER_FORMATS)
+    R.fresh[SNAPSHOT] = R.snapshot(tables)   # kept with the SymPy results by the caller
+    globals().update(REGISTRY=R, **tables)
     return R
 
 

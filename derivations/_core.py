@@ -14,6 +14,7 @@ Nothing here touches the filesystem or knows about rendering.
 """
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass, field
 
 import sympy as sp
@@ -207,9 +208,39 @@ class Registry:
         return value
 
     def _nth(self, kind: str) -> tuple:
-        """A key for the n-th call of one kind: the derivation sources fix the order of calls."""
-        self._calls[kind] = self._calls.get(kind, 0) + 1
-        return (kind, self._calls[kind])
+        """A key for the n-th call of one kind in the lecture module that makes it (the caller of
+        the method calling this): the module's source fixes the order of its calls, whatever the
+        order the modules are imported in."""
+        module = sys._getframe(2).f_globals.get("__name__", "?")
+        self._calls[kind, module] = self._calls.get((kind, module), 0) + 1
+        return (kind, module, self._calls[kind, module])
+
+    # -- kept between runs, whole -----------------------------------------------------------
+    _NOT_KEPT = ("saved", "fresh", "_calls", "_current")
+
+    def snapshot(self, tables: dict) -> bytes:
+        """The declared registry and the modules' ``tables`` as bytes, for ``restore`` in a later
+        run of the same derivation sources (the caller keeps it with the SymPy results). Rules
+        are kept as references to derivations/rules.py, so restoring runs no lecture module."""
+        import pickle
+
+        state = {k: v for k, v in self.__dict__.items() if k not in self._NOT_KEPT}
+        return pickle.dumps((state, tables), protocol=pickle.HIGHEST_PROTOCOL)
+
+    @classmethod
+    def restore(cls, blob: bytes) -> tuple["Registry", dict]:
+        """(registry, tables) from ``snapshot``: the same quantities, equations, sections and
+        rules, without declaring anything again. The expressions were stored in SymPy's canonical
+        form, so they are rebuilt without re-evaluating them (equal objects, fast)."""
+        import pickle
+
+        from sympy.core.parameters import evaluate
+
+        with evaluate(False):
+            state, tables = pickle.loads(blob)
+        registry = cls()
+        registry.__dict__.update(state)
+        return registry, tables
 
     def solve(self, equation: Equation, for_sym: sp.Symbol) -> sp.Expr:
         """Solve a declared equation for one symbol; exactly one positive root is expected."""

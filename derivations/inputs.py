@@ -5,6 +5,7 @@ and rented); the unit says so (``.../chip``). Workload defaults follow the lectu
 a DeepSeek-like MoE served by one scale-up domain (a Blackwell NVL72 rack), about 2,000
 sequences per batch (seed 004, line 65).
 """
+from . import rules
 from ._core import Registry
 
 R = Registry()
@@ -78,10 +79,9 @@ S_rack = R.workload("rack_chips", "chip", "most chips one copy of the model is s
                     source="the lecture's unit of serving, a 72-GPU Blackwell NVL72 rack (000@1:49)")
 
 
-@R.rule("serving_chips", ("scaleup_domain", "rack_chips"),
-        "the chip's scale-up domain, but no more than one rack (rack_chips): a TPU pod spans many racks")
-def _serving_chips(domain: float, rack: float) -> float:
-    return min(domain, rack)
+R.rule("serving_chips", ("scaleup_domain", "rack_chips"),
+       "the chip's scale-up domain, but no more than one rack (rack_chips): a TPU pod spans many racks"
+       )(rules.serving_chips)
 k_sel = R.workload("attn_topk", "token/sequence",
                    "tokens a top-k sparse attention reads per sequence", "k", "sel",
                    default="2048 token/sequence",

@@ -16,6 +16,8 @@ the two run in parallel. Tokens whose expert sits on their own chip are counted 
 """
 import sympy as sp
 
+from . import rules
+
 from .inputs import (R, B, C_hbm, W, W_up, W_out, D_up, E, k, d_model, beta_w, delta,
                      n_racks, n_moe)
 from .roofline import t_step
@@ -52,13 +54,9 @@ c_a2a = R.constant("a2a_vectors_per_token", "2 /token",
                    "c", "a2a", source="the lecture's dispatch and combine (seed 004, line 31)")
 
 
-@R.rule("expert_chips", ("experts", "scaleup_domain"),
-        "the largest number of chips not above the scale-up domain that divides the experts evenly")
-def _expert_chips(experts: float, domain: float) -> float:
-    e, d = int(round(experts)), int(round(domain))
-    if e < 1 or d < 1 or e != experts:
-        raise ValueError(f"needs a whole number of experts (got {experts:g}) and a domain of at least one chip")
-    return float(max(n for n in range(1, min(e, d) + 1) if e % n == 0))
+R.rule("expert_chips", ("experts", "scaleup_domain"),
+       "the largest number of chips not above the scale-up domain that divides the experts evenly"
+       )(rules.expert_chips)
 
 
 R.derived("expert_ratio", E / k, "",

@@ -13,9 +13,9 @@ a stage must hold, per chip. One batch stepping through P stages leaves each idl
 the time; in inference P micro-batches fill the pipe (P-09), while training's forward-then-
 backward leaves a bubble (P−1)/(m+P−1) (P-10). Each stage holds 1/P of the weights (P-12).
 """
-import math
-
 import sympy as sp
+
+from . import rules
 
 from .inputs import R, S, C_hbm, W_up, W_out, k, d_model, n_moe
 from .moe_rack import a2a_tok, beta_act, ratio_net
@@ -51,14 +51,9 @@ L_stage = R.workload("moe_layers_per_stage", "", "MoE layers each pipeline stage
                      default="=rule:moe_layers_per_stage")
 
 
-@R.rule("moe_layers_per_stage", ("moe_layers", "pipeline_stages"),
-        "the model's MoE layers split evenly over the pipeline stages, rounded up (the deepest stage)")
-def _moe_layers_per_stage(moe_layers: float, stages: float) -> float:
-    if moe_layers < 1:
-        raise ValueError("a dense model has no MoE layers to pipeline over")
-    if stages < 1 or stages != round(stages):
-        raise ValueError(f"pipeline_stages must be a whole number of at least 1 (got {stages:g})")
-    return float(math.ceil(moe_layers / stages))
+R.rule("moe_layers_per_stage", ("moe_layers", "pipeline_stages"),
+       "the model's MoE layers split evenly over the pipeline stages, rounded up (the deepest stage)"
+       )(rules.moe_layers_per_stage)
 
 
 b_stage = R.derived(
@@ -107,12 +102,9 @@ m = R.workload("micro_batches", "", "micro-batches in flight through the pipelin
                default="=rule:micro_batches")
 
 
-@R.rule("micro_batches", ("pipeline_stages",),
-        "one micro-batch per stage, the fewest with no idle time on wrap-around (chapters-3-7.md#M-04)")
-def _micro_batches(stages: float) -> float:
-    if stages < 1 or stages != round(stages):
-        raise ValueError(f"pipeline_stages must be a whole number of at least 1 (got {stages:g})")
-    return float(stages)
+R.rule("micro_batches", ("pipeline_stages",),
+       "one micro-batch per stage, the fewest with no idle time on wrap-around (chapters-3-7.md#M-04)"
+       )(rules.micro_batches)
 
 
 R.derived(

@@ -23,6 +23,8 @@ there); tier inputs from its memory_tiers. HBM is the chip's own (hardware.yaml)
 """
 import sympy as sp
 
+from . import rules
+
 from .inputs import (R, F, W, C_hbm, S, price, N_active, n_layers, b_kv, B, L, delta, c_F)
 from .kv_cache import b_gqa
 from .roofline import t_compute_w, t_kv, t_mem, t_step
@@ -258,8 +260,4 @@ CHOICES = {
 }
 
 
-def best_tier(drain_seconds: dict, lifetime_seconds: float) -> str:
-    """The tier whose drain time is nearest a cache lifetime, by ratio (C-13: hold a KV in the
-    tier whose capacity/bandwidth is about the time it waits)."""
-    import math
-    return min(drain_seconds, key=lambda t: abs(math.log(drain_seconds[t] / lifetime_seconds)))
+best_tier = rules.best_tier   # the rule the choice is made by (rules.py)

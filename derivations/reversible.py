@@ -23,6 +23,8 @@ of the two chip times says how much compute a byte of cache saves on a given chi
 """
 import sympy as sp
 
+from . import rules
+
 from .inputs import R, B, L, W, N_active, n_layers, d_model, b_kv, c_F
 from .prices import t_remat
 from .training import c_train
@@ -163,10 +165,8 @@ k_ck = R.workload("checkpoint_interval", "", "layers per checkpointed segment: e
                   "k", "ck", default="=rule:checkpoint_interval")
 
 
-@R.rule("checkpoint_interval", ("layers",), "the whole number of layers nearest √layers, at least 1 "
-        "(checkpoint_interval_best)")
-def _checkpoint_interval(layers: float) -> float:
-    return float(max(1, round(layers ** 0.5)))
+R.rule("checkpoint_interval", ("layers",), "the whole number of layers nearest √layers, at least 1 "
+       "(checkpoint_interval_best)")(rules.checkpoint_interval)
 
 
 m_store = R.derived(

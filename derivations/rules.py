@@ -1,0 +1,50 @@
+"""The workload defaults that are not formulas, and the rule a choice is made by: plain functions
+of magnitudes, declared with their inputs in the lecture module of their topic (``R.rule``).
+
+They live here, apart from the declarations, so that a registry kept from an earlier run
+(``_core.Registry.snapshot``) can refer to them without running the lecture modules again.
+"""
+from __future__ import annotations
+
+import math
+
+
+def serving_chips(domain: float, rack: float) -> float:
+    """inputs.py: the chip's scale-up domain, but no more than one rack."""
+    return min(domain, rack)
+
+
+def expert_chips(experts: float, domain: float) -> float:
+    """moe_rack.py: the largest number of chips not above the scale-up domain that divides the
+    experts evenly."""
+    e, d = int(round(experts)), int(round(domain))
+    if e < 1 or d < 1 or e != experts:
+        raise ValueError(f"needs a whole number of experts (got {experts:g}) and a domain of at least one chip")
+    return float(max(n for n in range(1, min(e, d) + 1) if e % n == 0))
+
+
+def moe_layers_per_stage(moe_layers: float, stages: float) -> float:
+    """pipeline.py: the model's MoE layers split evenly over the stages, rounded up."""
+    if moe_layers < 1:
+        raise ValueError("a dense model has no MoE layers to pipeline over")
+    if stages < 1 or stages != round(stages):
+        raise ValueError(f"pipeline_stages must be a whole number of at least 1 (got {stages:g})")
+    return float(math.ceil(moe_layers / stages))
+
+
+def micro_batches(stages: float) -> float:
+    """pipeline.py: one micro-batch per stage."""
+    if stages < 1 or stages != round(stages):
+        raise ValueError(f"pipeline_stages must be a whole number of at least 1 (got {stages:g})")
+    return float(stages)
+
+
+def checkpoint_interval(layers: float) -> float:
+    """reversible.py: the whole number of layers nearest √layers, at least 1."""
+    return float(max(1, round(layers ** 0.5)))
+
+
+def best_tier(drain_seconds: dict, lifetime_seconds: float) -> str:
+    """prices.py: the tier whose drain time is nearest a cache lifetime, by ratio (C-13: hold a KV
+    in the tier whose capacity/bandwidth is about the time it waits)."""
+    return min(drain_seconds, key=lambda t: abs(math.log(drain_seconds[t] / lifetime_seconds)))
