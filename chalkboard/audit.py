@@ -1107,12 +1107,7 @@ class Audit:
 
     def rule_of_thumb(self, quantity: str):
         """The claimed value of the rule of thumb about ``quantity`` (for reference lines), or None."""
-        for v in self.verdicts:
-            c = v.claim
-            if (c.kind in ("derived", "input") and c.quantity == quantity and len(c.hardware) > 1
-                    and not c.relative_to and not c.parts[0].compare):
-                return c.parts[0].claimed[0]
-        return None
+        return rule_of_thumb([v.claim for v in self.verdicts], quantity)
 
     def counts(self):
         return [(k, sum(1 for x in self.verdicts if x.verdict == k)) for k in VERDICTS]
@@ -1259,8 +1254,30 @@ def seed_dir(root: Path) -> Path:
     return root / "lecture" / "seeds"
 
 
-def run_audit(data: Data, path: Path, label: str, doc=None) -> Audit:
-    """The audit of the claims file at ``path`` (``doc``: its YAML, if the caller has read it)."""
+@dataclass
+class Claims:
+    """A claims file read and checked, not yet evaluated: its claims and its chip settings."""
+    claims: list[Claim]
+    chips: Chips
+
+    def rule_of_thumb(self, quantity: str):
+        return rule_of_thumb(self.claims, quantity)
+
+
+def rule_of_thumb(claims: list[Claim], quantity: str):
+    """The claimed value of the rule of thumb about ``quantity`` (a claim about it over many chips,
+    e.g. "a drain time of about 20 ms"), for reference lines; None if the claims make none. It
+    needs the claims only, not their evaluation."""
+    for c in claims:
+        if (c.kind in ("derived", "input") and c.quantity == quantity and len(c.hardware) > 1
+                and not c.relative_to and not c.parts[0].compare):
+            return c.parts[0].claimed[0]
+    return None
+
+
+def read_claims(data: Data, path: Path, label: str, doc=None) -> Claims:
+    """The claims file at ``path`` (``doc``: its YAML, if the caller has read it), read and checked:
+    a bad claim fails here, before anything is evaluated."""
     root = path.resolve().parent
     if not seed_dir(root).is_dir():  # a claims file kept elsewhere cites the project's own seeds
         root = Path(__file__).resolve().parents[1]
@@ -1269,5 +1286,10 @@ def run_audit(data: Data, path: Path, label: str, doc=None) -> Audit:
         places = {**places, **seeds.chapter_places(seed_dir(root).parent)}
     doc = _read(path, label) if doc is None else _claims_document(doc, label)
     chips = _load_chips(label, data, doc)
-    claims = load_claims(path, label, data, places, chips, doc)
-    return Audit([evaluate_claim(data, c, chips) for c in claims])
+    return Claims(load_claims(path, label, data, places, chips, doc), chips)
+
+
+def run_audit(data: Data, path: Path, label: str, doc=None, claims: Claims | None = None) -> Audit:
+    """The audit of the claims file at ``path`` (``claims``: already read by ``read_claims``)."""
+    claims = claims if claims is not None else read_claims(data, path, label, doc)
+    return Audit([evaluate_claim(data, c, claims.chips) for c in claims.claims])

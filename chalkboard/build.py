@@ -158,57 +158,6 @@ def compile_pdf_background(folder: Path, timestamp: int, typ_src: str) -> Forked
     return Forked("compiling the PDF", compile_pdf, folder, timestamp, typ_src)
 
 
-# results.json holds every number of every chip x model pair. With few pairs it is written while
-# Typst compiles the PDF (0.2 s at the bundled 128 pairs); with many it would be the longest step
-# (300 MB and 12 s at 6,400 pairs), so from this many pairs it is made in a forked process as soon
-# as the numbers exist, beside the audit, the rendering and the figures.
-RESULTS_BESIDE_FROM = 1000
-
-
-class BackgroundFile:
-    """One output file (results.json) made and written by a forked process while the build goes
-    on: ``make()`` gives its text, written (and synced) beside the output folder under the staging
-    prefix, so a later build removes it if this one dies; ``take(staged)`` waits and moves it into
-    the staged output, returning its SHA-256; ``drop()`` stops the process and removes the file if
-    it was never taken. ``make()`` gives the text in parts, written as they come. Without fork,
-    the file is made when taken."""
-
-    def __init__(self, out: Path, make, name: str = "results.json"):
-        self.make, self.name = make, name
-        self.tmp = out.parent / f".{out.name}.tmp-{os.getpid()}-{name}"
-        self.job = Forked(f"writing {name}", self._write)
-
-    def _write(self) -> str:
-        digest = hashlib.sha256()
-        try:
-            self.tmp.parent.mkdir(parents=True, exist_ok=True)
-            self.tmp.unlink(missing_ok=True)
-            with open(self.tmp, "xb") as f:
-                for part in self.make():   # written as made: the whole text is never held at once
-                    chunk = part.encode("utf-8")
-                    digest.update(chunk)
-                    f.write(chunk)
-                f.flush()
-                os.fsync(f.fileno())
-            os.chmod(self.tmp, 0o644)
-        except OSError as e:
-            raise OutputError(f"cannot write {_shown(self.tmp)}: {e.strerror or e} "
-                              "(the previous output is unchanged)") from None
-        return digest.hexdigest()
-
-    def take(self, staged: "Staging") -> str:
-        digest = self.job.result()
-        os.rename(self.tmp, staged.path / self.name)
-        return digest
-
-    def drop(self) -> None:
-        self.job.stop()
-        try:
-            os.unlink(self.tmp)
-        except OSError:
-            pass
-
-
 FALLBACK_DATE = "2026-04-29"   # the lecture's date, if no source gives an as-of date
 
 
@@ -477,17 +426,24 @@ class Staging:
         os.chmod(self.path, 0o755)
         return self
 
-    def write(self, rel: str, content: str | bytes) -> None:
+    def write(self, rel: str, content) -> str:
+        """Write ``content`` (text, bytes, or text in parts, written as they come) to ``rel``;
+        returns its SHA-256."""
         path = self.path / rel
         for folder in reversed(path.parents):
             if folder.is_relative_to(self.path) and not folder.is_dir():
                 folder.mkdir()
                 os.chmod(folder, 0o755)
+        digest = hashlib.sha256()
         with open(path, "xb") as f:
-            f.write(content.encode("utf-8") if isinstance(content, str) else content)
+            for part in [content] if isinstance(content, (str, bytes)) else content:
+                chunk = part.encode("utf-8") if isinstance(part, str) else part
+                digest.update(chunk)
+                f.write(chunk)
             f.flush()
             os.fsync(f.fileno())
         os.chmod(path, 0o644)
+        return digest.hexdigest()
 
     def commit(self) -> None:
         for d in [p for p in self.path.rglob("*") if p.is_dir()] + [self.path]:
@@ -511,16 +467,19 @@ class Staging:
         return False
 
 
+def audit_claims(data, path: Path, label: str, claims):
+    """The audit of ``claims`` (read by audit.read_claims) and the SymPy work it did that was not
+    kept from an earlier run: run in a process of its own, that work is handed back to be kept."""
+    from derivations import REGISTRY
+
+    from .audit import run_audit
+
+    before = set(REGISTRY.fresh)
+    audit = run_audit(data, path, label, claims=claims)
+    return audit, {k: v for k, v in REGISTRY.fresh.items() if k not in before}
+
+
 def build(root: Path, args) -> int:
-    pending: list[BackgroundFile] = []
-    try:
-        return _build(root, args, pending)
-    finally:   # a file made beside the build and never moved into the output: removed
-        for job in pending:
-            job.drop()
-
-
-def _build(root: Path, args, pending: list) -> int:
     from .data import DataError, check_counts, load, read_yaml
 
     t_start = time.perf_counter()
@@ -557,7 +516,7 @@ def _build(root: Path, args, pending: list) -> int:
     t = stage("load", t)
     from derivations import REGISTRY  # importing the lecture modules declares and solves everything
 
-    from .audit import run_audit
+    from .audit import read_claims
     from .check import check_all
     from .evaluate import Scenario
     from .figures import Drawing
@@ -572,11 +531,17 @@ def _build(root: Path, args, pending: list) -> int:
         from . import validation as val
         checked = val.evaluate_all(data, val.load_measurements(root, data, measurements_file))
         validation = val.for_report(checked, measurements_file)
+    # the claims, read and checked before anything is drawn: the figures mark their rules of thumb
+    claims = read_claims(data, claims_path, args.claims_file, claims_doc) if has_claims else None
+    refs = {q: v for q in ("drain_time", "hardware_ratio")
+            if claims is not None and (v := claims.rule_of_thumb(q)) is not None}
     t = stage("validate", t)
-    # the figures are drawn on the other core from here on; those that mark the audit's rules of
-    # thumb once it has run
+    # every figure is drawn on the other core from here on
     extra = {"validation": (lambda: val.figure_svg(checked))} if validation is not None else {}
-    drawing = Drawing(data, args.hardware, args.model, overrides, extra)
+    drawing = Drawing(data, args.hardware, args.model, overrides, extra, refs)
+    # the claims are evaluated in a process of their own beside the check and the evaluation
+    auditing = Forked("auditing the claims", audit_claims, data, claims_path, args.claims_file, claims) \
+        if has_claims else None
     rep = check_all(REGISTRY)
     if not rep.ok:
         raise BuildError("dimension check failed: " + "; ".join(rep.failures))
@@ -585,18 +550,13 @@ def _build(root: Path, args, pending: list) -> int:
     if res.errors:
         raise BuildError("evaluation failed: " + res.errors[0])
     sc.value("step_time")
-    results_file = None
-    if len(res.values) >= RESULTS_BESIDE_FROM:   # many pairs: results.json on the other core from here on
-        results_file = BackgroundFile(out, lambda: results_json_parts(data, res, REGISTRY))
-        pending.append(results_file)
     t = stage("evaluate", t)
-    audit = run_audit(data, claims_path, args.claims_file, claims_doc) if has_claims else None
-    refs = {}
-    for q in ("drain_time", "hardware_ratio"):
-        if audit is not None and audit.rule_of_thumb(q) is not None:
-            refs[q] = audit.rule_of_thumb(q)
-    drawing.after_audit(refs)
-    t = stage("audit", t)
+    audit = None
+    if auditing is not None:
+        audit, fresh = auditing.result()
+        for key, value in fresh.items():   # SymPy work the audit did, kept with this run's
+            REGISTRY.fresh.setdefault(key, value)
+    t = stage("audit", t)   # the wait for the audit made beside the stages before
     html_env, typ_env = environments(root)
     from .report import shared_tables
     audit_ctx = audit.for_report() if audit else None
@@ -623,17 +583,14 @@ def _build(root: Path, args, pending: list) -> int:
             written = {}
 
             def put(rel, content):
-                staged.write(rel, content)
-                written[rel] = hashlib.sha256(content.encode("utf-8") if isinstance(content, str) else content).hexdigest()
+                written[rel] = staged.write(rel, content)
             for n, (svg, _) in figures.items():
                 put(f"figures/{n}.svg", svg)
             # the formulas are fitted and the PDF compiled (with the staged figures) on the other
-            # core while this one writes results.json and the page
+            # core while this one writes results.json (written as it is made: 300 MB at 6,400
+            # pairs, never held whole) and the page
             pdf = None if timestamp is None else compile_pdf_background(staged.path, timestamp, typ_src)
-            if results_file is None:
-                put("results.json", results_json(data, res, REGISTRY))
-            else:
-                written["results.json"] = results_file.take(staged)
+            put("results.json", results_json_parts(data, res, REGISTRY))
             put("report.html", html or html_env.get_template("report.html.j2").render(**ctx))
             if pdf is None:
                 put("report.typ", fit_formulas(typ_src))   # after the last fork: Typst starts threads

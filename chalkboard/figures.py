@@ -493,69 +493,56 @@ def draw_all(data, hw, model, overrides=None, refs=None, only=None) -> dict[str,
     return out
 
 
-# The figures that mark the audit's rules of thumb (refs): drawn once the audit is done. Every
-# other figure is drawn from the start of a build, beside the check, evaluation and audit.
-_AFTER_AUDIT = ("hardware_by_year",)
+# The figures that draw one row per chip: their work grows with the chips, the others' does not.
+PER_CHIP = ("hardware_by_year", "pipelining_by_chip")
+
+
+def _shares(names: list[str], chips: int, n: int) -> list[list[str]]:
+    """``names`` split over ``n`` processes to finish together: the longest first, each to the
+    process with the least work (a figure of one row per chip counts as much as another figure
+    per 16 chips, as measured; every other figure counts one)."""
+    shares, load = [[] for _ in range(n)], [0.0] * n
+    for name in sorted(names, key=lambda m: -(chips / 16 if m in PER_CHIP else 1)):
+        k = load.index(min(load))
+        shares[k].append(name)
+        load[k] += chips / 16 if name in PER_CHIP else 1
+    return [[m for m in names if m in share] for share in shares]   # each in the declared order
 
 
 class Drawing:
     """Every figure drawn in two forked processes beside the build (one per core: the build's own
-    process is busy until it renders): each draws every other figure that needs no audit from the
-    start, the first also ``extra`` (name -> function returning SVG); the second then waits for
-    the audit's rules of thumb (``after_audit(refs)``) and draws the figures that mark them.
-    ``wait()`` returns name -> (SVG, chip) in the declared order, raising BuildError if drawing
-    failed. Without fork, everything is drawn when the refs arrive."""
+    process is busy until it renders), from the start: the figures shared so that both finish
+    together, the first also drawing ``extra`` (name -> function returning SVG). ``refs``: the
+    claims' rules of thumb the figures mark (read from the claims, not their audit). ``wait()``
+    returns name -> (SVG, chip) in the declared order, raising BuildError if drawing failed.
+    Without fork, everything is drawn in ``wait()``."""
 
     PROCESSES = 2
 
-    def __init__(self, data, hw, model, overrides=None, extra=None):
+    def __init__(self, data, hw, model, overrides=None, extra=None, refs=None):
         from .forked import Forked, can_fork
 
-        self.args, self.extra, self.jobs, self.done = (data, hw, model, overrides), extra or {}, [], None
+        self.args, self.extra, self.refs, self.jobs = (data, hw, model, overrides), extra or {}, refs or {}, []
         if not can_fork():
             return
-        import multiprocessing as mp
-
-        early = [n for n in FIGURES if n not in _AFTER_AUDIT]
-        self.refs_in, self.refs_out = mp.get_context("fork").Pipe(duplex=False)
-        for k in range(self.PROCESSES):
-            last = k == self.PROCESSES - 1
-            self.jobs.append(Forked("drawing the figures", self._draw, early[k::self.PROCESSES],
-                                    self.extra if k == 0 else {}, last,
-                                    close_in_child=(self.refs_out,) if last else (self.refs_out, self.refs_in)))
+        for k, names in enumerate(_shares(list(FIGURES), len(data.hardware), self.PROCESSES)):
+            self.jobs.append(Forked("drawing the figures", _draw_everything, data, hw, model, overrides,
+                                    self.refs, self.extra if k == 0 else {}, names))
         if not all(job.child for job in self.jobs):   # a fork failed: everything is drawn here instead
             for job in self.jobs:
                 job.stop()
             self.jobs = []
-            return
-        self.refs_in.close()
-
-    def _draw(self, names, extra, then_after_audit) -> dict:
-        data, hw, model, overrides = self.args
-        out = _draw_everything(data, hw, model, overrides, None, extra, names)
-        if then_after_audit:
-            try:
-                refs = self.refs_in.recv()
-            except EOFError:   # the build stopped before its audit: nothing more to draw
-                return out
-            out.update(draw_all(data, hw, model, overrides, refs, _AFTER_AUDIT))
-        return out
-
-    def after_audit(self, refs: dict) -> None:
-        """Hand the last process the audit's rules of thumb (or draw everything now, without fork)."""
-        if not self.jobs:
-            self.done = _draw_everything(*self.args, refs, self.extra, None)
-            return
-        self.refs_out.send(refs)
-        self.refs_out.close()
 
     def wait(self) -> dict:
         """Every figure, once every process has finished."""
         from .forked import results
 
-        out = dict(self.done or {})
-        for part in results(self.jobs):
-            out.update(part)
+        if self.jobs:
+            out = {}
+            for part in results(self.jobs):
+                out.update(part)
+        else:
+            out = _draw_everything(*self.args, self.refs, self.extra, None)
         return {n: out[n] for n in [*FIGURES, *[k for k in out if k not in FIGURES]] if n in out}
 
 
