@@ -64,7 +64,7 @@ def pipelining_by_chip(data, hw, model, overrides=None) -> str:
     """(8) MoE layers per stage needed for pipelining, every chip by launch year, with the layers
     each stage holds at the scenario's depth: a bar short of that line is a chip where the
     boundary hides."""
-    from .figures import C, _svg, plt
+    from .figures import C, _svg, plt, unmeasured_row_labels
     d = pipelining_by_chip_data(data, hw, model, overrides)
     n = len(d["ids"])
     y = np.arange(n)
@@ -100,7 +100,11 @@ def pipelining_by_chip(data, hw, model, overrides=None) -> str:
     ax.grid(axis="y", visible=False)
     ax.set_xlabel("MoE layers per stage needed to hide the boundary transfer, W_up / (2k·W_out)\n"
                   "(P ≤ n: the most stages the model's MoE layers allow with every boundary hidden)", fontsize=8)
-    ax.set_title(f"The pipelining condition by chip: {model} (newest at the top, {hw} in bold)", fontsize=8.5)
+    # placed where matplotlib's measuring of every row's label would put them (the top of the axes;
+    # the empty y label anywhere), which it would otherwise do on every draw
+    ax.set_title(f"The pipelining condition by chip: {model} (newest at the top, {hw} in bold)", fontsize=8.5,
+                 y=1.0)
+    unmeasured_row_labels(ax)
     from matplotlib.patches import Patch
     handles = [line, Patch(color=C["compute"], label="holds: a stage has at least the layers needed"),
                Patch(color=C["weights"], label="fails: a stage has fewer layers than needed")]
