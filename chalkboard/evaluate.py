@@ -670,23 +670,18 @@ class Scenario:
         return "compute" if self.value("mfu").magnitude >= 1 else "memory"  # MFU = min(1, compute/memory)
 
     # -- does it fit? ---------------------------------------------------------------------
-    def _memory(self, batch: float | None):
-        """(weights per chip, KV cache of ``batch`` sequences per chip, HBM per chip), from the
-        declared weights_per_chip and kv_per_chip (the KV term scaled to the batch asked for)."""
-        b_now = self.value("batch").to("sequence").magnitude
-        kv = self.value("kv_per_chip") * ((b_now if batch is None else batch) / b_now)
-        return self.value("weights_per_chip"), kv, self.input("hbm_capacity")
-
-    def _memory_mags(self, batch: float):
-        """``_memory`` as floats in base units (byte per chip): what the fit is decided on."""
-        b_now = self.mag("batch", "sequence")   # read in _memory's order
+    def _memory(self, batch: float):
+        """(weights per chip, KV cache of ``batch`` sequences per chip, HBM per chip) as floats in
+        base units, from the declared weights_per_chip and kv_per_chip (the KV term scaled to the
+        batch asked for): what the fit is decided on."""
+        b_now = self.mag("batch", "sequence")   # the batch, the KV cache, the weights, the HBM: read in this order
         kv = self._mag("kv_per_chip") * (batch / b_now)
         return self._mag("weights_per_chip"), kv, self._mag("hbm_capacity")
 
     def fill(self, batch: float | None = None) -> float | None:
         """Share of each chip's HBM the weights and the KV cache of ``batch`` sequences need."""
         try:
-            w, kv, cap = self._memory_mags(self.mag("batch", "sequence") if batch is None else batch)
+            w, kv, cap = self._memory(self.mag("batch", "sequence") if batch is None else batch)
         except MissingInput:
             return None
         return (w + kv) / cap
@@ -700,27 +695,24 @@ class Scenario:
             self._fits[None] = self.fit(self.mag("batch", "sequence"))
             return self._fits[None]
         try:
-            w, kv, cap = self._memory_mags(batch)
+            w, kv, cap = self._memory(batch)
             chips = self.mag("chips", "chip")
         except MissingInput:
             self._fits[batch] = None
             return None
         reason = None
-        if w > cap or w + kv > cap:   # the reason in the declared units (decided in base units)
-            from .fmt import fmt
-            w, kv, cap = self._memory(batch)
         if w > cap:
-            reason = (f"does not fit: the weights alone need {fmt(w)} on {chips:g} chips, "
-                      f"more than the {fmt(cap)} of HBM each has")
+            reason = (f"does not fit: the weights alone need {self._shown('weights_per_chip', w)} on "
+                      f"{chips:g} chips, more than the {self._shown('hbm_capacity')} of HBM each has")
         elif w + kv > cap:
             try:
-                most = f"; at most {fmt(self.value('max_batch_capacity'))} fit"
+                most = f"; at most {self._shown('max_batch_capacity')} fit"
             except MissingInput:
                 most = "; not one sequence fits beside the weights"
-            ctx = fmt(self.value("context"))
-            reason = (f"does not fit: weights and the KV cache of {batch:,.0f} sequences of {ctx} need "
-                      f"{fmt(w + kv)}, more than the {fmt(cap)} of HBM ({((w + kv) / cap).to('').magnitude:.0%})"
-                      f"{most}, so a step would read more than the whole HBM")
+            reason = (f"does not fit: weights and the KV cache of {batch:,.0f} sequences of "
+                      f"{self._shown('context')} need {self._shown('weights_per_chip', w + kv)}, more than the "
+                      f"{self._shown('hbm_capacity')} of HBM ({(w + kv) / cap:.0%}){most}, so a step would read "
+                      f"more than the whole HBM")
         self._fits[batch] = reason
         return reason
 
@@ -743,13 +735,19 @@ class Scenario:
         fill = self.fill_pipelined()
         if fill is None or fill <= 1:
             return None
-        from .fmt import fmt
-        stages = self.value("pipeline_stages").to("").magnitude
+        stages = self.mag("pipeline_stages", "")
         return (f"does not fit: with {stages:g} pipeline stage{'s' if stages != 1 else ''} of "
-                f"{fmt(self.value('chips'))} and one micro-batch of {fmt(self.value('balance_batch'))} per "
-                f"stage in flight, each chip needs {fmt(self.value('weights_per_chip_pipelined'))} of weights "
-                f"and {fmt(self.value('kv_per_chip_pipelined'))} of KV cache, more than its "
-                f"{fmt(self.input('hbm_capacity'))} of HBM ({fill:.0%}); more stages shrink only the weights")
+                f"{self._shown('chips')} and one micro-batch of {self._shown('balance_batch')} per "
+                f"stage in flight, each chip needs {self._shown('weights_per_chip_pipelined')} of weights "
+                f"and {self._shown('kv_per_chip_pipelined')} of KV cache, more than its "
+                f"{self._shown('hbm_capacity')} of HBM ({fill:.0%}); more stages shrink only the weights")
+
+    def _shown(self, name: str, base_mag: float | None = None) -> str:
+        """``name``'s value as a reason shows it (fmt), from its base-unit float (``base_mag``: another
+        value of the same unit, e.g. a sum), without making a Pint quantity."""
+        from .fmt import fmt_base
+
+        return fmt_base(self._mag(name) if base_mag is None else base_mag, compiled.declared(name)[0])
 
     def flag(self, name: str) -> str | None:
         """Why the value of ``name`` describes a set-up that does not fit in HBM, or None.

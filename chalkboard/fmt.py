@@ -172,7 +172,16 @@ def unit_words(u: str) -> str:
 
 
 def fmt(q, unit: str | None = None, digits: int = 3) -> str:
-    mag, u = split(q, unit)
+    return _shown(*split(q, unit), digits)
+
+
+def fmt_base(base_mag: float, units, digits: int = 3) -> str:
+    """``fmt`` of a magnitude in base units, of a quantity declared in ``units`` (no Pint quantity
+    made: for the many numbers of a fit's reason)."""
+    return _shown(*split_base(base_mag, units), digits)
+
+
+def _shown(mag: float, u: str, digits: int) -> str:
     text = sig(mag, digits)
     if u in _PLURAL and text != "1":
         u = _PLURAL[u]  # "2,000 sequences", "72 chips"
