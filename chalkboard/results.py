@@ -114,7 +114,7 @@ class _Columns:
         # one row per pair (a row is cheaper to read as a list than column by column)
         self._inputs = list(read)
         self._rows = tuple(np.column_stack(cols) for cols in (
-            [read[n] for n in self._inputs], [why[n] for n in self._inputs],
+            [read[n] for n in self._inputs], [why[n] for n in self._inputs], [value[n] for n in self._inputs],
             [value[n] for n in names], [why[n] for n in names]))
 
     def replay(self, i: int, sc: Scenario, vals: dict, miss: dict) -> None:
@@ -132,7 +132,7 @@ class _Columns:
             if out is None:
                 out = self._reads[key] = frozenset({name}).union(*(closure(r) for r in sc.input_reads(name)))
             return out
-        read, read_why, value, why = (rows[i].tolist() for rows in self._rows)
+        read, read_why, read_value, value, why = (rows[i].tolist() for rows in self._rows)
         for name, r, w in zip(self._inputs, read, read_why):
             if r:
                 if w:
@@ -140,21 +140,23 @@ class _Columns:
                 else:
                     needed |= closure(name)
         sc.keep_only(needed)
+        input_value = dict(zip(self._inputs, read_value))
         for name in needed:
             rec = self.records[name][i]
             if rec is not None:
-                sc.records[name], sc._cache[name] = rec, rec.value
-                sc._mags[name] = float(self.value[name][i])
+                sc.records[name], sc._cache[name], sc._mags[name] = rec, rec.value, input_value[name]
         for name in failed:
             try:
                 sc.input(name)
             except MissingInput:
                 pass
+        reasons = self.reasons
         for n, v, w in zip(self.names, value, why):
             if w:
-                miss[n] = self.reasons[w]
+                miss[n] = reasons[w]
             else:
-                vals[n] = sc._mags[n] = v
+                vals[n] = v
+        sc._mags.update(vals)
 
 
 def _evaluate_columns(scenarios: list[Scenario], names: list[str]) -> _Columns:
