@@ -64,7 +64,7 @@ def pipelining_by_chip(data, hw, model, overrides=None) -> str:
     """(8) MoE layers per stage needed for pipelining, every chip by launch year, with the layers
     each stage holds at the scenario's depth: a bar short of that line is a chip where the
     boundary hides."""
-    from .figures import C, _svg, plt, unmeasured_row_labels
+    from .figures import C, _points_right, _svg, plt, unmeasured_row_labels
     d = pipelining_by_chip_data(data, hw, model, overrides)
     n = len(d["ids"])
     y = np.arange(n)
@@ -78,15 +78,14 @@ def pipelining_by_chip(data, hw, model, overrides=None) -> str:
     colors = [C["compute"] if o else C["weights"] for o in ok]
     ax.barh(y, np.nan_to_num(need), color=colors, height=0.62)
     top = max(float(np.nanmax(need)) if np.isfinite(need).any() else 0.0, held) * 1.25
+    after = _points_right(ax, 3)   # each bar's value 3 points right of its end
     for yy, v, most, why in zip(y, need, d["max_stages"], d["why"]):
         if np.isnan(v):
             text = "no scale-out bandwidth published" if "scaleout_bandwidth" in why else why.split(":")[0]
-            ax.annotate(text, (0, yy), xytext=(3, 0), textcoords="offset points", va="center", fontsize=6.5,
-                        color="#666")
+            ax.text(0, yy, text, transform=after, va="center", fontsize=6.5, color="#666")
         else:
-            ax.annotate(f"{v:.3g}   (P ≤ {most:.3g})", (v, yy), xytext=(3, 0), textcoords="offset points",
-                        va="center", fontsize=6.5, zorder=4,
-                        bbox={"facecolor": "white", "edgecolor": "none", "pad": 0.6})
+            ax.text(v, yy, f"{v:.3g}   (P ≤ {most:.3g})", transform=after, va="center", fontsize=6.5, zorder=4,
+                    bbox={"facecolor": "white", "edgecolor": "none", "pad": 0.6})
     p = d["stages"]
     line = ax.axvline(held, color=C["step"], ls="--", lw=1.1,
                       label=f"{model} holds {held:g} MoE layers per stage at P = {p:g} stages")
