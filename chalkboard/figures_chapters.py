@@ -64,7 +64,7 @@ def pipelining_by_chip(data, hw, model, overrides=None) -> str:
     """(8) MoE layers per stage needed for pipelining, every chip by launch year, with the layers
     each stage holds at the scenario's depth: a bar short of that line is a chip where the
     boundary hides."""
-    from .figures import C, _points_right, _svg, plt, unmeasured_row_labels
+    from .figures import C, _bars, _points_right, _svg, plt, unmeasured_row_labels
     d = pipelining_by_chip_data(data, hw, model, overrides)
     n = len(d["ids"])
     y = np.arange(n)
@@ -76,7 +76,7 @@ def pipelining_by_chip(data, hw, model, overrides=None) -> str:
     ax = fig.add_subplot()
     ok = need <= held
     colors = [C["compute"] if o else C["weights"] for o in ok]
-    ax.barh(y, np.nan_to_num(need), color=colors, height=0.62)
+    _bars(ax, y, np.nan_to_num(need), colors, 0.62)
     top = max(float(np.nanmax(need)) if np.isfinite(need).any() else 0.0, held) * 1.25
     after = _points_right(ax, 3)   # each bar's value 3 points right of its end
     for yy, v, most, why in zip(y, need, d["max_stages"], d["why"]):
