@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Benchmark: chalkboard's speed against the floors it cannot go below.
 
-Each command runs REPEAT times in fresh processes on this machine; medians are compared:
+Each command runs REPEAT times in fresh processes on this machine, a floor in turn with what
+is compared with it (so both see the same load); medians are compared:
 
 * the full build against the bare import of its dependencies (SymPy, Pint, matplotlib,
   Jinja2, PyYAML, Typst, numpy): a build whose inputs changed (`--force`, so nothing is
@@ -63,6 +64,17 @@ def timed(cmd: list[str], cwd: Path = ROOT, before=None, env=None) -> tuple[floa
 def median_of(cmd, repeat, cwd=ROOT, before=None, env=None):
     runs = [timed(cmd, cwd, before, env) for _ in range(repeat)]
     return statistics.median(t for t, _ in runs), max(m for _, m in runs)
+
+
+def interleaved(commands: dict, repeat: int) -> dict:
+    """name -> (median seconds, peak MiB) of each command in ``commands`` (name -> (cmd, before,
+    env)), run in turn ``repeat`` times: a floor and what is compared with it see the same load
+    on the machine (it moves by tens of percent over minutes)."""
+    runs = {name: [] for name in commands}
+    for _ in range(repeat):
+        for name, (cmd, before, env) in commands.items():
+            runs[name].append(timed(cmd, ROOT, before, env))
+    return {name: (statistics.median(t for t, _ in r), max(m for _, m in r)) for name, r in runs.items()}
 
 
 def row(name, t, floor=None, mem=None):
@@ -140,15 +152,19 @@ def main() -> int:
         forced = [*build, "--force"]
         timed(forced)  # warm the file cache, the bytecode cache and matplotlib's font cache
         timed([py, "build.py", "eval", "step_time"])
-        floor_b, _ = median_of([py, "-c", BUILD_IMPORTS], args.repeat)
-        cold, mem_cold = median_of(forced, args.repeat, before=lambda: shutil.rmtree(ROOT / ".cache", ignore_errors=True))
-        warm, mem_warm = median_of(forced, args.repeat)
-        same, mem_same = median_of(build, args.repeat)
-        floor_e, _ = median_of([py, "-c", EVAL_IMPORTS], args.repeat)
-        ev, _ = median_of([py, "build.py", "eval", "step_time"], args.repeat)
         no_pyc = {**ENV, "PYTHONDONTWRITEBYTECODE": "1"}
         no_pyc.pop("PYTHONPYCACHEPREFIX")
-        ev_nopyc, _ = median_of([py, "build.py", "eval", "step_time"], args.repeat, env=no_pyc)
+        m = interleaved({
+            "floor_b": ([py, "-c", BUILD_IMPORTS], None, None),
+            "cold": (forced, lambda: shutil.rmtree(ROOT / ".cache", ignore_errors=True), None),
+            "warm": (forced, None, None),
+            "same": (build, None, None),
+            "floor_e": ([py, "-c", EVAL_IMPORTS], None, None),
+            "eval": ([py, "build.py", "eval", "step_time"], None, None),
+            "eval_nopyc": ([py, "build.py", "eval", "step_time"], None, no_pyc),
+        }, args.repeat)
+        (floor_b, _), (cold, mem_cold), (warm, mem_warm), (same, mem_same) = (m[k] for k in ("floor_b", "cold", "warm", "same"))
+        (floor_e, _), (ev, _), (ev_nopyc, _) = (m[k] for k in ("floor_e", "eval", "eval_nopyc"))
         print("  build (import floor: SymPy, Pint, matplotlib, Jinja2, PyYAML, Typst, numpy)")
         row("bare imports", floor_b, floor_b)
         row("changed inputs, SymPy cache cold", cold, floor_b, mem_cold)

@@ -527,11 +527,12 @@ def draw_all(data, hw, model, overrides=None, refs=None, only=None) -> dict[str,
 PER_CHIP = ("hardware_by_year", "pipelining_by_chip")
 
 
-def _shares(names: list[str], chips: int, n: int) -> list[list[str]]:
+def _shares(names: list[str], chips: int, n: int, first_has: int = 0) -> list[list[str]]:
     """``names`` split over ``n`` processes to finish together: the longest first, each to the
     process with the least work (a figure of one row per chip counts as much as another figure
-    per 16 chips, as measured; every other figure counts one)."""
-    shares, load = [[] for _ in range(n)], [0.0] * n
+    per 16 chips, as measured; every other figure counts one). The first process also draws
+    ``first_has`` other figures."""
+    shares, load = [[] for _ in range(n)], [float(first_has)] + [0.0] * (n - 1)
     for name in sorted(names, key=lambda m: -(chips / 16 if m in PER_CHIP else 1)):
         k = load.index(min(load))
         shares[k].append(name)
@@ -555,7 +556,7 @@ class Drawing:
         self.args, self.extra, self.refs, self.jobs = (data, hw, model, overrides), extra or {}, refs or {}, []
         if not can_fork():
             return
-        for k, names in enumerate(_shares(list(FIGURES), len(data.hardware), self.PROCESSES)):
+        for k, names in enumerate(_shares(list(FIGURES), len(data.hardware), self.PROCESSES, len(self.extra))):
             self.jobs.append(Forked("drawing the figures", _draw_everything, data, hw, model, overrides,
                                     self.refs, self.extra if k == 0 else {}, names))
         if not all(job.child for job in self.jobs):   # a fork failed: everything is drawn here instead
