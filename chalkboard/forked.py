@@ -3,8 +3,8 @@
 ``Forked(fn, *args)`` runs ``fn(*args)`` in a forked child (which shares the parent's memory as
 it was at the fork, so nothing is pickled on the way in) and sends back what it returns.
 ``result()`` waits for it; an error the child raised comes back as the same BuildError,
-OutputError or InputError (one line for the user), anything else as a BuildError naming the
-job. ``stop()`` ends the child. Each child closes the parent's ends of every other job's pipe
+OutputError, InputError, DataError or MissingInput (one line for the user), anything else as a
+BuildError naming the job. ``stop()`` ends the child. Each child closes the parent's ends of every other job's pipe
 it inherits, so a parent that dies or stops reading breaks the pipes and no child blocks for
 ever. Where fork is not available, ``fn`` runs when its result is asked for.
 """
@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import multiprocessing as mp
 
-from .errors import BuildError, InputError, OutputError
+from .data import DataError
+from .errors import BuildError, InputError, MissingInput, OutputError
 
-_KNOWN = (BuildError, OutputError, InputError)
+_KNOWN = (BuildError, OutputError, InputError, DataError, MissingInput)
 _LIVE: list = []   # the parent's read ends of the jobs not yet collected
 
 

@@ -11,7 +11,7 @@ from chalkboard import seeds
 from chalkboard.audit import (FAILS, HOLDS, KINDS, ND, ROUGHLY, evaluate_claim, judge, judge_rule,
                               load_claims, miss_text, _load_chips)
 from chalkboard.data import DataError
-from conftest import ROOT
+from conftest import ROOT, run_cli
 
 SEED_DIR = ROOT / "lecture" / "seeds"
 
@@ -431,3 +431,20 @@ def test_later_chapters_are_cited_by_id_and_checked(tmp_path, cli, where, quote,
     r = cli("audit", "--claims-file", str(bad))
     assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1
     assert "frontier-model-hundredfold-overtrained: " in r.stderr and words in r.stderr
+
+
+def test_a_claim_failing_in_the_audits_own_process_is_one_line_naming_it(tmp_path):
+    """The claims are evaluated in a process of their own (chalkboard/build.py, audit_claims): an
+    error found there comes back as the one line naming claims.yaml, the claim and the field, with
+    exit status 2, as in the build's own process."""
+    doc = yaml.safe_load((ROOT / "claims.yaml").read_text())
+    claim = next(c for c in doc["claims"] if c["id"] == "fast-mode-mechanism-is-batch-size")
+    claim["note"] = "At this context the balance batch with the KV cache is {balance_batch_kv}."
+    bad = tmp_path / "claims.yaml"
+    bad.write_text(yaml.safe_dump(doc, allow_unicode=True, sort_keys=False))
+    r = run_cli("build", "--force", "--no-pdf", "--out", str(tmp_path / "out"), "--claims-file", str(bad))
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr[-2000:]
+    last = r.stderr.strip().splitlines()[-1]
+    assert last.startswith("error: claims.yaml: fast-mode-mechanism-is-batch-size: note: placeholder "
+                           "{balance_batch_kv} cannot be filled"), last
+    assert not (tmp_path / "out").exists()

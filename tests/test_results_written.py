@@ -47,3 +47,4 @@ def test_a_build_failing_after_results_were_written_leaves_the_old_output(tmp_pa
     assert "Traceback" not in r.stderr
     assert {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()} == before
     assert leftovers(tmp_path, "out") == []
+
