@@ -369,46 +369,76 @@ class Scenario:
             return self._record("peak_flops", self.overrides[f"flops_{fmt}"], "--set", note=self.compute_note)
         return self._from_value("peak_flops", self.hw, f"flops_{fmt}", self.compute_note)
 
+    def _way(self, name: str) -> str:
+        """How ``input(name)`` gets its value here, the one place its cases are told apart (input,
+        input_reads and input_scope all follow it): "set" (--set), "constant", "rule" / "copy" /
+        "literal" (a workload default), "flops", "weight format", "kv format", "attention" (through
+        the model's attention type), "choice" (a model tag), "dense" (a dense model's expert
+        counts), "hardware", "model" or "price" (a price snapshot or a memory tier)."""
+        if name in self.overrides:
+            return "set"
+        q = REGISTRY[name]
+        if q.origin == "constant":
+            return "constant"
+        if q.origin == "workload":
+            d = q.default or ""
+            return "rule" if d.startswith("=rule:") else "copy" if d.startswith("=") else "literal"
+        if name == "peak_flops":
+            return "flops"
+        if name == "bytes_per_weight":
+            return "weight format"
+        if name == "bytes_per_kv_number":
+            return "kv format"
+        if name in BY_ATTENTION:
+            return "attention"
+        if name in CHOICE_INPUTS:
+            return "choice"
+        if name in DENSE_MOE_DEFAULTS and self.is_dense:
+            return "dense"
+        if q.origin in ("hardware", "model"):
+            return q.origin
+        if q.origin in ("price", "tier"):
+            return "price"
+        raise TypeError(name)  # pragma: no cover
+
     def input(self, name: str):
         if name in self._cache:
             return self._cache[name]
         q = REGISTRY[name]
-        if name in self.overrides:
+        way = self._way(name)
+        if way == "set":
             self.used.add(name)
             val = self._record(name, self.overrides[name], "--set")
-        elif q.origin == "constant":
+        elif way == "constant":
             val = self._record(name, parse(q.default), f"constant: {q.source}")
-        elif q.origin == "workload":
-            if q.default and q.default.startswith("=rule:"):
-                fn, args, desc = REGISTRY.rules[q.default[6:]]
-                mags = [self.input(a).to(REGISTRY[a].unit or "").magnitude for a in args]
-                try:
-                    result = fn(*mags)
-                except ValueError as e:
-                    raise InputError(f"cannot choose {name} for {self.hw.id} x {self.model.id}: {e}") from None
-                val = self._record(name, Quantity(result, q.unit), f"workload default: {desc}")
-            elif q.default and q.default.startswith("="):
-                ref = q.default[1:]
-                val = self.input(ref)
-                val = self._record(name, val.to(parse_unit(q.unit)),
-                                   f"workload default: {self.whose(ref)}")
-            else:
-                val = self._record(name, parse(q.default), f"workload default ({q.source or 'lecture'})")
-        elif name == "peak_flops":
+        elif way == "rule":
+            fn, args, desc = REGISTRY.rules[q.default[6:]]
+            mags = [self.input(a).to(REGISTRY[a].unit or "").magnitude for a in args]
+            try:
+                result = fn(*mags)
+            except ValueError as e:
+                raise InputError(f"cannot choose {name} for {self.hw.id} x {self.model.id}: {e}") from None
+            val = self._record(name, Quantity(result, q.unit), f"workload default: {desc}")
+        elif way == "copy":
+            ref = q.default[1:]
+            val = self._record(name, self.input(ref).to(parse_unit(q.unit)), f"workload default: {self.whose(ref)}")
+        elif way == "literal":
+            val = self._record(name, parse(q.default), f"workload default ({q.source or 'lecture'})")
+        elif way == "flops":
             val = self._peak_flops()
-        elif name == "bytes_per_weight":
+        elif way == "weight format":
             b = parse(NUMBER_FORMATS[self.format]) / Quantity(1, "parameter")
             val = self._record(name, b, f"weight format {self.format} ({NUMBER_FORMATS[self.format]} per weight)")
-        elif name == "bytes_per_kv_number":
+        elif way == "kv format":
             val = self._record(name, parse(NUMBER_FORMATS[self.kv_format]),
                                f"KV format {self.kv_format} ({NUMBER_FORMATS[self.kv_format]} per number)")
-        elif name in BY_ATTENTION:
+        elif way == "attention":
             if "attention" not in self.model.tags:
                 raise MissingInput(f"{self.model.id} names no attention type: give {name} with --set")
             via = BY_ATTENTION[name][self.model.tags["attention"]]
             val = self._record(name, self.value(via),
                                f"derived: {via} ({self.model.tags['attention']} attention of {self.model.id})")
-        elif name in CHOICE_INPUTS:
+        elif way == "choice":
             tag, table = CHOICE_INPUTS[name]
             choice = self.model.tags.get(tag)
             if choice is None:
@@ -416,22 +446,18 @@ class Scenario:
             where = (self.model.tag_sources.get(tag)
                      or f"{self.data.files['models']}: {self.model.id}.{tag}")
             val = self._record(name, parse(table[choice]), f"{where}: {choice}")
-        elif name in DENSE_MOE_DEFAULTS and self.is_dense:
+        elif way == "dense":
             val = self._record(name, Quantity(DENSE_MOE_DEFAULTS[name], q.unit),
                                f"{self.model.id} is dense: no routed experts (E = k = 1, no MoE layers)")
-        elif q.origin == "hardware":
-            val = self._from_value(name, self.hw, q.field)
-        elif q.origin == "model":
-            val = self._from_value(name, self.model, q.field)
-        elif q.origin in ("price", "tier"):
+        elif way in ("hardware", "model"):
+            val = self._from_value(name, self.hw if way == "hardware" else self.model, q.field)
+        else:  # a price snapshot's or a memory tier's
             entry, fld = self._entry_of(q)
             if entry is None:
                 what = "no price snapshot (no prices.yaml, or none selected with --set price=ID)" \
                     if q.origin == "price" else f"prices.yaml has no memory tier {q.field.split('.')[0]!r}"
                 raise MissingInput(f"{name}: {what}")
             val = self._from_value(name, entry, fld)
-        else:  # pragma: no cover
-            raise TypeError(name)
         self._cache[name] = val
         return val
 
@@ -445,18 +471,13 @@ class Scenario:
     def input_reads(self, name: str) -> tuple[str, ...]:
         """The other inputs ``input(name)`` reads (and records) in computing ``name`` here: a
         workload default's rule arguments or the input it copies, and the inputs below the derived
-        quantity an attention-specific input is evaluated through. Mirrors the branches of input()."""
-        if name in self.overrides:
-            return ()
-        q = REGISTRY[name]
-        if q.origin == "constant":
-            return ()
-        if q.origin == "workload":
-            if q.default and q.default.startswith("=rule:"):
-                return tuple(REGISTRY.rules[q.default[6:]][1])
-            return (q.default[1:],) if q.default and q.default.startswith("=") else ()
-        if name in BY_ATTENTION and name not in ("peak_flops", "bytes_per_weight", "bytes_per_kv_number") \
-                and "attention" in self.model.tags:
+        quantity an attention-specific input is evaluated through."""
+        way = self._way(name)
+        if way == "rule":
+            return tuple(REGISTRY.rules[REGISTRY[name].default[6:]][1])
+        if way == "copy":
+            return (REGISTRY[name].default[1:],)
+        if way == "attention" and "attention" in self.model.tags:
             return _inputs_below(BY_ATTENTION[name][self.model.tags["attention"]])
         return ()
 
@@ -465,24 +486,13 @@ class Scenario:
         every pair of one evaluation): "all" (nothing: --set, a constant, a workload literal, a
         price), "hardware" (the chip entry), "model" (the model entry, its formats and attention
         type) or "pair" (both: the FLOP/s, read at a format the chip and the model choose together).
-        Mirrors the branches of input(), as input_reads does; a failure's message may name either
-        entry whatever the scope (an InputError is evaluated per pair)."""
-        if name in self.overrides:
-            return "all"
-        q = REGISTRY[name]
-        if q.origin in ("constant", "price", "tier"):
-            return "all"
-        if q.origin == "workload" or name in BY_ATTENTION:
-            below = self.input_reads(name)
-            if name in BY_ATTENTION and q.origin != "workload":
-                below = ("<model>", *below)
-            return _joined(self.input_scope(r) if r != "<model>" else "model" for r in below)
-        if name == "peak_flops":
-            return "pair"
-        if name in ("bytes_per_weight", "bytes_per_kv_number") or name in CHOICE_INPUTS \
-                or (name in DENSE_MOE_DEFAULTS and self.is_dense):
-            return "model"
-        return {"hardware": "hardware", "model": "model"}.get(q.origin, "pair")
+        A failure's message may name either entry whatever the scope (an InputError is evaluated
+        per pair)."""
+        way = self._way(name)
+        if way in ("rule", "copy", "attention"):   # what it reads, and the model's attention type
+            return _joined([*(self.input_scope(r) for r in self.input_reads(name)),
+                            *(["model"] if way == "attention" else [])])
+        return _WAY_SCOPE[way]
 
     def keep_only(self, names: set[str]) -> None:
         """Forget every input outside ``names`` (its value and its record), as if only ``names``
@@ -790,6 +800,12 @@ def read_shared(scenarios: list, name: str, read) -> list:
             hit = done[key] = read(sc)
         out[i] = hit
     return out
+
+
+# what an input read each way depends on (the ways that read other inputs join those inputs' scopes)
+_WAY_SCOPE = {"set": "all", "constant": "all", "literal": "all", "price": "all", "flops": "pair",
+              "weight format": "model", "kv format": "model", "choice": "model", "dense": "model",
+              "model": "model", "hardware": "hardware"}
 
 
 def _joined(scopes) -> str:
