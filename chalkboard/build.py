@@ -237,12 +237,12 @@ def results_json_parts(data, res, registry):
             u = units.get(unit)
             if u is None:
                 u = units[unit] = json.dumps(unit, ensure_ascii=False)
-            v = repr(float(f"{mag:.12g}")) if type(mag) is float and math.isfinite(mag) else json.dumps(mag)
+            v = repr(_round12(mag)) if type(mag) is float and math.isfinite(mag) else json.dumps(mag)
             if n in flags:
-                entries.append(f'{keys.get(n) or key_of(n)}: {{"feasible": false, "infeasible": '
+                entries.append(f'{key_of(n)}: {{"feasible": false, "infeasible": '
                                f'{json.dumps(flags[n], ensure_ascii=False)}, "unit": {u}, "value": {v}}}')
             else:
-                entries.append(f'{keys.get(n) or key_of(n)}: {{"unit": {u}, "value": {v}}}')
+                entries.append(f'{key_of(n)}: {{"unit": {u}, "value": {v}}}')
         inputs = res.inputs[(hid, mid)]
         yield (f'{"" if first else ","}\n  {dumps(f"{hid}|{mid}")}: {{"feasibility": {dumps(fit["reason"])}, '
                f'"feasible": {dumps(fit["feasible"])}, "formats": {dumps(res.formats[(hid, mid)])}, '
@@ -519,7 +519,7 @@ def build(root: Path, args) -> int:
     from .audit import read_claims
     from .check import check_all
     from .evaluate import Scenario
-    from .figures import Drawing
+    from .figures import MARKED_RULES_OF_THUMB, Drawing
     from .report import attach_figures, context
     from .results import evaluate_all
     t = stage("derive", t)
@@ -533,7 +533,7 @@ def build(root: Path, args) -> int:
         validation = val.for_report(checked, measurements_file)
     # the claims, read and checked before anything is drawn: the figures mark their rules of thumb
     claims = read_claims(data, claims_path, args.claims_file, claims_doc) if has_claims else None
-    refs = {q: v for q in ("drain_time", "hardware_ratio")
+    refs = {q: v for q in MARKED_RULES_OF_THUMB
             if claims is not None and (v := claims.rule_of_thumb(q)) is not None}
     t = stage("validate", t)
     # every figure is drawn on the other core from here on

@@ -165,15 +165,13 @@ def _svg_drawn_once(fig) -> str | None:
                     *(v * 72 for v in (box.x0, height - box.y1, box.width, box.height)))
 
 
-def _num(x: float) -> str:
-    return f"{x:f}".rstrip("0").rstrip(".")   # as matplotlib writes SVG numbers
-
-
 def _cropped(svg: str, fw: float, fh: float, x0: float, y0: float, w: float, h: float) -> str | None:
     """An SVG matplotlib wrote for a figure fw x fh points, shown from (x0, y0) at w x h: its size
     and view box changed, and the figure's background stretched over the whole view (what is
     drawn outside the figure, e.g. a title above it, sits on the background as with savefig).
     None if the SVG does not start as this expects."""
+    from matplotlib.backends.backend_svg import _short_float_fmt as _num   # as matplotlib writes SVG numbers
+
     head = f'width="{_num(fw)}pt" height="{_num(fh)}pt" viewBox="0 0 {_num(fw)} {_num(fh)}"'
     patch = f'<path d="M 0 {_num(fh)} \nL {_num(fw)} {_num(fh)} \nL {_num(fw)} 0 \nL 0 0 \nz'
     if head not in svg[:2000] or patch not in svg[:4000]:
@@ -349,11 +347,15 @@ def cost_vs_batch(data, hw, model, overrides=None) -> str:
     return _svg(fig)
 
 
+# The quantities whose rule of thumb in claims.yaml a figure marks (hardware_by_year's two panels)
+MARKED_RULES_OF_THUMB = ("drain_time", "hardware_ratio")
+
+
 def hardware_by_year(data, model, refs: dict | None = None) -> str:
     """(3) Drain time and hardware ratio R for every chip, by launch year.
 
-    ``refs`` maps 'drain_time' and 'hardware_ratio' to the lecture's claimed values (from
-    claims.yaml: "about 20 ms", "around 300"), drawn as reference lines.
+    ``refs`` maps each of MARKED_RULES_OF_THUMB to the lecture's claimed value (from
+    claims.yaml: "about 20 ms", "around 300"), drawn as a reference line.
     """
     refs = refs or {}
     rows = []
@@ -369,8 +371,9 @@ def hardware_by_year(data, model, refs: dict | None = None) -> str:
     labels = [f"{hid} ({year})" for year, hid, *_ in rows]
     y = np.arange(len(rows))
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(7.6, 0.28 * len(rows) + 1.2), sharey=True)
-    panels = ((a1, 2, "drain_time", "ms", "HBM drain time (ms)"),
-              (a2, 3, "hardware_ratio", "token", "hardware ratio R at bf16 (tokens)"))
+    drain, ratio = MARKED_RULES_OF_THUMB
+    panels = ((a1, 2, drain, "ms", "HBM drain time (ms)"),
+              (a2, 3, ratio, "token", "hardware ratio R at bf16 (tokens)"))
     for ax, i, name, unit, xlab in panels:
         vals = [r[i] for r in rows]
         _bars(ax, y, np.nan_to_num(vals), "#1f77b4", 0.6)
@@ -524,19 +527,22 @@ def draw_all(data, hw, model, overrides=None, refs=None, only=None) -> dict[str,
 
 
 # The figures that draw one row per chip: their work grows with the chips, the others' does not.
+# Measured: such a figure costs about as much as another figure per this many chips.
 PER_CHIP = ("hardware_by_year", "pipelining_by_chip")
+CHIPS_PER_FIGURE = 16
 
 
 def _shares(names: list[str], chips: int, n: int, first_has: int = 0) -> list[list[str]]:
     """``names`` split over ``n`` processes to finish together: the longest first, each to the
-    process with the least work (a figure of one row per chip counts as much as another figure
-    per 16 chips, as measured; every other figure counts one). The first process also draws
-    ``first_has`` other figures."""
+    process with the least work (a figure of one row per chip counts chips / CHIPS_PER_FIGURE,
+    every other figure one). The first process also draws ``first_has`` other figures."""
+    def work(m):
+        return chips / CHIPS_PER_FIGURE if m in PER_CHIP else 1
     shares, load = [[] for _ in range(n)], [float(first_has)] + [0.0] * (n - 1)
-    for name in sorted(names, key=lambda m: -(chips / 16 if m in PER_CHIP else 1)):
+    for name in sorted(names, key=lambda m: -work(m)):
         k = load.index(min(load))
         shares[k].append(name)
-        load[k] += chips / 16 if name in PER_CHIP else 1
+        load[k] += work(name)
     return [[m for m in names if m in share] for share in shares]   # each in the declared order
 
 

@@ -86,14 +86,7 @@ def _evaluate_all(data: Data, overrides: dict | None, vectorised: bool) -> AllRe
         res.values[(hid, mid)] = vals
         res.missing[(hid, mid)] = miss
         res.fit[(hid, mid)] = feasibility(sc)
-        fits: dict = {}   # each kind of fit, asked for the first time a value it flags is found
-        flags = res.flags[(hid, mid)] = {}
-        for n in vals:
-            k = kinds.get(n)
-            if k is not None:
-                r = fits[k] if k in fits else fits.setdefault(k, sc.fit_for(k))
-                if r:
-                    flags[n] = r
+        res.flags[(hid, mid)] = {n: r for n in vals if (k := kinds.get(n)) and (r := sc.fit_for(k))}
         res.formats[(hid, mid)] = {**sc.formats, **({"note": sc.compute_note} if sc.compute_note else {})}
         res.inputs[(hid, mid)] = {n: shown(r) for n, r in sorted(sc.records.items())}
         scenarios[i] = None   # done with: its caches need not outlive the pair
