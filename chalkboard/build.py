@@ -467,18 +467,6 @@ class Staging:
         return False
 
 
-def audit_claims(data, path: Path, label: str, claims):
-    """The audit of ``claims`` (read by audit.read_claims) and the SymPy work it did that was not
-    kept from an earlier run: run in a process of its own, that work is handed back to be kept."""
-    from derivations import REGISTRY
-
-    from .audit import run_audit
-
-    before = set(REGISTRY.fresh)
-    audit = run_audit(data, path, label, claims=claims)
-    return audit, {k: v for k, v in REGISTRY.fresh.items() if k not in before}
-
-
 def build(root: Path, args) -> int:
     from .data import DataError, check_counts, load, read_yaml
 
@@ -516,7 +504,7 @@ def build(root: Path, args) -> int:
     t = stage("load", t)
     from derivations import REGISTRY  # importing the lecture modules declares and solves everything
 
-    from .audit import read_claims
+    from .audit import read_claims, run_audit
     from .check import check_all
     from .evaluate import Scenario
     from .figures import MARKED_RULES_OF_THUMB, Drawing
@@ -540,7 +528,7 @@ def build(root: Path, args) -> int:
     extra = {"validation": (lambda: val.figure_svg(checked))} if validation is not None else {}
     drawing = Drawing(data, args.hardware, args.model, overrides, extra, refs)
     # the claims are evaluated in a process of their own beside the check and the evaluation
-    auditing = Forked("auditing the claims", audit_claims, data, claims_path, args.claims_file, claims) \
+    auditing = Forked("auditing the claims", run_audit, data, claims_path, args.claims_file, None, claims) \
         if has_claims else None
     rep = check_all(REGISTRY)
     if not rep.ok:
@@ -551,11 +539,7 @@ def build(root: Path, args) -> int:
         raise BuildError("evaluation failed: " + res.errors[0])
     sc.value("step_time")
     t = stage("evaluate", t)
-    audit = None
-    if auditing is not None:
-        audit, fresh = auditing.result()
-        for key, value in fresh.items():   # SymPy work the audit did, kept with this run's
-            REGISTRY.fresh.setdefault(key, value)
+    audit = auditing.result() if auditing is not None else None
     t = stage("audit", t)   # the wait for the audit made beside the stages before
     html_env, typ_env = environments(root)
     from .report import shared_tables

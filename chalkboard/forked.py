@@ -6,7 +6,9 @@ it was at the fork, so nothing is pickled on the way in) and sends back what it 
 OutputError, InputError, DataError or MissingInput (one line for the user), anything else as a
 BuildError naming the job. ``stop()`` ends the child. Each child closes the parent's ends of every other job's pipe
 it inherits, so a parent that dies or stops reading breaks the pipes and no child blocks for
-ever. Where fork is not available, ``fn`` runs when its result is asked for.
+ever. SymPy work the child did that no earlier run kept (the audit's identity checks, generated
+code) comes back with the result, to be kept with the parent's. Where fork is not available,
+``fn`` runs when its result is asked for.
 """
 from __future__ import annotations
 
@@ -53,6 +55,11 @@ class Forked:
             raise payload
         if kind == "error":
             raise BuildError(f"{self.what} failed: {payload}")
+        payload, fresh = payload
+        registry = _registry()
+        if registry is not None:   # SymPy work the child did: kept with this run's (chalkboard.symcache)
+            for key, value in fresh.items():
+                registry.fresh.setdefault(key, value)
         return payload
 
     def stop(self) -> None:
@@ -67,11 +74,24 @@ class Forked:
         self.child = None
 
 
+def _registry():
+    """The derivations' registry if this process has loaded it (never loaded just for this)."""
+    import sys
+
+    module = sys.modules.get("derivations")
+    return module.__dict__.get("REGISTRY") if module is not None else None
+
+
 def _run(conn, fn, args, parent_ends):
     for end in parent_ends:
         end.close()
+    registry = _registry()
+    before = set(registry.fresh) if registry is not None else set()
     try:
-        conn.send(("ok", fn(*args)))
+        result = fn(*args)
+        registry = _registry()
+        fresh = {k: v for k, v in registry.fresh.items() if k not in before} if registry is not None else {}
+        conn.send(("ok", (result, fresh)))
     except _KNOWN as e:
         conn.send(("known", e))
     except BaseException as e:  # reported by the parent as one line

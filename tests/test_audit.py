@@ -434,7 +434,7 @@ def test_later_chapters_are_cited_by_id_and_checked(tmp_path, cli, where, quote,
 
 
 def test_a_claim_failing_in_the_audits_own_process_is_one_line_naming_it(tmp_path):
-    """The claims are evaluated in a process of their own (chalkboard/build.py, audit_claims): an
+    """The claims are evaluated in a process of their own (chalkboard/build.py): an
     error found there comes back as the one line naming claims.yaml, the claim and the field, with
     exit status 2, as in the build's own process."""
     doc = yaml.safe_load((ROOT / "claims.yaml").read_text())

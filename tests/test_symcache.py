@@ -68,3 +68,22 @@ def test_an_edited_audit_is_never_served_its_old_identity_checks(project):
     (new,) = (project / ".cache").glob("sympy-*.pickle")
     assert new.name != old.name
     assert "the difference is" in first and "the difference is" not in edited and "the two sides differ by" in edited
+
+
+def test_sympy_work_done_in_a_forked_process_is_kept_by_the_parent():
+    """The figures and the audit run in forked processes (chalkboard/forked.py): SymPy work one
+    does that no earlier run kept comes back with its result, so the build's cache keeps it and
+    the next build does not do it again."""
+    from chalkboard.forked import Forked, can_fork
+    from derivations import REGISTRY
+
+    if not can_fork():
+        pytest.skip("no fork here: the work is done in the build's own process")
+    key = ("test", "work done in a child")
+    REGISTRY.fresh.pop(key, None)
+    try:
+        job = Forked("keeping", lambda: REGISTRY.kept(key, lambda: 42) + 1)
+        assert job.result() == 43
+        assert REGISTRY.fresh[key] == 42
+    finally:
+        REGISTRY.fresh.pop(key, None)
