@@ -95,13 +95,10 @@ def _target_factor(text: str) -> float:
 
 def split_base(base_mag: float, units) -> tuple[float, str]:
     """``split`` for a magnitude already in base units, of a quantity declared in ``units``."""
-    kind, _, fixed = _plan(units)
-    if kind == "bare":
-        return base_mag, ""
-    u = _display(units, base_mag)
-    return base_mag / _target_factor(u), u
+    return base_splitter(units)(base_mag)
 
 
+@lru_cache(maxsize=None)
 def base_splitter(units):
     """``split_base`` for one declared unit, its plan worked out once: a function of the
     base-unit magnitude (for a table of many values of one quantity)."""
