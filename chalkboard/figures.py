@@ -562,9 +562,9 @@ class Drawing:
         self.args, self.extra, self.refs, self.jobs = (data, hw, model, overrides), extra or {}, refs or {}, []
         if not can_fork():
             return
-        for k, names in enumerate(_shares(list(FIGURES), len(data.hardware), self.PROCESSES, len(self.extra))):
-            self.jobs.append(Forked("drawing the figures", _draw_everything, data, hw, model, overrides,
-                                    self.refs, self.extra if k == 0 else {}, names))
+        shares = _shares(list(FIGURES), len(data.hardware), self.PROCESSES, len(self.extra))
+        self.jobs.append(Forked("drawing the figures", _draw_shares, data, hw, model, overrides,
+                                self.refs, self.extra, shares))
         if not all(job.child for job in self.jobs):   # a fork failed: everything is drawn here instead
             for job in self.jobs:
                 job.stop()
@@ -581,6 +581,20 @@ class Drawing:
         else:
             out = _draw_everything(*self.args, self.refs, self.extra, None)
         return {n: out[n] for n in [*FIGURES, *[k for k in out if k not in FIGURES]] if n in out}
+
+
+def _draw_shares(data, hw, model, overrides, refs, extra, shares):
+    """The first share of the figures (and ``extra``) drawn here, each other share in a process
+    forked from this one once matplotlib is imported (each process would otherwise import it)."""
+    from .forked import Forked, results
+
+    plt.figure   # imports and styles matplotlib
+    others = [Forked("drawing the figures", _draw_everything, data, hw, model, overrides, refs, {}, names)
+              for names in shares[1:]]
+    out = _draw_everything(data, hw, model, overrides, refs, extra, shares[0])
+    for part in results(others):
+        out.update(part)
+    return out
 
 
 def _draw_everything(data, hw, model, overrides, refs, extra, only):

@@ -85,17 +85,29 @@ def _registry():
 def _run(conn, fn, args, parent_ends):
     for end in parent_ends:
         end.close()
+    # a job may start jobs of its own (multiprocessing refuses them to a daemon); the parent
+    # still sees this one as a daemon, and stops it on its way out
+    mp.current_process().daemon = False
     registry = _registry()
     before = set(registry.fresh) if registry is not None else set()
     try:
         result = fn(*args)
         registry = _registry()
         fresh = {k: v for k, v in registry.fresh.items() if k not in before} if registry is not None else {}
-        conn.send(("ok", (result, fresh)))
+        reply = ("ok", (result, fresh))
     except _KNOWN as e:
-        conn.send(("known", e))
+        reply = ("known", e)
     except BaseException as e:  # reported by the parent as one line
-        conn.send(("error", f"{type(e).__name__}: {e}"))
+        reply = ("error", f"{type(e).__name__}: {e}")
+    try:
+        try:
+            conn.send(reply)
+        except OSError:
+            raise
+        except BaseException as e:   # a result that cannot be sent
+            conn.send(("error", f"{type(e).__name__}: {e}"))
+    except OSError:   # the parent is gone (stopped, or its own parent stopped it): no one to tell
+        pass
     finally:
         conn.close()
 
