@@ -421,7 +421,9 @@ def make_parser() -> argparse.ArgumentParser:
     b.add_argument("--chip-pdf", action="store_true",
                    help="with --all-hardware: also a PDF per chip, OUT/hardware/CHIP/report.pdf (slower)")
     b.add_argument("--force", action="store_true",
-                   help="build even when nothing changed since the last build into --out")
+                   help="build even when nothing changed since the last build into --out (a figure "
+                        "whose inputs did not change is still taken from .cache/figures/; remove "
+                        ".cache/ to draw every figure)")
     model_config(b)
     b.set_defaults(func=cmd_build)
 

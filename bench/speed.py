@@ -5,14 +5,17 @@ Each command runs REPEAT times in fresh processes on this machine, a floor in tu
 is compared with it (so both see the same load); medians are compared:
 
 * the full build against the bare import of its dependencies (SymPy, Pint, matplotlib,
-  Jinja2, PyYAML, Typst, numpy): a build whose inputs changed (`--force`, so nothing is
-  skipped) with SymPy's cache cold (.cache/ removed first) and warm, and an unchanged
-  rebuild (the output is up to date and the build says so);
+  Jinja2, PyYAML, Typst, numpy): a build whose inputs changed, the featured chip's HBM bandwidth
+  edited to a new value before each run (so every figure reads something new and is drawn
+  again), with nothing kept (.cache/ removed first) and with SymPy's work kept; a build after an
+  edit to another chip (only the figures that list every chip are drawn again); a build forced
+  (`--force`) with nothing changed (every figure kept); and an unchanged rebuild (the output is up
+  to date and the build says so);
 * `build.py eval` against the bare import of what eval needs (SymPy, Pint, PyYAML, numpy);
 * a 10^6-point step-time sweep (the compiled, vectorised path) against the same formula
   written by hand in numpy, in one process;
 * `build.py check` and the build at 1x, 10x and 50x the chip x model pairs (copies of the
-  bundled chips and models under new ids), time and peak memory.
+  bundled chips and models under new ids), time and peak memory, every figure drawn.
 
 Every command runs with Python's bytecode cache on, as a default Python runs (see ENV).
 
@@ -31,6 +34,11 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+from chalkboard import FEATURED_HARDWARE  # noqa: E402
+from chalkboard.figcache import FOLDER as FIGURES_KEPT  # noqa: E402
+
+OTHER_CHIP = "h100-sxm"   # a chip the featured figures do not read
 BUILD_IMPORTS = ("import sympy, pint, jinja2, yaml, typst, numpy, matplotlib; matplotlib.use('Agg'); "
                  "import matplotlib.pyplot")
 EVAL_IMPORTS = "import sympy, pint, yaml, numpy"
@@ -125,6 +133,21 @@ def sweep_vs_numpy(points: int = 1_000_000) -> tuple[float, float]:
     return t_ours, t_hand
 
 
+def chip_edits(chip: str, where: Path):
+    """A function that writes a copy of hardware.yaml to ``where`` with ``chip``'s HBM bandwidth
+    set to a value no earlier call wrote (a changed input: nothing kept under the old one fits)."""
+    import yaml
+
+    doc = yaml.safe_load((ROOT / "hardware.yaml").read_text())
+    value, unit = doc["hardware"][chip]["hbm_bandwidth"]["value"].split(" ", 1)
+    runs = iter(range(1, 10**6))
+
+    def edit():
+        doc["hardware"][chip]["hbm_bandwidth"]["value"] = f"{float(value) * (1 + next(runs) * 1e-4):.6g} {unit}"
+        where.write_text(yaml.safe_dump(doc, sort_keys=False, allow_unicode=True))
+    return edit
+
+
 def scaled_project(factor: int, where: Path) -> Path:
     """A copy of the project whose hardware.yaml holds each chip ``factor`` times (new ids)."""
     import yaml
@@ -150,25 +173,38 @@ def main() -> int:
         out = str(Path(tmp) / "out")
         build = [py, "build.py", "build", "--out", out]
         forced = [*build, "--force"]
+        featured_file, other_file = Path(tmp) / "featured-edited.yaml", Path(tmp) / "other-edited.yaml"
+        edit_featured, edit_other = chip_edits(FEATURED_HARDWARE, featured_file), chip_edits(OTHER_CHIP, other_file)
         timed(forced)  # warm the file cache, the bytecode cache and matplotlib's font cache
+        # the edited copies are read under the same names each run, as an edited hardware.yaml is
+        timed([*forced, "--hardware-file", str(other_file)], before=edit_other)
         timed([py, "build.py", "eval", "step_time"])
         no_pyc = {**ENV, "PYTHONDONTWRITEBYTECODE": "1"}
         no_pyc.pop("PYTHONPYCACHEPREFIX")
+
+        def cold():
+            edit_featured()
+            shutil.rmtree(ROOT / ".cache", ignore_errors=True)
         m = interleaved({
             "floor_b": ([py, "-c", BUILD_IMPORTS], None, None),
-            "cold": (forced, lambda: shutil.rmtree(ROOT / ".cache", ignore_errors=True), None),
-            "warm": (forced, None, None),
+            "cold": ([*forced, "--hardware-file", str(featured_file)], cold, None),
+            "warm": ([*forced, "--hardware-file", str(featured_file)], edit_featured, None),
+            "other": ([*forced, "--hardware-file", str(other_file)], edit_other, None),
+            "forced": (forced, None, None),
             "same": (build, None, None),
             "floor_e": ([py, "-c", EVAL_IMPORTS], None, None),
             "eval": ([py, "build.py", "eval", "step_time"], None, None),
             "eval_nopyc": ([py, "build.py", "eval", "step_time"], None, no_pyc),
         }, args.repeat)
         (floor_b, _), (cold, mem_cold), (warm, mem_warm), (same, mem_same) = (m[k] for k in ("floor_b", "cold", "warm", "same"))
+        (other, mem_other), (force, mem_force) = m["other"], m["forced"]
         (floor_e, _), (ev, _), (ev_nopyc, _) = (m[k] for k in ("floor_e", "eval", "eval_nopyc"))
         print("  build (import floor: SymPy, Pint, matplotlib, Jinja2, PyYAML, Typst, numpy)")
         row("bare imports", floor_b, floor_b)
-        row("changed inputs, SymPy cache cold", cold, floor_b, mem_cold)
-        row("changed inputs, SymPy cache warm", warm, floor_b, mem_warm)
+        row("featured chip edited, nothing kept", cold, floor_b, mem_cold)
+        row("featured chip edited, SymPy's work kept", warm, floor_b, mem_warm)
+        row("another chip edited (its figures drawn)", other, floor_b, mem_other)
+        row("nothing changed, --force (figures kept)", force, floor_b, mem_force)
         row("unchanged rebuild", same, floor_b, mem_same)
         print("  eval (import floor: SymPy, Pint, PyYAML, numpy)")
         row("bare imports", floor_e, floor_e)
@@ -185,7 +221,8 @@ def main() -> int:
                 shutil.copytree(ROOT / ".cache", proj / ".cache", dirs_exist_ok=True) if (ROOT / ".cache").exists() else None
                 t_c, m_c = median_of([py, "build.py", "check"], max(1, args.repeat // 2), cwd=proj)
                 t_b, m_b = median_of([py, "build.py", "build", "--force", "--out", str(proj / "out")],
-                                     max(1, args.repeat // 2), cwd=proj)
+                                     max(1, args.repeat // 2), cwd=proj,   # every figure drawn
+                                     before=lambda: shutil.rmtree(proj / FIGURES_KEPT, ignore_errors=True))
                 row(f"check, {factor}x pairs ({16 * 8 * factor})", t_c, None, m_c)
                 row(f"build, {factor}x pairs ({16 * 8 * factor})", t_b, None, m_b)
     return 0

@@ -525,8 +525,10 @@ def build(root: Path, args) -> int:
             if claims is not None and (v := claims.rule_of_thumb(q)) is not None}
     t = stage("validate", t)
     # every figure is drawn on the other core from here on
-    extra = {"validation": (lambda: val.figure_svg(checked))} if validation is not None else {}
-    drawing = Drawing(data, args.hardware, args.model, overrides, extra, refs)
+    extra = {"validation": (val.figure_svg, checked)} if validation is not None else {}
+    from .figcache import FigureCache
+    kept = FigureCache(root)   # figures kept from earlier builds under exactly what they read
+    drawing = Drawing(data, args.hardware, args.model, overrides, extra, refs, kept)
     # the claims are evaluated in a process of their own beside the check and the evaluation
     auditing = Forked("auditing the claims", run_audit, data, claims_path, args.claims_file, None, claims) \
         if has_claims else None
@@ -603,15 +605,18 @@ def build(root: Path, args) -> int:
                 from .uptodate import STAMP, stamp
                 staged.write(STAMP, stamp(args.fingerprint, written))
             staged.commit()
+        kept.save()
     except OSError as e:
         where = e.filename if e.filename and not str(e.filename).startswith(str(out.parent / ".")) else out
         raise OutputError(f"cannot write {_shown(Path(where))}: {e.strerror or e} "
                           "(the previous output is unchanged)") from None
     t = stage("write", t)
     total = time.perf_counter() - t_start
+    reused = sum(1 for n in figures if n not in drawing.drawn)
+    kept_note = f" ({reused} kept from an earlier build: what they read is unchanged)" if reused else ""
     print(f"wrote {_shown(out / 'report.html')}"
           + ("" if timestamp is None else f", {_shown(out / 'report.pdf')}")
-          + f", {len(figures)} figures, {_shown(out / 'results.json')}"
+          + f", {len(figures)} figures{kept_note}, {_shown(out / 'results.json')}"
           + ("" if chips is None else f", {_shown(out / 'hardware' / 'index.html')} and "
              f"{len(chips['pages'])} chip reports")
           + f" in {total:.2f} s")

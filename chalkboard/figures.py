@@ -549,22 +549,39 @@ def _shares(names: list[str], chips: int, n: int, first_has: int = 0) -> list[li
 class Drawing:
     """Every figure drawn in two forked processes beside the build (one per core: the build's own
     process is busy until it renders), from the start: the figures shared so that both finish
-    together, the first also drawing ``extra`` (name -> function returning SVG). ``refs``: the
-    claims' rules of thumb the figures mark (read from the claims, not their audit). ``wait()``
+    together, the first also drawing ``extra`` (name -> (function, argument) returning SVG).
+    ``refs``: the claims' rules of thumb the figures mark (read from the claims, not their audit).
+    ``kept``: a FigureCache (chalkboard/figcache.py): a figure kept under what it reads now is
+    taken from it, only the others are drawn (with the data traced) and put into it. ``wait()``
     returns name -> (SVG, chip) in the declared order, raising BuildError if drawing failed.
-    Without fork, everything is drawn in ``wait()``."""
+    Without fork, what is left to draw is drawn in ``wait()``."""
 
     PROCESSES = 2
 
-    def __init__(self, data, hw, model, overrides=None, extra=None, refs=None):
+    def __init__(self, data, hw, model, overrides=None, extra=None, refs=None, kept=None):
         from .forked import Forked, can_fork
 
-        self.args, self.extra, self.refs, self.jobs = (data, hw, model, overrides), extra or {}, refs or {}, []
-        if not can_fork():
+        overrides, extra, refs = dict(overrides or {}), extra or {}, refs or {}
+        self.args, self.kept, self.jobs = (data, hw, model, overrides, refs), kept, []
+        self.keys, self.ready = {}, {}   # name -> key in ``kept``; name -> figure taken from it (None: none)
+        if kept is not None:
+            from .figcache import MISS
+
+            arguments = (hw, model, sorted(overrides.items()), sorted((k, str(v)) for k, v in refs.items()))
+            self.keys = {name: kept.figure_key(name, data, *arguments) for name in FIGURES}
+            self.keys.update({name: kept.key(name, argument) for name, (_, argument) in extra.items()})
+            for name, key in self.keys.items():
+                figure = kept.lookup(key, data)
+                if figure is not MISS:
+                    self.ready[name] = figure
+        self.todo = [name for name in FIGURES if name not in self.ready]
+        self.extra = {name: e for name, e in extra.items() if name not in self.ready}
+        self.drawn = [*self.todo, *self.extra]    # what this build draws
+        if not self.drawn or not can_fork():
             return
-        shares = _shares(list(FIGURES), len(data.hardware), self.PROCESSES, len(self.extra))
+        shares = _shares(self.todo, len(data.hardware), self.PROCESSES, len(self.extra))
         self.jobs.append(Forked("drawing the figures", _draw_shares, data, hw, model, overrides,
-                                self.refs, self.extra, shares))
+                                refs, self.extra, shares, kept is not None))
         if not all(job.child for job in self.jobs):   # a fork failed: everything is drawn here instead
             for job in self.jobs:
                 job.stop()
@@ -575,30 +592,51 @@ class Drawing:
         from .forked import results
 
         if self.jobs:
-            out = {}
+            drawn = {}
             for part in results(self.jobs):
-                out.update(part)
+                drawn.update(part)
+        elif self.drawn:
+            data, hw, model, overrides, refs = self.args
+            drawn = _draw_everything(data, hw, model, overrides, refs, self.extra, self.todo, self.kept is not None)
         else:
-            out = _draw_everything(*self.args, self.refs, self.extra, None)
-        return {n: out[n] for n in [*FIGURES, *[k for k in out if k not in FIGURES]] if n in out}
+            drawn = {}
+        out = dict(self.ready)
+        for name, (figure, reads) in drawn.items():
+            out[name] = figure
+            if self.kept is not None:
+                self.kept.put(self.keys[name], reads, figure)
+        return {n: out[n] for n in [*FIGURES, *[k for k in out if k not in FIGURES]] if out.get(n) is not None}
 
 
-def _draw_shares(data, hw, model, overrides, refs, extra, shares):
+def _draw_shares(data, hw, model, overrides, refs, extra, shares, trace):
     """The first share of the figures (and ``extra``) drawn here, each other share in a process
     forked from this one once matplotlib is imported (each process would otherwise import it)."""
     from .forked import Forked, results
 
     plt.figure   # imports and styles matplotlib
-    others = [Forked("drawing the figures", _draw_everything, data, hw, model, overrides, refs, {}, names)
-              for names in shares[1:]]
-    out = _draw_everything(data, hw, model, overrides, refs, extra, shares[0])
+    others = [Forked("drawing the figures", _draw_everything, data, hw, model, overrides, refs, {}, names, trace)
+              for names in shares[1:] if names]
+    out = _draw_everything(data, hw, model, overrides, refs, extra, shares[0], trace)
     for part in results(others):
         out.update(part)
     return out
 
 
-def _draw_everything(data, hw, model, overrides, refs, extra, only):
-    out = draw_all(data, hw, model, overrides, refs, only)
-    for name, draw in (extra or {}).items():
-        out[name] = (draw(), None)
+def _draw_everything(data, hw, model, overrides, refs, extra, only, trace=False):
+    """name -> (figure, reads) for the figures named in ``only`` and ``extra``: figure is
+    (SVG, chip), or None where the figure lacks inputs; with ``trace``, reads is what the figure
+    read of the data, each with its digest (chalkboard/figcache.py), else None."""
+    out = {}
+    for name in only:
+        if not trace:
+            got = draw_all(data, hw, model, overrides, refs, {name})
+            out[name] = (got.get(name), None)
+            continue
+        from .figcache import read_digest, traced
+
+        log: set = set()
+        got = draw_all(traced(data, log), hw, model, overrides, refs, {name})
+        out[name] = (got.get(name), {read: read_digest(data, read) for read in sorted(log, key=repr)})
+    for name, (draw, argument) in (extra or {}).items():
+        out[name] = ((draw(argument), None), {})   # a function of its argument alone (in its key)
     return out

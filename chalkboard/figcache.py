@@ -1,0 +1,215 @@
+"""Figures kept between builds, each under exactly what it read.
+
+A figure is a function of the program, its arguments (chip, model, ``--set``, the claims' rules of
+thumb) and the entries of the data it reads. It is drawn with the data traced (``traced``): every
+chip, model, price, tier, source or file name it looks up is recorded, and a table it goes
+through whole (every chip, by launch year) is recorded as the whole table. The SVG is kept in
+.cache/figures/ with a digest of each entry read. A later build draws it again only if the
+program, the libraries or its arguments changed, or one of those entries differs
+(``FigureCache.lookup``): after an edit to one chip, the figures that list every chip are drawn
+again, and the featured chip's figures are not.
+
+The files are pickles in the project's own .cache/ folder, trusted like the project's code (as
+chalkboard/symcache.py's). A cache that cannot be read or written is ignored: the figures are the
+same either way, only drawn.
+"""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import os
+import pickle
+import sys
+import tempfile
+from pathlib import Path
+
+FOLDER = Path(".cache") / "figures"
+KEEP = 256             # kept figures at most (the newest); a figure is some 0.1 MB
+TABLES = ("hardware", "models", "prices", "tiers", "sources", "files")   # Data's tables, traced
+SETTINGS = ("default_price", "config_model")   # Data's other fields: part of every figure's key
+WHOLE = "*"            # the key under which a read of a whole table is recorded
+CODE = ("chalkboard", "derivations", "units")   # what draws a figure (the templates do not)
+MISS = object()        # lookup: not kept, or kept under entries that have changed since
+
+
+class _Traced(dict):
+    """A table of the data that records what is read from it into ``log``: (table, id) for one
+    entry looked up, present or not; (table, WHOLE) for anything that sees the whole table
+    (iteration, its ids, its length, a copy)."""
+
+    def __init__(self, table: dict, name: str, log: set):
+        super().__init__(table)
+        self._name, self._log = name, log
+
+    def _one(self, key):
+        self._log.add((self._name, key))
+
+    def _whole(self):
+        self._log.add((self._name, WHOLE))
+
+    def __getitem__(self, key):
+        self._one(key)
+        return super().__getitem__(key)
+
+    def get(self, key, default=None):
+        self._one(key)
+        return super().get(key, default)
+
+    def __contains__(self, key):
+        self._one(key)
+        return super().__contains__(key)
+
+    def __iter__(self):
+        self._whole()
+        return super().__iter__()
+
+    def __len__(self):
+        self._whole()
+        return super().__len__()
+
+    def keys(self):
+        self._whole()
+        return super().keys()
+
+    def values(self):
+        self._whole()
+        return super().values()
+
+    def items(self):
+        self._whole()
+        return super().items()
+
+    def copy(self):
+        self._whole()
+        return dict(super().items())
+
+    def __eq__(self, other):
+        self._whole()
+        return super().__eq__(other)
+
+    def __ne__(self, other):
+        self._whole()
+        return super().__ne__(other)
+
+    def __repr__(self):
+        self._whole()
+        return super().__repr__()
+
+    def __reversed__(self):
+        self._whole()
+        return super().__reversed__()
+
+    def __or__(self, other):
+        self._whole()
+        return dict(super().items()) | other
+
+    __hash__ = None
+
+
+def traced(data, log: set):
+    """``data`` with each of its tables recording what is read from it into ``log``."""
+    return dataclasses.replace(data, **{t: _Traced(getattr(data, t), t, log) for t in TABLES})
+
+
+def read_digest(data, read: tuple) -> str:
+    """The digest of what ``read`` (table, id or WHOLE) gives in ``data`` (an absent id too)."""
+    table, key = read
+    tab = getattr(data, table)
+    value = list(tab.items()) if key == WHOLE else ("absent",) if key not in tab else ("entry", tab[key])
+    return hashlib.sha256(pickle.dumps(value, protocol=4)).hexdigest()
+
+
+def code_digest(root: Path) -> str:
+    """A digest of what draws the figures: the program's files, the Python and library versions,
+    and any matplotlibrc matplotlib would read."""
+    from importlib import metadata
+
+    from .uptodate import LIBRARIES, _files
+
+    h = hashlib.sha256()
+    for rel in CODE:
+        for f in _files(root, rel):
+            h.update(str(f.relative_to(root)).encode())
+            h.update(hashlib.sha256(f.read_bytes()).digest())
+    for lib in LIBRARIES:
+        try:
+            h.update(f"{lib} {metadata.version(lib)}".encode())
+        except metadata.PackageNotFoundError:
+            h.update(f"{lib} none".encode())
+    h.update(f"python {sys.version}".encode())
+    config = os.environ.get("MPLCONFIGDIR") or str(Path.home() / ".config" / "matplotlib")
+    for rc in (os.environ.get("MATPLOTLIBRC"), "matplotlibrc", str(Path(config) / "matplotlibrc")):
+        p = Path(rc) if rc else None
+        if p is not None and p.is_dir():
+            p = p / "matplotlibrc"
+        if p is not None and p.is_file():
+            h.update(str(p).encode())
+            h.update(p.read_bytes())
+    return h.hexdigest()
+
+
+class FigureCache:
+    """The figures kept in ``root``/.cache/figures. ``key`` names a figure with its arguments;
+    ``lookup`` gives what was kept under it if every entry it read is as it was, else MISS;
+    ``put`` keeps a newly drawn one and ``save`` writes what was put (from the build's entry)."""
+
+    def __init__(self, root: Path, code: str | None = None):
+        self.folder = root / FOLDER
+        self.code = code if code is not None else code_digest(root)
+        self._digests: dict = {}
+        self._new: dict = {}
+
+    def key(self, name: str, *arguments) -> str:
+        return hashlib.sha256(pickle.dumps((self.code, name, arguments), protocol=4)).hexdigest()[:40]
+
+    def figure_key(self, name: str, data, *arguments) -> str:
+        """The key of a figure drawn from ``data`` with ``arguments``: with the data's settings
+        (every field of Data that is not a traced table)."""
+        return self.key(name, *arguments, *(getattr(data, f) for f in SETTINGS))
+
+    def lookup(self, key: str, data):
+        try:
+            with open(self.folder / f"{key}.pickle", "rb") as f:
+                kept = pickle.load(f)
+            reads, figure = kept["reads"], kept["figure"]
+        except (OSError, EOFError, pickle.UnpicklingError, AttributeError, ImportError, TypeError,
+                ValueError, KeyError):
+            return MISS
+        for read, digest in reads.items():
+            if self.digest(data, read) != digest:
+                return MISS
+        try:
+            os.utime(self.folder / f"{key}.pickle")   # used: kept the longest (save keeps the newest)
+        except OSError:
+            pass
+        return figure
+
+    def digest(self, data, read) -> str:
+        if read not in self._digests:
+            self._digests[read] = read_digest(data, read)
+        return self._digests[read]
+
+    def put(self, key: str, reads: dict, figure) -> None:
+        self._new[key] = {"reads": reads, "figure": figure}
+
+    def save(self) -> None:
+        """Write the figures put since the last save, and drop the oldest beyond KEEP."""
+        if not self._new:
+            return
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            for key, kept in self._new.items():
+                fd, tmp = tempfile.mkstemp(prefix=".figure-", dir=self.folder)
+                try:
+                    with os.fdopen(fd, "wb") as f:
+                        pickle.dump(kept, f, protocol=pickle.HIGHEST_PROTOCOL)
+                    os.replace(tmp, self.folder / f"{key}.pickle")
+                except BaseException:
+                    Path(tmp).unlink(missing_ok=True)
+                    raise
+            self._new = {}
+            files = sorted(self.folder.glob("*.pickle"), key=lambda p: p.stat().st_mtime, reverse=True)
+            for old in files[KEEP:]:
+                old.unlink(missing_ok=True)
+        except OSError:
+            pass   # not kept: the next build draws them again

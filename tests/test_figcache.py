@@ -1,0 +1,162 @@
+"""Figures kept between builds (chalkboard/figcache.py): a kept figure is used only while
+everything it read is as it was, so a build with the cache draws the same figures as one without.
+Each edit below is checked both ways: which figures are drawn again, and that every figure equals
+the one drawn with no cache at all."""
+from __future__ import annotations
+
+import dataclasses
+import shutil
+from pathlib import Path
+
+import pytest
+
+from chalkboard import FEATURED_HARDWARE as HW, FEATURED_MODEL as MODEL
+from chalkboard.data import load
+from chalkboard.data import Data
+from chalkboard.figcache import MISS, SETTINGS, TABLES, WHOLE, FigureCache, _Traced, code_digest, traced
+from chalkboard.figures import FIGURES, PER_CHIP, Drawing
+
+ROOT = Path(__file__).resolve().parents[1]
+OTHER_CHIP = "h100-sxm"   # not the featured chip
+
+
+@pytest.fixture(scope="module")
+def data():
+    return load(ROOT)
+
+
+def scaled(entry, field: str, factor: float):
+    """``entry`` with its ``field`` multiplied by ``factor`` (an edit to one number of the data)."""
+    v = entry.values[field]
+    return dataclasses.replace(entry, values={**entry.values, field: dataclasses.replace(v, quantity=v.quantity * factor)})
+
+
+def edited(data, table: str, entry_id: str, field: str, factor: float = 1.5):
+    tab = getattr(data, table)
+    return dataclasses.replace(data, **{table: {**tab, entry_id: scaled(tab[entry_id], field, factor)}})
+
+
+def drawn_with(folder: Path, data, overrides=None, refs=None):
+    """(the figures, the names drawn rather than taken from the cache) for one build's drawing
+    with the cache in ``folder``, the cache saved afterwards as the build saves it."""
+    kept = FigureCache(folder, code="this program")
+    d = Drawing(data, HW, MODEL, overrides, None, refs, kept)
+    figures = d.wait()
+    kept.save()
+    return figures, set(d.drawn)
+
+
+def without_cache(data, overrides=None, refs=None):
+    return Drawing(data, HW, MODEL, overrides, None, refs).wait()
+
+
+def test_a_figure_is_drawn_again_exactly_when_what_it_read_changed(data, tmp_path):
+    first, drawn = drawn_with(tmp_path, data)
+    assert drawn == set(FIGURES) and first == without_cache(data)
+
+    again, drawn = drawn_with(tmp_path, data)
+    assert drawn == set() and again == first            # nothing changed: nothing drawn
+
+    other = edited(data, "hardware", OTHER_CHIP, "hbm_bandwidth")
+    got, drawn = drawn_with(tmp_path, other)
+    assert drawn == set(PER_CHIP)                        # only the figures that list every chip
+    assert got == without_cache(other)
+    assert any(got[n] != first[n] for n in PER_CHIP)     # and the edit shows in them
+
+    added = dataclasses.replace(other, hardware={**other.hardware, "my-chip": dataclasses.replace(
+        other.hardware[OTHER_CHIP], id="my-chip", name="a chip of my own")})
+    got, drawn = drawn_with(tmp_path, added)
+    assert drawn == set(PER_CHIP)                        # a chip added: the lists of every chip
+    assert got == without_cache(added)
+
+    featured = edited(other, "hardware", HW, "hbm_bandwidth")
+    got, drawn = drawn_with(tmp_path, featured)
+    assert drawn >= {"step_time_vs_batch", "context_sweep", *PER_CHIP}
+    assert got == without_cache(featured)
+
+    model = edited(featured, "models", MODEL, "params_active", 0.9)
+    got, drawn = drawn_with(tmp_path, model)
+    assert drawn >= {"step_time_vs_batch", *PER_CHIP}
+    assert got == without_cache(model)
+
+
+def test_the_arguments_are_part_of_a_figures_key(data, tmp_path):
+    drawn_with(tmp_path, data)
+    got, drawn = drawn_with(tmp_path, data, {"context": "4096"})
+    assert drawn == set(FIGURES) and got == without_cache(data, {"context": "4096"})
+    from units import Quantity
+    got, drawn = drawn_with(tmp_path, data, None, {"drain_time": Quantity(30, "ms")})
+    assert "hardware_by_year" in drawn and got == without_cache(data, None, {"drain_time": Quantity(30, "ms")})
+
+
+def test_the_programs_files_are_part_of_every_key(tmp_path):
+    for rel in ("chalkboard", "derivations", "units"):
+        shutil.copytree(ROOT / rel, tmp_path / rel, ignore=shutil.ignore_patterns("__pycache__"))
+    before = code_digest(tmp_path)
+    assert code_digest(tmp_path) == before
+    path = tmp_path / "chalkboard" / "figures.py"
+    path.write_text(path.read_text() + "\n# edited\n")
+    assert code_digest(tmp_path) != before
+
+
+def test_a_kept_figure_from_another_program_is_not_used(data, tmp_path):
+    kept = FigureCache(tmp_path, code="one program")
+    key = kept.key("step_time_vs_batch", HW, MODEL)
+    kept.put(key, {}, ("<svg/>", HW))
+    kept.save()
+    assert FigureCache(tmp_path, code="one program").lookup(key, data) == ("<svg/>", HW)
+    other = FigureCache(tmp_path, code="another program")
+    assert other.lookup(other.key("step_time_vs_batch", HW, MODEL), data) is MISS
+
+
+def test_an_unreadable_kept_figure_is_drawn_again(data, tmp_path):
+    kept = FigureCache(tmp_path, code="x")
+    key = kept.key("step_time_vs_batch")
+    (tmp_path / ".cache" / "figures").mkdir(parents=True)
+    (tmp_path / ".cache" / "figures" / f"{key}.pickle").write_bytes(b"not a pickle")
+    assert kept.lookup(key, data) is MISS
+
+
+def test_the_traced_tables_record_what_is_read(data):
+    log: set = set()
+    t = traced(data, log)
+    t.hardware[HW]
+    t.models.get(MODEL)
+    _ = "no-such-chip" in t.hardware
+    assert log == {("hardware", HW), ("models", MODEL), ("hardware", "no-such-chip")}
+    for whole in (list, len, lambda d: d.keys(), lambda d: d.values(), lambda d: d.items(), lambda d: {**d},
+                  lambda d: dict(d), lambda d: d.copy()):
+        log.clear()
+        whole(t.prices)
+        assert ("prices", WHOLE) in log, whole   # (a copy also looks each entry up)
+    assert isinstance(t.hardware, _Traced) and t.hardware == data.hardware
+
+
+def test_every_field_of_the_data_is_traced_or_keyed():
+    """A field added to Data must be read through a traced table or be part of every figure's
+    key; otherwise a figure that read it would be kept across a change to it."""
+    assert {f.name for f in dataclasses.fields(Data)} == set(TABLES) | set(SETTINGS)
+    assert not set(TABLES) & set(SETTINGS)
+
+
+def test_a_build_with_every_figure_kept_writes_the_same_files(tmp_path):
+    """Two builds of a copy of the project: the first draws every figure and keeps it, the second
+    takes every figure from .cache/figures; both write the same files, byte for byte."""
+    import filecmp
+    import subprocess
+    import sys
+
+    proj = tmp_path / "project"
+    shutil.copytree(ROOT, proj, ignore=shutil.ignore_patterns(".git", "build", "__pycache__", ".pytest_cache",
+                                                              "figures"))
+    for n in ("first", "second"):
+        r = subprocess.run([sys.executable, "build.py", "build", "--no-pdf", "--out", str(tmp_path / n)],
+                           cwd=proj, capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+        if n == "first":
+            assert len(list((proj / ".cache" / "figures").glob("*.pickle"))) == len(FIGURES) + 1  # + validation
+    (tmp_path / "first" / ".chalkboard-stamp").unlink()
+    (tmp_path / "second" / ".chalkboard-stamp").unlink()
+    cmp = filecmp.dircmp(tmp_path / "first", tmp_path / "second")
+    assert not cmp.diff_files and not cmp.left_only and not cmp.right_only
+    assert not filecmp.dircmp(tmp_path / "first" / "figures", tmp_path / "second" / "figures").diff_files
