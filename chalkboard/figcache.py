@@ -21,6 +21,7 @@ import os
 import pickle
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 FOLDER = Path(".cache") / "figures"
@@ -151,13 +152,15 @@ def code_digest(root: Path) -> str:
 class FigureCache:
     """The figures kept in ``root``/.cache/figures. ``key`` names a figure with its arguments;
     ``lookup`` gives what was kept under it if every entry it read is as it was, else MISS;
-    ``put`` keeps a newly drawn one and ``save`` writes what was put (from the build's entry)."""
+    ``put`` keeps a newly drawn one and ``save`` writes what was put (from the build's entry).
+    A file is named KEY-VERSION.pickle, VERSION a digest of what the figure read."""
 
     def __init__(self, root: Path, code: str | None = None):
         self.folder = root / FOLDER
         self.code = code if code is not None else code_digest(root)
         self._digests: dict = {}
         self._new: dict = {}
+        self._versions: dict | None = None   # key -> its kept files, most recently used first
 
     def key(self, name: str, *arguments) -> str:
         return hashlib.sha256(pickle.dumps((self.code, name, arguments), protocol=4)).hexdigest()[:40]
@@ -168,21 +171,32 @@ class FigureCache:
         return self.key(name, *arguments, *(getattr(data, f) for f in SETTINGS))
 
     def lookup(self, key: str, data):
-        try:
-            with open(self.folder / f"{key}.pickle", "rb") as f:
-                kept = pickle.load(f)
-            reads, figure = kept["reads"], kept["figure"]
-        except (OSError, EOFError, pickle.UnpicklingError, AttributeError, ImportError, TypeError,
-                ValueError, KeyError):
-            return MISS
-        for read, digest in reads.items():
-            if self.digest(data, read) != digest:
-                return MISS
-        try:
-            os.utime(self.folder / f"{key}.pickle")   # used: kept the longest (save keeps the newest)
-        except OSError:
-            pass
-        return figure
+        """The figure kept under ``key`` whose every read gives what it gave then, or MISS. A key
+        may have several versions (one per version of what the figure read: another hardware
+        file, an edit undone); the most recently used is tried first."""
+        if self._versions is None:
+            self._versions = {}
+            try:
+                files = sorted(self.folder.glob("*.pickle"), key=lambda p: p.stat().st_mtime, reverse=True)
+            except OSError:
+                files = []
+            for path in files:
+                self._versions.setdefault(path.stem.split("-")[0], []).append(path)
+        for path in self._versions.get(key, []):
+            try:
+                with open(path, "rb") as f:
+                    kept = pickle.load(f)
+                reads, figure = kept["reads"], kept["figure"]
+            except (OSError, EOFError, pickle.UnpicklingError, AttributeError, ImportError, TypeError,
+                    ValueError, KeyError):
+                continue
+            if all(self.digest(data, read) == digest for read, digest in reads.items()):
+                try:
+                    os.utime(path)   # used: kept the longest (save keeps the most recently used)
+                except OSError:
+                    pass
+                return figure
+        return MISS
 
     def digest(self, data, read) -> str:
         if read not in self._digests:
@@ -190,7 +204,8 @@ class FigureCache:
         return self._digests[read]
 
     def put(self, key: str, reads: dict, figure) -> None:
-        self._new[key] = {"reads": reads, "figure": figure}
+        version = hashlib.sha256(pickle.dumps(sorted(reads.items()), protocol=4)).hexdigest()[:16]
+        self._new[f"{key}-{version}"] = {"reads": reads, "figure": figure}
 
     def save(self) -> None:
         """Write the figures put since the last save, and drop the oldest beyond KEEP."""
@@ -198,12 +213,12 @@ class FigureCache:
             return
         try:
             self.folder.mkdir(parents=True, exist_ok=True)
-            for key, kept in self._new.items():
+            for name, kept in self._new.items():
                 fd, tmp = tempfile.mkstemp(prefix=".figure-", dir=self.folder)
                 try:
                     with os.fdopen(fd, "wb") as f:
                         pickle.dump(kept, f, protocol=pickle.HIGHEST_PROTOCOL)
-                    os.replace(tmp, self.folder / f"{key}.pickle")
+                    os.replace(tmp, self.folder / f"{name}.pickle")
                 except BaseException:
                     Path(tmp).unlink(missing_ok=True)
                     raise
@@ -211,5 +226,8 @@ class FigureCache:
             files = sorted(self.folder.glob("*.pickle"), key=lambda p: p.stat().st_mtime, reverse=True)
             for old in files[KEEP:]:
                 old.unlink(missing_ok=True)
+            for left in self.folder.glob(".figure-*"):   # a write a killed build left unfinished
+                if left.stat().st_mtime < time.time() - 600:
+                    left.unlink(missing_ok=True)
         except OSError:
             pass   # not kept: the next build draws them again

@@ -63,6 +63,9 @@ def test_a_figure_is_drawn_again_exactly_when_what_it_read_changed(data, tmp_pat
     assert got == without_cache(other)
     assert any(got[n] != first[n] for n in PER_CHIP)     # and the edit shows in them
 
+    back, drawn = drawn_with(tmp_path, data)
+    assert drawn == set() and back == first              # the edit undone: both versions are kept
+
     added = dataclasses.replace(other, hardware={**other.hardware, "my-chip": dataclasses.replace(
         other.hardware[OTHER_CHIP], id="my-chip", name="a chip of my own")})
     got, drawn = drawn_with(tmp_path, added)
@@ -113,7 +116,7 @@ def test_an_unreadable_kept_figure_is_drawn_again(data, tmp_path):
     kept = FigureCache(tmp_path, code="x")
     key = kept.key("step_time_vs_batch")
     (tmp_path / ".cache" / "figures").mkdir(parents=True)
-    (tmp_path / ".cache" / "figures" / f"{key}.pickle").write_bytes(b"not a pickle")
+    (tmp_path / ".cache" / "figures" / f"{key}-0123.pickle").write_bytes(b"not a pickle")
     assert kept.lookup(key, data) is MISS
 
 
