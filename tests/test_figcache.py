@@ -158,6 +158,9 @@ def test_a_build_with_every_figure_kept_writes_the_same_files(tmp_path):
         assert r.returncode == 0, r.stderr
         if n == "first":
             assert len(list((proj / ".cache" / "figures").glob("*.pickle"))) == len(FIGURES) + 1  # + validation
+            assert "kept from an earlier build" not in r.stdout
+        else:
+            assert f"{len(FIGURES) + 1} figures ({len(FIGURES) + 1} kept from an earlier build" in r.stdout, r.stdout
     (tmp_path / "first" / ".chalkboard-stamp").unlink()
     (tmp_path / "second" / ".chalkboard-stamp").unlink()
     cmp = filecmp.dircmp(tmp_path / "first", tmp_path / "second")
