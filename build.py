@@ -353,15 +353,32 @@ def cmd_validate(args) -> int:
     return 1 if any(r.violates for r in results) else 0
 
 
+def _hash_before_import(args) -> None:
+    """The program, data and options hashed before the program's modules are imported (main does
+    this first): what the build runs is what the hashes say. Each is taken again where what it
+    names is kept, and nothing is kept if a file changed meanwhile (chalkboard/build.py: the
+    stamp; chalkboard/figcache.py: the figures)."""
+    from chalkboard import uptodate
+    from chalkboard.figcache import code_digest
+
+    args.program = code_digest(ROOT)
+    try:
+        args.fingerprint = uptodate.fingerprint(ROOT, args)
+        args.fingerprinted = argparse.Namespace(**vars(args))   # the options as hashed
+    except (OSError, ValueError):  # an unreadable input: the build itself says what is wrong
+        args.fingerprint = None
+
+
 def cmd_build(args) -> int:
     import os
 
     from chalkboard import uptodate
 
+    if not hasattr(args, "fingerprint"):
+        _hash_before_import(args)
     try:
-        args.fingerprint = uptodate.fingerprint(ROOT, args)
         out = Path(os.path.realpath(args.out if Path(args.out).is_absolute() else ROOT / args.out))
-    except (OSError, ValueError):  # an unreadable input: the build itself says what is wrong
+    except (OSError, ValueError):
         args.fingerprint = None
     if args.fingerprint and not args.force and uptodate.up_to_date(out, args.fingerprint):
         print(f"chalkboard build: {args.out} is up to date (no program, data or option changed, and "
@@ -494,6 +511,8 @@ def main(argv=None) -> int:
     if not any(a in commands for a in argv) and not ({"-h", "--help"} & set(argv)):
         argv = ["build", *argv]  # no command: build the report
     args = parser.parse_args(argv)
+    if args.func is cmd_build:
+        _hash_before_import(args)
     from chalkboard.data import DataError
     from chalkboard.errors import InputError, MissingInput, NotApplicable
     from chalkboard import symcache

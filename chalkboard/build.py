@@ -527,7 +527,8 @@ def build(root: Path, args) -> int:
     # every figure is drawn on the other core from here on
     extra = {"validation": (val.figure_svg, checked)} if validation is not None else {}
     from .figcache import FigureCache
-    kept = FigureCache(root)   # figures kept from earlier builds under exactly what they read
+    # figures kept from earlier builds under exactly what they read
+    kept = FigureCache(root, getattr(args, "program", None), recheck=True)
     drawing = Drawing(data, args.hardware, args.model, overrides, extra, refs, kept)
     # the claims are evaluated in a process of their own beside the check and the evaluation
     auditing = Forked("auditing the claims", run_audit, data, claims_path, args.claims_file, None, claims) \
@@ -602,8 +603,10 @@ def build(root: Path, args) -> int:
                 if getattr(args, "chip_pdf", False):
                     t = stage("chip pdfs", t)
             if getattr(args, "fingerprint", None):  # lets an unchanged rebuild skip the work
-                from .uptodate import STAMP, stamp
-                staged.write(STAMP, stamp(args.fingerprint, written))
+                from .uptodate import STAMP, fingerprint, stamp
+                # only if nothing hashed changed during the build (else the next one builds again)
+                if fingerprint(root, getattr(args, "fingerprinted", args)) == args.fingerprint:
+                    staged.write(STAMP, stamp(args.fingerprint, written))
             staged.commit()
         kept.save()
     except OSError as e:

@@ -31,6 +31,7 @@ SETTINGS = ("default_price", "config_model")   # Data's other fields: part of ev
 WHOLE = "*"            # the key under which a read of a whole table is recorded
 CODE = ("chalkboard", "derivations", "units")   # what draws a figure (the templates do not)
 MISS = object()        # lookup: not kept, or kept under entries that have changed since
+DRAWING_LIBRARIES = ("pyparsing", "kiwisolver", "fonttools", "pillow", "contourpy", "cycler")   # matplotlib's own
 
 
 class _Traced(dict):
@@ -127,26 +128,44 @@ def code_digest(root: Path) -> str:
 
     from .uptodate import LIBRARIES, _files
 
+    libraries = (*LIBRARIES, *DRAWING_LIBRARIES)
+
     h = hashlib.sha256()
     for rel in CODE:
         for f in _files(root, rel):
             h.update(str(f.relative_to(root)).encode())
             h.update(hashlib.sha256(f.read_bytes()).digest())
-    for lib in LIBRARIES:
+    for lib in libraries:
         try:
             h.update(f"{lib} {metadata.version(lib)}".encode())
         except metadata.PackageNotFoundError:
             h.update(f"{lib} none".encode())
-    h.update(f"python {sys.version}".encode())
-    config = os.environ.get("MPLCONFIGDIR") or str(Path.home() / ".config" / "matplotlib")
-    for rc in (os.environ.get("MATPLOTLIBRC"), "matplotlibrc", str(Path(config) / "matplotlibrc")):
+    h.update(f"python {sys.version} {sys.platform}".encode())
+    for p in _matplotlib_settings():
+        h.update(str(p).encode())
+        h.update(p.read_bytes())
+    return h.hexdigest()
+
+
+def _matplotlib_settings() -> list[Path]:
+    """Every matplotlibrc matplotlib may read (matplotlib.matplotlib_fname's candidates, on every
+    platform: more than it reads, never fewer) and its list of fonts, without importing it."""
+    home, env = Path.home(), os.environ.get
+    configs = [env("MPLCONFIGDIR"), env("XDG_CONFIG_HOME") and str(Path(env("XDG_CONFIG_HOME")) / "matplotlib"),
+               str(home / ".config" / "matplotlib"), str(home / ".matplotlib")]
+    caches = [env("MPLCONFIGDIR"), env("XDG_CACHE_HOME") and str(Path(env("XDG_CACHE_HOME")) / "matplotlib"),
+              str(home / ".cache" / "matplotlib"), str(home / ".matplotlib")]
+    found = []
+    for rc in [env("MATPLOTLIBRC"), "matplotlibrc", *[c and str(Path(c) / "matplotlibrc") for c in configs]]:
         p = Path(rc) if rc else None
         if p is not None and p.is_dir():
             p = p / "matplotlibrc"
         if p is not None and p.is_file():
-            h.update(str(p).encode())
-            h.update(p.read_bytes())
-    return h.hexdigest()
+            found.append(p)
+    for c in caches:
+        if c and Path(c).is_dir():
+            found += sorted(Path(c).glob("fontlist-*.json"))
+    return found
 
 
 class FigureCache:
@@ -155,8 +174,11 @@ class FigureCache:
     ``put`` keeps a newly drawn one and ``save`` writes what was put (from the build's entry).
     A file is named KEY-VERSION.pickle, VERSION a digest of what the figure read."""
 
-    def __init__(self, root: Path, code: str | None = None):
-        self.folder = root / FOLDER
+    def __init__(self, root: Path, code: str | None = None, recheck: bool = False):
+        """``code``: the program's digest (code_digest), taken before the program's modules were
+        imported; ``recheck``: take it again when saving, and keep nothing if it changed (a file
+        edited or a library installed during the build: what was drawn is not what is hashed)."""
+        self.root, self.folder, self.recheck = root, root / FOLDER, recheck
         self.code = code if code is not None else code_digest(root)
         self._digests: dict = {}
         self._new: dict = {}
@@ -187,10 +209,10 @@ class FigureCache:
                 with open(path, "rb") as f:
                     kept = pickle.load(f)
                 reads, figure = kept["reads"], kept["figure"]
-            except (OSError, EOFError, pickle.UnpicklingError, AttributeError, ImportError, TypeError,
-                    ValueError, KeyError):
+                same = all(self.digest(data, read) == digest for read, digest in reads.items())
+            except Exception:   # unreadable, or not what save writes: drawn again
                 continue
-            if all(self.digest(data, read) == digest for read, digest in reads.items()):
+            if same:
                 try:
                     os.utime(path)   # used: kept the longest (save keeps the most recently used)
                 except OSError:
@@ -210,6 +232,8 @@ class FigureCache:
     def save(self) -> None:
         """Write the figures put since the last save, and drop the oldest beyond KEEP."""
         if not self._new:
+            return
+        if self.recheck and code_digest(self.root) != self.code:
             return
         try:
             self.folder.mkdir(parents=True, exist_ok=True)

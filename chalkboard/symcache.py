@@ -30,15 +30,18 @@ ALSO_KEYED = ("audit.py", "check.py", "compiled.py", "printers.py")
 
 
 def _key(root: Path) -> str:
-    import sympy
-
     h = hashlib.sha256()
     for p in [*sorted((root / "derivations").glob("*.py")), *(root / "chalkboard" / f for f in ALSO_KEYED),
               *sorted(p for p in (root / "units").iterdir() if p.is_file() and p.suffix in (".py", ".txt"))]:
         h.update(p.name.encode())
         h.update(p.read_bytes())
+    import sympy   # after the sources are read: what this run imports is what was hashed
+
     h.update(f"sympy {sympy.__version__} python {sys.version_info[:2]}".encode())
     return h.hexdigest()[:24]
+
+
+_LOADED: dict = {}   # root -> the file load() read: named by the sources as they were when the run began
 
 
 def path(root: Path) -> Path:
@@ -47,6 +50,8 @@ def path(root: Path) -> Path:
 
 def load(root: Path) -> int:
     """Hand the registry an earlier run's results, if any; returns how many."""
+    target = _LOADED[root] = path(root)   # hashed before the derivations are imported
+
     from derivations import _core
 
     from sympy.core.parameters import evaluate
@@ -54,7 +59,7 @@ def load(root: Path) -> int:
     try:
         # the expressions were stored in SymPy's canonical form: rebuilding them without
         # re-evaluating (Max/Min re-check their arguments pairwise) gives equal objects, fast
-        with open(path(root), "rb") as f, evaluate(False):
+        with open(target, "rb") as f, evaluate(False):
             saved = pickle.load(f)
     except (OSError, EOFError, pickle.UnpicklingError, AttributeError, ImportError, TypeError, ValueError):
         return 0
@@ -70,8 +75,10 @@ def save(root: Path) -> None:
     registry = derivations.__dict__.get("REGISTRY")  # never import the modules just to save
     if registry is None or not registry.fresh:
         return
+    target = path(root)
+    if _LOADED.get(root, target) != target:
+        return   # a source changed during the run: what it computed is not what the new name says
     try:
-        target = path(root)
         target.parent.mkdir(exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=".sympy-", dir=target.parent)
         with os.fdopen(fd, "wb") as f:

@@ -166,3 +166,42 @@ def test_a_build_with_every_figure_kept_writes_the_same_files(tmp_path):
     cmp = filecmp.dircmp(tmp_path / "first", tmp_path / "second")
     assert not cmp.diff_files and not cmp.left_only and not cmp.right_only
     assert not filecmp.dircmp(tmp_path / "first" / "figures", tmp_path / "second" / "figures").diff_files
+
+
+def test_a_program_edited_during_the_build_keeps_no_figure(tmp_path):
+    """The program's digest is taken when the build starts, before its modules are imported, and
+    again when the figures are saved: if a file changed in between, what was drawn is not what
+    the digest says, and nothing is kept."""
+    for rel in ("chalkboard", "derivations", "units"):
+        shutil.copytree(ROOT / rel, tmp_path / rel, ignore=shutil.ignore_patterns("__pycache__"))
+    kept = FigureCache(tmp_path, code_digest(tmp_path), recheck=True)
+    kept.put(kept.key("step_time_vs_batch"), {}, ("<svg/>", HW))
+    path = tmp_path / "chalkboard" / "figures.py"
+    path.write_text(path.read_text() + "\n# edited during the build\n")
+    kept.save()
+    folder = tmp_path / ".cache" / "figures"
+    assert not folder.exists() or not list(folder.glob("*.pickle"))
+    again = FigureCache(tmp_path, code_digest(tmp_path), recheck=True)
+    again.put(again.key("step_time_vs_batch"), {}, ("<svg/>", HW))
+    again.save()
+    assert len(list((tmp_path / ".cache" / "figures").glob("*.pickle"))) == 1
+
+
+def test_every_matplotlibrc_matplotlib_may_read_is_in_the_digest(tmp_path, monkeypatch):
+    for rel in ("chalkboard", "derivations", "units"):
+        shutil.copytree(ROOT / rel, tmp_path / rel, ignore=shutil.ignore_patterns("__pycache__"))
+    monkeypatch.chdir(tmp_path)
+    for var in ("MATPLOTLIBRC", "MPLCONFIGDIR", "XDG_CONFIG_HOME"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    before = code_digest(tmp_path)
+    for var, folder in (("XDG_CONFIG_HOME", "xdg"), ("MPLCONFIGDIR", "mplconfig")):
+        (tmp_path / folder / ("matplotlib" if var == "XDG_CONFIG_HOME" else "")).mkdir(parents=True, exist_ok=True)
+        monkeypatch.setenv(var, str(tmp_path / folder))
+        rc = tmp_path / folder / ("matplotlib/matplotlibrc" if var == "XDG_CONFIG_HOME" else "matplotlibrc")
+        rc.write_text("lines.linewidth: 4\n")
+        assert code_digest(tmp_path) != before, var
+        rc.unlink()
+        assert code_digest(tmp_path) == before, var
+    (tmp_path / "matplotlibrc").write_text("lines.linewidth: 4\n")   # in the folder the build runs in
+    assert code_digest(tmp_path) != before

@@ -182,3 +182,33 @@ def test_an_edited_data_file_rebuilds(tmp_path):
     hw.write_text(hw.read_text().replace('"3.35 TB/s"', '"3.36 TB/s"', 1))
     r = run_cli("--out", str(out), "--no-pdf", root=proj)
     assert r.returncode == 0 and "wrote" in r.stdout
+
+
+def test_a_program_file_edited_during_a_build_is_not_called_up_to_date(tmp_path):
+    """The stamp's fingerprint is taken when the build starts, before the program's modules are
+    imported, and again before the stamp is written: a module the build had already imported,
+    edited while it ran, leaves no stamp, so the next build runs the edited program (rather than
+    calling output made by the old one up to date)."""
+    import subprocess
+    import sys
+
+    proj = tmp_path / "proj"
+    shutil.copytree(ROOT, proj, ignore=shutil.ignore_patterns(".git", "build", "__pycache__", ".pytest_cache"))
+    out = tmp_path / "out"
+    edit_while_running = (
+        "import sys, runpy; sys.path.insert(0, '.')\n"
+        "from chalkboard import symcache\n"
+        "load = symcache.load\n"
+        "def edited_then_loaded(root):\n"
+        "    data = root / 'chalkboard' / 'data.py'   # imported by now: this run keeps the old code\n"
+        "    data.write_text(data.read_text() + '\\n# edited while a build ran\\n')\n"
+        "    return load(root)\n"
+        "symcache.load = edited_then_loaded\n"
+        f"sys.argv = ['build.py', '--out', {str(out)!r}, '--no-pdf']\n"
+        "runpy.run_path('build.py', run_name='__main__')\n")
+    r = subprocess.run([sys.executable, "-c", edit_while_running], cwd=proj, capture_output=True, text=True)
+    assert r.returncode == 0 and "wrote" in r.stdout, r.stderr
+    r = run_cli("--out", str(out), "--no-pdf", root=proj)
+    assert r.returncode == 0 and "wrote" in r.stdout, r.stderr
+    r = run_cli("--out", str(out), "--no-pdf", root=proj)
+    assert "is up to date" in r.stderr

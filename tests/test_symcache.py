@@ -87,3 +87,26 @@ def test_sympy_work_done_in_a_forked_process_is_kept_by_the_parent():
         assert REGISTRY.fresh[key] == 42
     finally:
         REGISTRY.fresh.pop(key, None)
+
+
+def test_a_source_edited_during_a_run_keeps_nothing_under_its_new_name(project):
+    """The cache file is named by the sources as they were when the run began (load); a source
+    edited before the run ends would otherwise have this run's results kept under the edited
+    source's name, and served to the next run."""
+    from chalkboard import symcache
+    from derivations import REGISTRY
+
+    key = ("test", "a result of the run")
+    symcache.load(project)
+    REGISTRY.fresh[key] = 1
+    try:
+        source = project / "derivations" / "roofline.py"
+        source.write_text(source.read_text() + "\n# edited during the run\n")
+        symcache.save(project)
+        assert not (project / ".cache").exists() or not list((project / ".cache").glob("sympy-*.pickle"))
+        symcache.load(project)   # a run that begins after the edit keeps its results
+        symcache.save(project)
+        assert len(list((project / ".cache").glob("sympy-*.pickle"))) == 1
+    finally:
+        REGISTRY.fresh.pop(key, None)
+        symcache._LOADED.pop(project, None)
