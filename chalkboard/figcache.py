@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import json
 import os
 import pickle
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -31,7 +31,6 @@ SETTINGS = ("default_price", "config_model")   # Data's other fields: part of ev
 WHOLE = "*"            # the key under which a read of a whole table is recorded
 CODE = ("chalkboard", "derivations", "units")   # what draws a figure (the templates do not)
 MISS = object()        # lookup: not kept, or kept under entries that have changed since
-DRAWING_LIBRARIES = ("pyparsing", "kiwisolver", "fonttools", "pillow", "contourpy", "cycler")   # matplotlib's own
 
 
 class _Traced(dict):
@@ -61,51 +60,28 @@ class _Traced(dict):
         self._one(key)
         return super().__contains__(key)
 
-    def __iter__(self):
-        self._whole()
-        return super().__iter__()
-
-    def __len__(self):
-        self._whole()
-        return super().__len__()
-
-    def keys(self):
-        self._whole()
-        return super().keys()
-
-    def values(self):
-        self._whole()
-        return super().values()
-
-    def items(self):
-        self._whole()
-        return super().items()
-
     def copy(self):
         self._whole()
         return dict(super().items())
-
-    def __eq__(self, other):
-        self._whole()
-        return super().__eq__(other)
-
-    def __ne__(self, other):
-        self._whole()
-        return super().__ne__(other)
-
-    def __repr__(self):
-        self._whole()
-        return super().__repr__()
-
-    def __reversed__(self):
-        self._whole()
-        return super().__reversed__()
 
     def __or__(self, other):
         self._whole()
         return dict(super().items()) | other
 
     __hash__ = None
+
+
+def _seeing_the_whole(method):
+    def whole(self, *args):
+        self._whole()
+        return method(self, *args)
+    whole.__name__ = method.__name__
+    return whole
+
+
+# what sees a table whole: iterating it, its ids, values, items and length, comparing or printing it
+for _name in ("__iter__", "__len__", "keys", "values", "items", "__eq__", "__ne__", "__repr__", "__reversed__"):
+    setattr(_Traced, _name, _seeing_the_whole(getattr(dict, _name)))
 
 
 def traced(data, log: set):
@@ -122,50 +98,15 @@ def read_digest(data, read: tuple) -> str:
 
 
 def code_digest(root: Path) -> str:
-    """A digest of what draws the figures: the program's files, the Python and library versions,
-    and any matplotlibrc matplotlib would read."""
-    from importlib import metadata
-
-    from .uptodate import LIBRARIES, _files
-
-    libraries = (*LIBRARIES, *DRAWING_LIBRARIES)
+    """A digest of what draws the figures: the program's files and what the output depends on
+    outside the project (the Python and library versions, any matplotlibrc and matplotlib's font
+    list: uptodate.environment)."""
+    from .uptodate import environment, hash_files
 
     h = hashlib.sha256()
-    for rel in CODE:
-        for f in _files(root, rel):
-            h.update(str(f.relative_to(root)).encode())
-            h.update(hashlib.sha256(f.read_bytes()).digest())
-    for lib in libraries:
-        try:
-            h.update(f"{lib} {metadata.version(lib)}".encode())
-        except metadata.PackageNotFoundError:
-            h.update(f"{lib} none".encode())
-    h.update(f"python {sys.version} {sys.platform}".encode())
-    for p in _matplotlib_settings():
-        h.update(str(p).encode())
-        h.update(p.read_bytes())
+    hash_files(h, root, CODE)
+    h.update(json.dumps(environment(), sort_keys=True).encode())
     return h.hexdigest()
-
-
-def _matplotlib_settings() -> list[Path]:
-    """Every matplotlibrc matplotlib may read (matplotlib.matplotlib_fname's candidates, on every
-    platform: more than it reads, never fewer) and its list of fonts, without importing it."""
-    home, env = Path.home(), os.environ.get
-    configs = [env("MPLCONFIGDIR"), env("XDG_CONFIG_HOME") and str(Path(env("XDG_CONFIG_HOME")) / "matplotlib"),
-               str(home / ".config" / "matplotlib"), str(home / ".matplotlib")]
-    caches = [env("MPLCONFIGDIR"), env("XDG_CACHE_HOME") and str(Path(env("XDG_CACHE_HOME")) / "matplotlib"),
-              str(home / ".cache" / "matplotlib"), str(home / ".matplotlib")]
-    found = []
-    for rc in [env("MATPLOTLIBRC"), "matplotlibrc", *[c and str(Path(c) / "matplotlibrc") for c in configs]]:
-        p = Path(rc) if rc else None
-        if p is not None and p.is_dir():
-            p = p / "matplotlibrc"
-        if p is not None and p.is_file():
-            found.append(p)
-    for c in caches:
-        if c and Path(c).is_dir():
-            found += sorted(Path(c).glob("fontlist-*.json"))
-    return found
 
 
 class FigureCache:

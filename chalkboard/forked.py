@@ -4,9 +4,9 @@
 it was at the fork, so nothing is pickled on the way in) and sends back what it returns.
 ``result()`` waits for it; an error the child raised comes back as the same BuildError,
 OutputError, InputError, DataError or MissingInput (one line for the user), anything else as a
-BuildError naming the job. ``stop()`` ends the child. Each child closes the parent's ends of every other job's pipe
-it inherits, so a parent that dies or stops reading breaks the pipes and no child blocks for
-ever. SymPy work the child did that no earlier run kept (the audit's identity checks, generated
+BuildError naming the job. ``stop()`` ends the child. Each child closes the parent's ends of
+every other job's pipe it inherits, so a parent that dies or stops reading breaks the pipes and
+no child blocks for ever; a job may start jobs of its own. SymPy work the child did that no earlier run kept (the audit's identity checks, generated
 code) comes back with the result, to be kept with the parent's. Where fork is not available,
 ``fn`` runs when its result is asked for.
 """
@@ -100,14 +100,14 @@ def _run(conn, fn, args, parent_ends):
     except BaseException as e:  # reported by the parent as one line
         reply = ("error", f"{type(e).__name__}: {e}")
     try:
-        try:
-            conn.send(reply)
-        except OSError:
-            raise
-        except BaseException as e:   # a result that cannot be sent
-            conn.send(("error", f"{type(e).__name__}: {e}"))
+        conn.send(reply)
     except OSError:   # the parent is gone (stopped, or its own parent stopped it): no one to tell
         pass
+    except BaseException as e:   # a result that cannot be sent (pickled): its error instead
+        try:
+            conn.send(("error", f"{type(e).__name__}: {e}"))
+        except OSError:
+            pass
     finally:
         conn.close()
 

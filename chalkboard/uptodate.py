@@ -2,8 +2,8 @@
 
 A build leaves ``.chalkboard-stamp`` in its output folder: a fingerprint of everything the
 output depends on (the program's own files, the data, claims and measurement files, the
-lecture seeds, the command's options, SOURCE_DATE_EPOCH and the versions of the libraries
-that compute and typeset), and a hash of every file it wrote. The next `build` with the same
+lecture seeds, the command's options, SOURCE_DATE_EPOCH, the versions of Python and of the
+libraries that compute, draw and typeset, and any matplotlibrc with matplotlib's font list), and a hash of every file it wrote. The next `build` with the same
 fingerprint whose output files are all still there, byte for byte, has nothing to do. Any
 difference, a missing stamp or `--force` means a full build. Only hashlib and json are used
 here, so the check costs no library imports.
@@ -13,11 +13,13 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import sys
 from pathlib import Path
 
 STAMP = ".chalkboard-stamp"
 CODE = ("build.py", "derivations", "chalkboard", "units", "templates", "lecture/seeds")
-LIBRARIES = ("sympy", "pint", "numpy", "matplotlib", "jinja2", "PyYAML", "typst")
+LIBRARIES = ("sympy", "pint", "numpy", "matplotlib", "jinja2", "PyYAML", "typst",
+             "pyparsing", "kiwisolver", "fonttools", "pillow", "contourpy", "cycler")   # the last: matplotlib's own
 
 
 def _files(root: Path, rel: str):
@@ -30,27 +32,63 @@ def _files(root: Path, rel: str):
                 yield f
 
 
-def fingerprint(root: Path, args) -> str:
+def hash_files(h, root: Path, names) -> None:
+    """Feed ``h`` each file under ``names`` (files or folders, relative to ``root``): its path and
+    the SHA-256 of its bytes."""
+    for rel in names:
+        for f in _files(root, str(rel)):
+            h.update(str(f.relative_to(root) if f.is_relative_to(root) else f).encode())
+            h.update(hashlib.sha256(f.read_bytes()).digest())
+
+
+def environment() -> dict:
+    """What the output depends on outside the project: the libraries' versions, Python's, and
+    every matplotlibrc matplotlib may read with its list of fonts (matplotlib_settings)."""
     from importlib import metadata
 
+    env = {"python": f"{sys.version} {sys.platform}"}
+    for lib in LIBRARIES:
+        try:
+            env[lib] = metadata.version(lib)
+        except metadata.PackageNotFoundError:
+            env[lib] = None
+    for p in matplotlib_settings():
+        env[str(p)] = hashlib.sha256(p.read_bytes()).hexdigest()
+    return env
+
+
+def matplotlib_settings() -> list[Path]:
+    """Every matplotlibrc matplotlib may read (matplotlib.matplotlib_fname's candidates, on every
+    platform: more than it reads, never fewer) and its list of fonts, without importing it."""
+    home, env = Path.home(), os.environ.get
+    configs = [env("MPLCONFIGDIR"), env("XDG_CONFIG_HOME") and str(Path(env("XDG_CONFIG_HOME")) / "matplotlib"),
+               str(home / ".config" / "matplotlib"), str(home / ".matplotlib")]
+    caches = [env("MPLCONFIGDIR"), env("XDG_CACHE_HOME") and str(Path(env("XDG_CACHE_HOME")) / "matplotlib"),
+              str(home / ".cache" / "matplotlib"), str(home / ".matplotlib")]
+    found = []
+    for rc in [env("MATPLOTLIBRC"), "matplotlibrc", *[c and str(Path(c) / "matplotlibrc") for c in configs]]:
+        p = Path(rc) if rc else None
+        if p is not None and p.is_dir():
+            p = p / "matplotlibrc"
+        if p is not None and p.is_file():
+            found.append(p)
+    for c in caches:
+        if c and Path(c).is_dir():
+            found += sorted(Path(c).glob("fontlist-*.json"))
+    return found
+
+
+def fingerprint(root: Path, args) -> str:
     h = hashlib.sha256()
     names = [*CODE, args.hardware_file, args.models_file, getattr(args, "prices_file", "prices.yaml"),
              args.claims_file,
              getattr(args, "measurements_file", "measurements.yaml"),
              *([str(Path(args.model_config).resolve())] if getattr(args, "model_config", None) else [])]
-    for rel in names:
-        for f in _files(root, str(rel)):
-            h.update(str(f.relative_to(root) if f.is_relative_to(root) else f).encode())
-            h.update(hashlib.sha256(f.read_bytes()).digest())
+    hash_files(h, root, names)
     options = {"hardware": args.hardware, "model": args.model, "set": sorted(args.set or []),
                "no_pdf": bool(args.no_pdf), "all_hardware": bool(getattr(args, "all_hardware", False)),
                "chip_pdf": bool(getattr(args, "chip_pdf", False)), "SOURCE_DATE_EPOCH": os.environ.get("SOURCE_DATE_EPOCH"),
-               "files": [str(x) for x in names]}
-    for lib in LIBRARIES:
-        try:
-            options[lib] = metadata.version(lib)
-        except metadata.PackageNotFoundError:
-            options[lib] = None
+               "files": [str(x) for x in names], **environment()}
     h.update(json.dumps(options, sort_keys=True).encode())
     return h.hexdigest()
 

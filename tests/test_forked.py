@@ -58,3 +58,12 @@ def _outer_of_failing():
 def test_an_inner_jobs_error_comes_back_as_its_one_line():
     with pytest.raises(BuildError, match="^the inner job's own message$"):
         Forked("the outer job", _outer_of_failing).result()
+
+
+def _unpicklable():
+    return lambda: "a function made here cannot be sent back"
+
+
+def test_a_result_that_cannot_be_sent_back_is_an_error_naming_the_job():
+    with pytest.raises(BuildError, match="^the job failed: .*pickle"):
+        Forked("the job", _unpicklable).result()
