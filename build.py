@@ -251,8 +251,7 @@ def _eval_sweep(args) -> int:
                           "units": {n: sw.unit_of(n) for n in [*result["axes"], *args.quantity]},
                           "points": sw.sweep_records(result, list(args.quantity))}))
     elif args.csv:
-        recs = sw.sweep_records(result, list(args.quantity))
-        print(sw.as_csv([list(recs[0])] + [["" if v is None else v for v in r.values()] for r in recs]), end="")
+        sys.stdout.writelines(sw.sweep_csv(result, list(args.quantity)))
     else:
         print(f"{', '.join(args.quantity)} on {sc.hw.id} x {sc.model.id}; {sc.formats_text()}")
         print(sw.aligned(sw.sweep_table(result, list(args.quantity))))

@@ -11,7 +11,12 @@ is compared with it (so both see the same load); medians are compared:
   edit to another chip (only the figures that list every chip are drawn again); a build forced
   (`--force`) with nothing changed (every figure kept); and an unchanged rebuild (the output is up
   to date and the build says so);
+* a fresh clone's first build (a copy of the project with nothing in .cache/: SymPy's results
+  come from the shipped derivations/solved.pickle, every figure is drawn and the PDF compiled)
+  and a build after a comment-only edit of hardware.yaml, against the same floor;
 * `build.py eval` against the bare import of what eval needs (SymPy, Pint, PyYAML, numpy);
+* a 10^6-point sweep written as CSV (`eval step_time --sweep batch=1:1000000 --csv`) against a
+  numpy script that computes the same formula and writes the same columns with np.savetxt;
 * a 10^6-point step-time sweep (the compiled, vectorised path) against the same formula
   written by hand in numpy, in one process;
 * `build.py check` and the build at 1x, 10x and 50x the chip x model pairs (copies of the
@@ -19,7 +24,9 @@ is compared with it (so both see the same load); medians are compared:
 
 Every command runs with Python's bytecode cache on, as a default Python runs (see ENV).
 
-    python bench/speed.py [--repeat 5] [--skip-scaling]
+    python bench/speed.py [--repeat 5] [--skip-scaling] [--readme]
+
+--readme writes the table into README.md's Speed section (between its speed-table markers).
 """
 from __future__ import annotations
 
@@ -85,10 +92,30 @@ def interleaved(commands: dict, repeat: int) -> dict:
     return {name: (statistics.median(t for t, _ in r), max(m for _, m in r)) for name, r in runs.items()}
 
 
+SHOWN: list[str] = []   # the table as printed, for --readme
+
+
+def say(text: str) -> None:
+    print(text, flush=True)
+    SHOWN.append(text)
+
+
 def row(name, t, floor=None, mem=None):
     ratio = f"{t / floor:5.2f}x" if floor else ""
     memt = f"{mem:7.0f} MiB" if mem is not None else ""
-    print(f"  {name:<42} {t:7.2f} s  {ratio:>7}  {memt}")
+    say(f"  {name:<44} {t:7.2f} s  {ratio:>7}  {memt}".rstrip())
+
+
+def write_readme() -> None:
+    """The table just printed, into README.md between its speed-table markers."""
+    readme = ROOT / "README.md"
+    text = readme.read_text(encoding="utf-8")
+    start, end = "<!-- speed-table: written by python3 bench/speed.py --readme -->", "<!-- end speed-table -->"
+    if start not in text or end not in text:
+        raise SystemExit("README.md has no speed-table markers")
+    head, rest = text.split(start, 1)
+    _, tail = rest.split(end, 1)
+    readme.write_text(head + start + "\n```\n" + "\n".join(SHOWN) + "\n```\n" + end + tail, encoding="utf-8")
 
 
 def sweep_vs_numpy(points: int = 1_000_000) -> tuple[float, float]:
@@ -133,6 +160,50 @@ def sweep_vs_numpy(points: int = 1_000_000) -> tuple[float, float]:
     return t_ours, t_hand
 
 
+def numpy_csv_script(points: int, where: Path) -> Path:
+    """A numpy script that writes what `eval step_time --sweep batch=1:POINTS --csv` writes for
+    the featured pair (the batch, the step time in seconds, whether it fits): the inputs are read
+    once by chalkboard and written into the script as numbers, as a hand-written script holds them."""
+    sys.path.insert(0, str(ROOT))
+    from chalkboard import symcache
+    symcache.load(ROOT)
+    from chalkboard.data import load
+    from chalkboard.evaluate import Scenario
+
+    sc = Scenario(load(ROOT), "gb200-nvl72", "deepseek-v3")
+    g = {n: sc._mag(n) for n in ("peak_flops", "hbm_bandwidth", "params_active", "context",
+                                  "kv_bytes_per_token", "attention_flops_per_token", "bytes_per_weight",
+                                  "chips", "experts", "experts_per_token", "routed_params",
+                                  "always_read_params", "hbm_capacity", "params_total")}
+    script = where / "numpy_csv.py"
+    script.write_text(f"""import sys
+import numpy as np
+g = {g!r}
+b = np.arange(1, {points} + 1, dtype=float)
+compute = b * (2 * g["params_active"] + g["context"] * g["attention_flops_per_token"]) / (g["chips"] * g["peak_flops"])
+frac = 1 - (1 - g["experts_per_token"] / g["experts"]) ** b
+weights = (g["always_read_params"] + g["routed_params"] * frac) * g["bytes_per_weight"] / (g["chips"] * g["hbm_bandwidth"])
+kv = b * g["context"] * g["kv_bytes_per_token"] / (g["chips"] * g["hbm_bandwidth"])
+t = np.maximum(compute, weights + kv)
+fill = (g["params_total"] * g["bytes_per_weight"] + b * g["context"] * g["kv_bytes_per_token"]) / (g["chips"] * g["hbm_capacity"])
+table = np.empty(b.size, dtype=[("b", "f8"), ("t", "f8"), ("fits", "U5")])
+table["b"], table["t"], table["fits"] = b, t, np.where(fill <= 1, "True", "False")
+np.savetxt(sys.stdout, table, fmt=("%.17g", "%.17g", "%s"), delimiter=",", header="batch,step_time,feasible", comments="")
+""")
+    return script
+
+
+def check_same_csv(ours: list[str], theirs: list[str]) -> None:
+    """The two commands write the same columns and, at the first, middle and last rows, the same numbers."""
+    a = subprocess.run(ours, cwd=ROOT, capture_output=True, text=True, env=ENV).stdout.splitlines()
+    b = subprocess.run(theirs, cwd=ROOT, capture_output=True, text=True, env=ENV).stdout.splitlines()
+    assert a[0] == b[0] and len(a) == len(b), (a[:2], b[:2], len(a), len(b))
+    for i in (1, len(a) // 2, len(a) - 1):
+        x, y = a[i].split(","), b[i].split(",")
+        assert x[2] == y[2] and all(abs(float(u) - float(v)) <= 1e-12 * abs(float(u)) for u, v in zip(x[:2], y[:2])), \
+            (a[i], b[i])
+
+
 def chip_edits(chip: str, where: Path):
     """A function that writes a copy of hardware.yaml to ``where`` with ``chip``'s HBM bandwidth
     set to a value no earlier call wrote (a changed input: nothing kept under the old one fits)."""
@@ -165,13 +236,14 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--skip-scaling", action="store_true")
+    ap.add_argument("--readme", action="store_true", help="write the table into README.md's Speed section")
     ap.add_argument("--sweep-only", action="store_true", help=argparse.SUPPRESS)  # the sweep row's process
     args = ap.parse_args()
     if args.sweep_only:
         print(*sweep_vs_numpy())
         return 0
     py = sys.executable
-    print(f"chalkboard speed ({args.repeat} runs each, medians; {os.cpu_count()} CPUs)")
+    say(f"chalkboard speed ({args.repeat} runs each, medians; {os.cpu_count()} CPUs)")
     with tempfile.TemporaryDirectory() as tmp:
         ENV["PYTHONPYCACHEPREFIX"] = str(Path(tmp) / "pycache")
         out = str(Path(tmp) / "out")
@@ -193,8 +265,30 @@ def main() -> int:
         def cold():
             edit_featured()
             shutil.rmtree(bare / ".cache", ignore_errors=True)
+
+        # a fresh clone: nothing in .cache/ (SymPy's results come from derivations/solved.pickle)
+        fresh = scaled_project(1, Path(tmp) / "fresh")
+
+        def clone():
+            shutil.rmtree(fresh / ".cache", ignore_errors=True)
+            shutil.rmtree(fresh / "build", ignore_errors=True)
+
+        # a comment-only edit of hardware.yaml: a new comment before each run
+        commented, comments = Path(tmp) / "commented.yaml", iter(range(1, 10**6))
+
+        def comment():
+            commented.write_text((ROOT / "hardware.yaml").read_text() + f"# a comment, edit {next(comments)}\n")
+        comment()
+        timed([*build, "--hardware-file", str(commented)])
+        points = 1_000_000
+        script = numpy_csv_script(points, Path(tmp))
+        ours_csv = [py, "build.py", "eval", "step_time", "--hardware", "gb200-nvl72", "--model", "deepseek-v3",
+                    "--sweep", f"batch=1:{points}", "--csv"]
+        check_same_csv(ours_csv, [py, str(script)])
         m = interleaved({
             "floor_b": ([py, "-c", BUILD_IMPORTS], None, None),
+            "fresh": ([py, "build.py"], clone, None, fresh),
+            "comment": ([*build, "--hardware-file", str(commented)], comment, None),
             "cold": ([*forced, "--hardware-file", str(featured_file)], cold, None, bare),
             "warm": ([*forced, "--hardware-file", str(featured_file)], edit_featured, None),
             "other": ([*forced, "--hardware-file", str(other_file)], edit_other, None),
@@ -203,18 +297,22 @@ def main() -> int:
             "floor_e": ([py, "-c", EVAL_IMPORTS], None, None),
             "eval": ([py, "build.py", "eval", "step_time"], None, None),
             "eval_nopyc": ([py, "build.py", "eval", "step_time"], None, no_pyc),
+            "csv_numpy": ([py, str(script)], None, None),
+            "csv": (ours_csv, None, None),
         }, args.repeat)
         (floor_b, _), (cold, mem_cold), (warm, mem_warm), (same, mem_same) = (m[k] for k in ("floor_b", "cold", "warm", "same"))
         (other, mem_other), (force, mem_force) = m["other"], m["forced"]
         (floor_e, _), (ev, _), (ev_nopyc, _) = (m[k] for k in ("floor_e", "eval", "eval_nopyc"))
-        print("  build (import floor: SymPy, Pint, matplotlib, Jinja2, PyYAML, Typst, numpy)")
+        say("  build (import floor: SymPy, Pint, matplotlib, Jinja2, PyYAML, Typst, numpy)")
         row("bare imports", floor_b, floor_b)
+        row("a fresh clone's first build", m["fresh"][0], floor_b, m["fresh"][1])
         row("featured chip edited, nothing kept", cold, floor_b, mem_cold)
         row("featured chip edited, SymPy's work kept", warm, floor_b, mem_warm)
         row("another chip edited (its figures drawn)", other, floor_b, mem_other)
-        row("nothing changed, --force (figures kept)", force, floor_b, mem_force)
+        row("a comment edited in hardware.yaml", m["comment"][0], floor_b, m["comment"][1])
+        row("nothing changed, --force (figures, PDF kept)", force, floor_b, mem_force)
         row("unchanged rebuild", same, floor_b, mem_same)
-        print("  eval (import floor: SymPy, Pint, PyYAML, numpy)")
+        say("  eval (import floor: SymPy, Pint, PyYAML, numpy)")
         row("bare imports", floor_e, floor_e)
         row("build.py eval step_time", ev, floor_e)
         row("the same, compiling its modules each run", ev_nopyc, floor_e)
@@ -224,11 +322,14 @@ def main() -> int:
         if got.returncode != 0:
             raise SystemExit(f"failed: the sweep\n{got.stderr[-2000:]}")
         t_ours, t_hand = map(float, got.stdout.split())
-        print("  10^6-point step-time sweep over the batch")
+        say("  10^6-point step-time sweep over the batch")
         row("hand-written numpy", t_hand, t_hand)
         row("Scenario.sweep (compiled definitions)", t_ours, t_hand)
+        say("  10^6-point sweep written as CSV")
+        row("numpy script (np.savetxt)", m["csv_numpy"][0], m["csv_numpy"][0], m["csv_numpy"][1])
+        row("build.py eval step_time --sweep ... --csv", m["csv"][0], m["csv_numpy"][0], m["csv"][1])
         if not args.skip_scaling:
-            print("  scaling with chip x model pairs (16 chips x 8 models at 1x)")
+            say("  scaling with chip x model pairs (16 chips x 8 models at 1x)")
             for factor in (1, 10, 50):
                 proj = scaled_project(factor, Path(tmp))
                 shutil.copytree(ROOT / ".cache", proj / ".cache", dirs_exist_ok=True) if (ROOT / ".cache").exists() else None
@@ -238,6 +339,8 @@ def main() -> int:
                                      before=lambda: shutil.rmtree(proj / FIGURES_KEPT, ignore_errors=True))
                 row(f"check, {factor}x pairs ({16 * 8 * factor})", t_c, None, m_c)
                 row(f"build, {factor}x pairs ({16 * 8 * factor})", t_b, None, m_b)
+    if args.readme:
+        write_readme()
     return 0
 
 

@@ -27,6 +27,7 @@ from pathlib import Path
 
 import jinja2
 
+from . import pdfcache
 from .data import CONTROL_CHARS, SAFE_URL
 from .errors import BuildError, InputError, OutputError  # noqa: F401  (BuildError re-exported)
 from .forked import Forked
@@ -576,15 +577,23 @@ def build(root: Path, args) -> int:
             # the formulas are fitted and the PDF compiled (with the staged figures) on the other
             # core while this one writes results.json (written as it is made: 300 MB at 6,400
             # pairs, never held whole) and the page
-            pdf = None if timestamp is None else compile_pdf_background(staged.path, timestamp, typ_src)
+            # (unless a PDF made from the same source, figures, date, fonts and Typst is kept)
+            pdf_key = kept_pdf = pdf = None
+            if timestamp is not None:
+                pdf_key = pdfcache.key(typ_src, {n: svg for n, (svg, _) in figures.items()}, timestamp)
+                kept_pdf = pdfcache.get(root, pdf_key)
+                if kept_pdf is None:
+                    pdf = compile_pdf_background(staged.path, timestamp, typ_src)
             put("results.json", results_json_parts(data, res, REGISTRY))
             put("report.html", html or html_env.get_template("report.html.j2").render(**ctx))
-            if pdf is None:
+            if timestamp is None:
                 put("report.typ", fit_formulas(typ_src))   # after the last fork: Typst starts threads
             else:
-                fitted, pdf_bytes = pdf.result()
+                fitted, pdf_bytes = kept_pdf or pdf.result()
                 put("report.typ", fitted)
                 put("report.pdf", pdf_bytes)
+                if kept_pdf is None:
+                    pdfcache.put(root, pdf_key, fitted, pdf_bytes)
             t = stage("pdf", t)
             if chips is not None:
                 for chip in chips["pages"]:
@@ -618,7 +627,8 @@ def build(root: Path, args) -> int:
     reused = sum(1 for n in figures if n not in drawing.drawn)
     kept_note = f" ({reused} kept from an earlier build: what they read is unchanged)" if reused else ""
     print(f"wrote {_shown(out / 'report.html')}"
-          + ("" if timestamp is None else f", {_shown(out / 'report.pdf')}")
+          + ("" if timestamp is None else f", {_shown(out / 'report.pdf')}"
+             + (" (kept from an earlier build: its source and figures are unchanged)" if kept_pdf else ""))
           + f", {len(figures)} figures{kept_note}, {_shown(out / 'results.json')}"
           + ("" if chips is None else f", {_shown(out / 'hardware' / 'index.html')} and "
              f"{len(chips['pages'])} chip reports")

@@ -281,6 +281,9 @@ def read_yaml(path: Path, label: str):
         mark = getattr(e, "problem_mark", None)
         where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
         problem = getattr(e, "problem", None) or str(e).splitlines()[0]
+        if "nesting depth" in problem:   # PyYAML >= 6.0.4 stops deep nesting itself, in its own words
+            raise DataError(label, None, None, f"YAML nested too deeply at {where}"
+                                               f"at most {MAX_YAML_DEPTH} levels") from None
         kind = "YAML error" if isinstance(e, yaml.constructor.ConstructorError) else "YAML syntax error"
         raise DataError(label, None, None, f"{kind} at {where}{problem}") from None
     except RecursionError:

@@ -154,6 +154,30 @@ def sweep_records(result: dict, quantities: list[str]) -> list[dict]:
     return recs
 
 
+def sweep_csv(result: dict, quantities: list[str], chunk: int = 65_536):
+    """The sweep as CSV text, in pieces: the fields of sweep_records (each input, each quantity in
+    its declared unit, an empty field for a value that does not apply, and whether the set-up
+    fits), written column by column (each column's numbers turned to text at once) and joined a
+    chunk of rows at a time, so a 10^6-point sweep holds no record per point."""
+    cols = [list(map(repr, v.tolist())) for v in result["axes"].values()]
+    for q in quantities:
+        values = result["columns"][q]
+        text = list(map(repr, values.tolist()))
+        for i in np.flatnonzero(np.isnan(values)).tolist():
+            text[i] = ""
+        cols.append(text)
+    size = next(iter(result["axes"].values())).size
+    fill = result["fill"]
+    if fill is None:
+        cols.append([""] * size)
+    else:
+        cols.append(np.where(np.isnan(fill), "", np.where(fill <= 1, "True", "False")).tolist())
+    yield ",".join([*result["axes"], *quantities, "feasible"]) + "\n"
+    for start in range(0, size, chunk):
+        rows = zip(*(c[start:start + chunk] for c in cols))
+        yield "\n".join(map(",".join, rows)) + "\n"
+
+
 def compare(data, hardware: list[str], models: list[str], quantities: list[str], overrides: dict) -> list[dict]:
     """One row per chip x model: each quantity's value (or why not), the formats, and the fit."""
     for q in quantities:

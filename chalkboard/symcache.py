@@ -12,6 +12,12 @@ version: an edited source gets a new name, so a stale result is never used. A ca
 be read or written is ignored; the numbers are the same either way, only slower.
 
 The file is a pickle in the project's own .cache/ folder, trusted like the project's code.
+
+A fresh clone has no .cache/ yet, so the project also ships the same results in SHIPPED (made by
+``python3 -m chalkboard.symcache --ship``, which runs every command once and keeps what they
+computed), with the key they were made under: a first build uses them only if that key is this
+run's (the same sources, SymPy and Python versions), and otherwise computes everything, as
+before. tests/test_symcache.py fails when the shipped file no longer matches the sources.
 """
 from __future__ import annotations
 
@@ -23,6 +29,7 @@ import tempfile
 from pathlib import Path
 
 FOLDER = ".cache"
+SHIPPED = Path("derivations") / "solved.pickle"   # {"key": ..., "results": {...}}: see the docstring
 # besides the derivations, the modules whose SymPy work is kept too: the audit's parses and
 # identity checks, the dimension check's identities, the generated code, and the printed forms
 # (and units/, whose definitions name the constants' units in the registry's snapshot)
@@ -42,6 +49,7 @@ def _key(root: Path) -> str:
 
 
 _LOADED: dict = {}   # root -> the file load() read: named by the sources as they were when the run began
+_SHIPPED_USED: set = set()   # the roots whose run began from the shipped results
 
 
 def path(root: Path) -> Path:
@@ -56,16 +64,25 @@ def load(root: Path) -> int:
 
     from sympy.core.parameters import evaluate
 
-    try:
-        # the expressions were stored in SymPy's canonical form: rebuilding them without
-        # re-evaluating (Max/Min re-check their arguments pairwise) gives equal objects, fast
-        with open(target, "rb") as f, evaluate(False):
-            saved = pickle.load(f)
-    except (OSError, EOFError, pickle.UnpicklingError, AttributeError, ImportError, TypeError, ValueError):
-        return 0
+    saved = _read(target, evaluate)
+    if saved is None:   # nothing kept here yet: the results shipped with the project, if made from these sources
+        shipped = _read(root / SHIPPED, evaluate)
+        if isinstance(shipped, dict) and shipped.get("key") == target.name:
+            saved = shipped.get("results")
+            _SHIPPED_USED.add(root)   # kept in .cache/ at the end of the run, like any result
     if isinstance(saved, dict):
         _core.PRELOADED.update(saved)
     return len(_core.PRELOADED)
+
+
+def _read(p: Path, evaluate):
+    try:
+        # the expressions were stored in SymPy's canonical form: rebuilding them without
+        # re-evaluating (Max/Min re-check their arguments pairwise) gives equal objects, fast
+        with open(p, "rb") as f, evaluate(False):
+            return pickle.load(f)
+    except (OSError, EOFError, pickle.UnpicklingError, AttributeError, ImportError, TypeError, ValueError):
+        return None
 
 
 def save(root: Path) -> None:
@@ -73,7 +90,7 @@ def save(root: Path) -> None:
     import derivations
 
     registry = derivations.__dict__.get("REGISTRY")  # never import the modules just to save
-    if registry is None or not registry.fresh:
+    if registry is None or not (registry.fresh or root in _SHIPPED_USED):
         return
     target = path(root)
     if _LOADED.get(root, target) != target:
@@ -89,3 +106,51 @@ def save(root: Path) -> None:
                 old.unlink(missing_ok=True)
     except (OSError, pickle.PicklingError):
         return  # best effort: a read-only project still runs, only slower next time
+
+
+# -- the shipped results -------------------------------------------------------------------------
+# Every command once, so that what any of them computes is kept (their outputs go to a temporary
+# folder); the results then shipped are those of the project's own .cache/ after them.
+SHIP_COMMANDS = (["build", "--force", "--all-hardware", "--out", "{OUT}"], ["check"], ["audit"], ["validate"],
+                 ["list", "quantities"], ["eval", "step_time"], ["eval", "balance_batch"],
+                 ["compare", "step_time", "cost_per_token"])
+
+
+def ship(root: Path) -> Path:
+    """Write SHIPPED from a run of every command on the project's own sources."""
+    import shutil
+    import subprocess
+
+    cache = root / FOLDER
+    for old in cache.glob("sympy-*.pickle"):
+        old.unlink()
+    out = Path(tempfile.mkdtemp(prefix="chalkboard-ship-"))
+    try:
+        for args in SHIP_COMMANDS:
+            r = subprocess.run([sys.executable, str(root / "build.py"),
+                                *[a.replace("{OUT}", str(out / "o")) for a in args]],
+                               cwd=root, capture_output=True, text=True)
+            if r.returncode != 0:
+                raise SystemExit(f"build.py {' '.join(args)} failed:\n{r.stderr[-2000:]}")
+    finally:
+        shutil.rmtree(out, ignore_errors=True)
+    made = path(root)
+    with open(made, "rb") as f:
+        results = pickle.load(f)
+    fd, tmp = tempfile.mkstemp(prefix=".solved-", dir=(root / SHIPPED).parent)
+    with os.fdopen(fd, "wb") as f:
+        pickle.dump({"key": made.name, "results": results}, f, protocol=pickle.HIGHEST_PROTOCOL)
+    os.replace(tmp, root / SHIPPED)
+    return root / SHIPPED
+
+
+if __name__ == "__main__":
+    import argparse
+
+    ap = argparse.ArgumentParser(prog="python3 -m chalkboard.symcache",
+                                 description="Write derivations/solved.pickle: SymPy's results for a first build.")
+    ap.add_argument("--ship", action="store_true", required=True,
+                    help="run every command once and ship what they computed (after editing a derivation)")
+    ap.parse_args()
+    here = Path(__file__).resolve().parents[1]
+    print(f"wrote {ship(here).relative_to(here)} ({(here / SHIPPED).stat().st_size:,} bytes)")

@@ -2,7 +2,7 @@
 
 A build leaves ``.chalkboard-stamp`` in its output folder: a fingerprint of everything the
 output depends on (the program's own files, the data, claims and measurement files, the
-lecture seeds, the command's options, SOURCE_DATE_EPOCH, the versions of Python and of the
+lecture (its seeds and the chapter text the claims quote), the command's options, SOURCE_DATE_EPOCH, the versions of Python and of the
 libraries that compute, draw and typeset, and any matplotlibrc with matplotlib's font list), and a hash of every file it wrote. The next `build` with the same
 fingerprint whose output files are all still there, byte for byte, has nothing to do. Any
 difference, a missing stamp or `--force` means a full build. Only hashlib and json are used
@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 STAMP = ".chalkboard-stamp"
-CODE = ("build.py", "derivations", "chalkboard", "units", "templates", "lecture/seeds")
+CODE = ("build.py", "derivations", "chalkboard", "units", "templates", "lecture")   # lecture/: the seeds and the chapters the claims quote
 LIBRARIES = ("sympy", "pint", "numpy", "matplotlib", "jinja2", "PyYAML", "typst",
              "pyparsing", "kiwisolver", "fonttools", "pillow", "contourpy", "cycler")   # the last: matplotlib's own
 
@@ -78,12 +78,23 @@ def matplotlib_settings() -> list[Path]:
     return found
 
 
+def inputs(args) -> list[str]:
+    """Every file or folder a build reads, relative to the project (or absolute): the program and
+    the lecture (CODE), and the data files the command names."""
+    return [*CODE, args.hardware_file, args.models_file, getattr(args, "prices_file", "prices.yaml"),
+            args.claims_file,
+            getattr(args, "measurements_file", "measurements.yaml"),
+            *([str(Path(args.model_config).resolve())] if getattr(args, "model_config", None) else [])]
+
+
+def hashed_files(root: Path, args) -> list[Path]:
+    """The files the fingerprint hashes, one by one."""
+    return [f for rel in inputs(args) for f in _files(root, str(rel))]
+
+
 def fingerprint(root: Path, args) -> str:
     h = hashlib.sha256()
-    names = [*CODE, args.hardware_file, args.models_file, getattr(args, "prices_file", "prices.yaml"),
-             args.claims_file,
-             getattr(args, "measurements_file", "measurements.yaml"),
-             *([str(Path(args.model_config).resolve())] if getattr(args, "model_config", None) else [])]
+    names = inputs(args)
     hash_files(h, root, names)
     options = {"hardware": args.hardware, "model": args.model, "set": sorted(args.set or []),
                "no_pdf": bool(args.no_pdf), "all_hardware": bool(getattr(args, "all_hardware", False)),

@@ -23,3 +23,21 @@ def run_cli(*args, root=ROOT):
 @pytest.fixture
 def cli():
     return run_cli
+
+
+@pytest.fixture(scope="session")
+def report_build(tmp_path_factory):
+    """One `python build.py` as a user runs it (HTML, PDF, figures, results.json), shared by the
+    tests that only read what it wrote: a test that writes beside it works on a copy.
+    Returns (the output folder, the CompletedProcess)."""
+    out = tmp_path_factory.mktemp("report") / "out"
+    r = run_cli("--out", str(out))
+    assert r.returncode == 0, r.stderr
+    return out, r
+
+
+@pytest.fixture(scope="session")
+def report_pdf_text(report_build):
+    """The text of the shared build's PDF, page by page joined by newlines (pypdf reads it once)."""
+    from pypdf import PdfReader
+    return "\n".join(p.extract_text() or "" for p in PdfReader(str(report_build[0] / "report.pdf")).pages)

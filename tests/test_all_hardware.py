@@ -56,6 +56,7 @@ def test_chip_pdf_needs_all_hardware(cli):
     assert not (ROOT / "unused-folder-never-written").exists()
 
 
+@pytest.mark.slow
 def test_index_lists_every_chip_and_each_report_names_its_chip(built, data):
     out, r = built
     index = (out / "hardware" / "index.html").read_text()
@@ -74,6 +75,7 @@ def test_index_lists_every_chip_and_each_report_names_its_chip(built, data):
     assert (out / "hardware" / "gb200-nvl72" / "report.html").read_bytes() == (out / "report.html").read_bytes()
 
 
+@pytest.mark.slow
 def test_figures_are_drawn_for_the_chip_of_each_report(built):
     out, _ = built
     h100 = (out / "hardware" / "h100-sxm" / "report.html").read_text()
@@ -82,6 +84,7 @@ def test_figures_are_drawn_for_the_chip_of_each_report(built):
     assert "rubin has no public rental price" in rubin   # no price: the stand-in is named
 
 
+@pytest.mark.slow
 def test_index_numbers_equal_eval(built, data):
     rows = _rows((built[0] / "hardware" / "index.html").read_text())
     missing = 0
@@ -100,6 +103,7 @@ def test_index_numbers_equal_eval(built, data):
     assert missing == len(data.hardware) - priced
 
 
+@pytest.mark.slow
 def test_index_agrees_with_the_command_line(built):
     """The same two numbers through a real `build.py eval` process."""
     rows = _rows((built[0] / "hardware" / "index.html").read_text())
@@ -109,6 +113,7 @@ def test_index_agrees_with_the_command_line(built):
         assert rows[hid]["cells"]["cost_floor"]["data-display"] == json.loads(r.stdout)["display"]
 
 
+@pytest.mark.slow
 def test_featured_cost_floor_against_published_numbers(built):
     """GB200 NVL72 x DeepSeek-V3 at 8,192 tokens: the cost floor is set by the KV fetch,
     price x L x b_kv / W, from published figures: CoreWeave on-demand GB200 NVL72 $42.00 per hour
@@ -124,6 +129,7 @@ def test_featured_cost_floor_against_published_numbers(built):
     assert float(cell["data-value"]) == pytest.approx(expected, rel=0.01)
 
 
+@pytest.mark.slow
 def test_unchanged_rebuild_is_up_to_date(built):
     out, _ = built
     before = {p: p.stat().st_mtime_ns for p in out.rglob("*") if p.is_file()}

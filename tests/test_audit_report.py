@@ -4,17 +4,13 @@ import re
 
 import pytest
 
-from conftest import run_cli
 
 UNFILLED = re.compile(r"\{[a-z][a-z0-9_]*\}")
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory):
-    out = tmp_path_factory.mktemp("report")
-    r = run_cli("--out", str(out))
-    assert r.returncode == 0, r.stderr
-    return out
+def built(report_build):
+    return report_build[0]
 
 
 def _html_text(html: str) -> str:
@@ -27,9 +23,8 @@ def test_no_unfilled_placeholder_in_the_html(built):
     assert UNFILLED.findall(text) == []
 
 
-def test_no_unfilled_placeholder_in_the_pdf(built):
-    from pypdf import PdfReader
-    text = "\n".join(p.extract_text() or "" for p in PdfReader(str(built / "report.pdf")).pages)
+def test_no_unfilled_placeholder_in_the_pdf(report_pdf_text):
+    text = report_pdf_text
     assert "Audit of the lecture" in text
     assert UNFILLED.findall(text) == []
 

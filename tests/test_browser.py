@@ -8,7 +8,6 @@ import shutil
 
 import pytest
 
-from conftest import run_cli
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 pytestmark = pytest.mark.skipif(
@@ -17,11 +16,8 @@ pytestmark = pytest.mark.skipif(
 
 
 @pytest.fixture(scope="module")
-def report(tmp_path_factory):
-    out = tmp_path_factory.mktemp("browser")
-    r = run_cli("--out", str(out), "--no-pdf")
-    assert r.returncode == 0, r.stderr
-    return out / "report.html"
+def report(report_build):
+    return report_build[0] / "report.html"
 
 
 def test_report_in_headless_chromium(report, tmp_path):

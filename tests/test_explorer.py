@@ -14,7 +14,7 @@ import shutil
 import pytest
 import sympy as sp
 
-from conftest import ROOT, run_cli
+from conftest import ROOT
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 needs_browser = pytest.mark.skipif(
@@ -25,11 +25,8 @@ BROWSER_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networkin
 
 
 @pytest.fixture(scope="module")
-def report(tmp_path_factory):
-    out = tmp_path_factory.mktemp("explorer")
-    r = run_cli("--out", str(out), "--no-pdf")
-    assert r.returncode == 0, r.stderr
-    return out / "report.html"
+def report(report_build):
+    return report_build[0] / "report.html"
 
 
 def _functions_in_page(html: str) -> dict:
@@ -160,6 +157,7 @@ COMBOS = [
 
 
 @needs_browser
+@pytest.mark.slow
 def test_explorer_numbers_match_eval(report):
     from playwright.sync_api import sync_playwright
 

@@ -50,6 +50,7 @@ def without_cache(data, overrides=None, refs=None):
     return Drawing(data, HW, MODEL, overrides, None, refs).wait()
 
 
+@pytest.mark.slow
 def test_a_figure_is_drawn_again_exactly_when_what_it_read_changed(data, tmp_path):
     first, drawn = drawn_with(tmp_path, data)
     assert drawn == set(FIGURES) and first == without_cache(data)

@@ -42,11 +42,8 @@ def leftovers(out):
 
 
 @pytest.fixture(scope="module")
-def good(tmp_path_factory):
-    out = tmp_path_factory.mktemp("good") / "out"
-    r = run(["build", "--out", str(out)])
-    assert r.returncode == 0, r.stderr
-    return out, tree(out)
+def good(report_build):
+    return report_build[0], tree(report_build[0])
 
 
 @pytest.fixture
@@ -366,6 +363,7 @@ def test_claims_file_outside_the_project_is_read(tmp_path):
     assert r.returncode == 0, r.stderr[-2000:]
 
 
+@pytest.mark.slow
 def test_kill_at_every_write_step(tmp_path):
     """bench/kill_build.py: SIGKILL before each filesystem step of the write stage."""
     r = subprocess.run([sys.executable, str(ROOT / "bench" / "kill_build.py"), "--work", str(tmp_path)],

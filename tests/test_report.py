@@ -15,11 +15,8 @@ def _titles():
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory):
-    out = tmp_path_factory.mktemp("build")
-    r = run_cli("--out", str(out))
-    assert r.returncode == 0, r.stderr
-    return out, r
+def built(report_build):
+    return report_build
 
 
 def test_build_writes_every_output(built):
@@ -72,13 +69,12 @@ def test_results_json_has_values_inputs_and_sources(built):
     assert d["quantities"]["balance_batch"]["sympy"]
 
 
-def test_pdf_text_has_sections_and_numbers(built):
-    from pypdf import PdfReader
+def test_pdf_text_has_sections_and_numbers(report_pdf_text):
     from chalkboard.data import load
     from chalkboard.evaluate import Scenario
     from chalkboard.fmt import fmt
 
-    text = "\n".join(p.extract_text() for p in PdfReader(str(built[0] / "report.pdf")).pages)
+    text = report_pdf_text
     flat = re.sub(r"\s+", " ", text)
     for t in _titles():
         assert re.sub(r"\s+", " ", t) in flat, t
@@ -134,6 +130,7 @@ def test_failed_build_leaves_previous_report_untouched(built, tmp_path):
 MARKUP = '<script>alert(1)</script> #set $x$ *b* @ref'
 
 
+@pytest.mark.slow
 def test_markup_in_names_is_shown_literally(tmp_path):
     proj = tmp_path / "proj"
     shutil.copytree(ROOT, proj, ignore=shutil.ignore_patterns(".git", "build", "__pycache__", ".pytest_cache"))
@@ -154,6 +151,7 @@ def test_markup_in_names_is_shown_literally(tmp_path):
     assert "#set $x$ *b* @ref" in re.sub(r"\s+", " ", pdf_text)
 
 
+@pytest.mark.slow
 def test_an_unchanged_rebuild_does_nothing_and_any_change_rebuilds(tmp_path):
     out = tmp_path / "out"
     assert run_cli("--out", str(out), "--no-pdf").returncode == 0

@@ -14,17 +14,13 @@ import shutil
 
 import pytest
 
-from conftest import run_cli
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory):
-    out = tmp_path_factory.mktemp("defects")
-    r = run_cli("--out", str(out), "--force")
-    assert r.returncode == 0, r.stderr
-    return out
+def built(report_build):
+    return report_build[0]
 
 
 @pytest.fixture(scope="module")
@@ -52,9 +48,8 @@ def prose(page):
 
 
 @pytest.fixture(scope="module")
-def pdf_text(built):
-    from pypdf import PdfReader
-    return "\n".join(p.extract_text() for p in PdfReader(str(built / "report.pdf")).pages)
+def pdf_text(report_pdf_text):
+    return report_pdf_text
 
 
 def _hits(pattern, text, flags=0, width=50):
@@ -122,7 +117,7 @@ def test_lecture_times_cannot_be_read_as_seconds(prose, pdf_text):
         assert _hits(r"\(\d:\d\d\)|from \d+:\d\d into", flat) == []
 
 
-def test_no_display_formula_is_wider_than_the_text(built):
+def test_no_display_formula_is_wider_than_the_text(built, tmp_path):
     """Typst does not break display formulas: one wider than the text is scaled down to the
     text's width (measured by Typst before report.typ is written); a formula set as it is must fit
     in the 17 cm between the margins, a scaled one must fit and must have needed it. Every display
@@ -145,9 +140,11 @@ def test_no_display_formula_is_wider_than_the_text(built):
             else:
                 line = f"#context {{ let w = measure({formula}).width; [#metadata((w.pt(), w.pt())) <width>] }}"
         measured.append(line)
-    probe = built / "widths.typ"
+    here = tmp_path / "report"   # the probe sits beside the report's figures, in a copy of the shared build
+    shutil.copytree(built, here)
+    probe = here / "widths.typ"
     probe.write_text("\n".join(measured))
-    widths = [r["value"] for r in json.loads(typst.query(str(probe), "<width>", root=str(built)))]
+    widths = [r["value"] for r in json.loads(typst.query(str(probe), "<width>", root=str(here)))]
     text_width = (21 - 2 * 2) / 2.54 * 72   # A4 less two 2 cm margins, in points
     assert shown > 500 and len(widths) == shown and scaled > 10
     widest = max(w for w, _ in widths)

@@ -73,3 +73,26 @@ def test_bad_sweeps_and_comparisons_are_one_line(cli, args, words):
     r = cli(*args)
     assert r.returncode == 2 and "Traceback" not in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1 and words in r.stderr
+
+
+def test_csv_written_column_by_column_equals_one_record_per_point():
+    """sweep_csv (columns turned to text at once, joined in chunks) writes what csv.writer writes
+    from sweep_records, row for row: NaN as an empty field, the fit as True/False/empty."""
+    import numpy as np
+
+    from chalkboard import sweep as sw
+
+    nan = float("nan")
+    result = {"axes": {"batch": np.array([1.0, 2.0, 3.0, 4.0, 5.0]), "context": np.array([10.0, 10.0, 20.0, 20.0, 1e5])},
+              "columns": {"step_time": np.array([1e-3, nan, 2.5e-7, 1.0 / 3.0, 7.0]),
+                          "cost": np.array([nan, nan, 1.0, 2.0, 3e12])},
+              "fill": np.array([0.5, 1.0, 1.5, nan, 1.0000001])}
+    recs = sw.sweep_records(result, ["step_time", "cost"])
+    expected = sw.as_csv([list(recs[0])] + [["" if v is None else v for v in r.values()] for r in recs])
+    for chunk in (1, 2, 65_536):
+        assert "".join(sw.sweep_csv(result, ["step_time", "cost"], chunk=chunk)) == expected
+    assert list(csv.reader(io.StringIO(expected)))[2] == ["2.0", "10.0", "", "", "True"]
+    no_fill = {**result, "fill": None}
+    recs = sw.sweep_records(no_fill, ["cost"])
+    assert "".join(sw.sweep_csv(no_fill, ["cost"])) == sw.as_csv(
+        [list(recs[0])] + [["" if v is None else v for v in r.values()] for r in recs])

@@ -110,3 +110,58 @@ def test_a_source_edited_during_a_run_keeps_nothing_under_its_new_name(project):
     finally:
         REGISTRY.fresh.pop(key, None)
         symcache._LOADED.pop(project, None)
+
+
+# -- the results shipped with the project (derivations/solved.pickle) ----------------------------
+LOAD_COUNT = ("import sys; sys.path.insert(0, {root!r}); from pathlib import Path; "
+              "from chalkboard import symcache; print(symcache.load(Path({root!r})))")
+
+
+def _preloaded(proj) -> int:
+    import subprocess
+    import sys
+    r = subprocess.run([sys.executable, "-c", LOAD_COUNT.format(root=str(proj))], capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 0, r.stderr
+    return int(r.stdout)
+
+
+def _pinned(name):
+    for line in (ROOT / "constraints.txt").read_text().splitlines():
+        if line.lower().startswith(name.lower() + "=="):
+            return line.split("==", 1)[1].strip()
+    return None
+
+
+def test_the_shipped_results_are_made_from_the_sources_as_they_are():
+    """A fresh clone's first build starts from derivations/solved.pickle only if it was made from
+    these sources: after editing a derivation (or chalkboard's audit, check, compiled or printers
+    module, or units/), run `python3 -m chalkboard.symcache --ship` and commit the file."""
+    import pickle
+    import sys
+
+    import sympy
+    from chalkboard import symcache
+
+    if sympy.__version__ != _pinned("sympy") or sys.version_info[:2] != (3, 11):
+        pytest.skip("the shipped results are made with the pinned SymPy on Python 3.11")
+    with open(ROOT / symcache.SHIPPED, "rb") as f:
+        shipped = pickle.load(f)
+    assert shipped["key"] == symcache.path(ROOT).name, \
+        "derivations/solved.pickle is stale: run `python3 -m chalkboard.symcache --ship` and commit it"
+    assert len(shipped["results"]) > 100
+
+
+def test_a_fresh_clone_starts_from_the_shipped_results_and_an_edit_ignores_them(project):
+    assert not (project / ".cache").exists()
+    shipped = _preloaded(project)
+    if shipped == 0:
+        pytest.skip("the shipped results were made under another SymPy or Python version")
+    assert shipped > 100
+    # the first run keeps them in .cache/, as it keeps what it computes
+    assert _balance(project)["value"] > 0
+    assert len(list((project / ".cache").glob("sympy-*.pickle"))) == 1
+    shutil.rmtree(project / ".cache")
+    mod = project / "derivations" / "inputs.py"
+    mod.write_text(mod.read_text() + "\n# edited\n")
+    assert _preloaded(project) == 0     # another key: nothing shipped is used
