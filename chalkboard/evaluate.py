@@ -16,7 +16,7 @@ import sympy as sp
 from sympy.core.function import AppliedUndef
 
 from derivations import (ATTENTION_FLOPS_BY_ATTENTION, ATTENTION_PARAMS_BY_ATTENTION, CHOICE_INPUTS,
-                         KV_BYTES_BY_ATTENTION, NUMBER_FORMATS, REGISTRY)
+                         KV_BYTES_BY_ATTENTION, KV_SHARDS_BY_ATTENTION, NUMBER_FORMATS, REGISTRY)
 from units import Quantity, UnitParseError, conform, magnitude_problem, parse, unit as parse_unit
 
 from . import compiled
@@ -143,11 +143,12 @@ DENSE_MOE_DEFAULTS = {"experts": 1.0, "experts_per_token": 1.0, "moe_layers": 0.
                       "shared_experts": 0.0}
 BY_ATTENTION = {"kv_bytes_per_token": KV_BYTES_BY_ATTENTION,
                 "attention_flops_per_token": ATTENTION_FLOPS_BY_ATTENTION,
-                "attention_params_per_layer": ATTENTION_PARAMS_BY_ATTENTION}
+                "attention_params_per_layer": ATTENTION_PARAMS_BY_ATTENTION,
+                "kv_shards": KV_SHARDS_BY_ATTENTION}
 # counts an override must give as whole numbers: the model's, the hardware's and the workload's
 WHOLE_NUMBERS = (*WHOLE_NUMBER_FIELDS, *HARDWARE_WHOLE_NUMBER_FIELDS, "batch", "chips", "racks",
                  "index_heads", "index_head_dim", "ring_chips", "ring_directions", "collective_axes",
-                 "optimizer_moments", "matmul_m", "matmul_k", "matmul_n")
+                 "optimizer_moments", "matmul_m", "matmul_k", "matmul_n", "tp", "pp", "ep", "dp_attention")
 # pairs (smaller, larger) that a coherent model keeps in order, with what breaking it means
 ORDERED = (("params_active", "params_total", "the sparsity N_total/N_active would be below 1"),
            ("experts_per_token", "experts", "a token cannot use more experts than there are"),
@@ -752,6 +753,48 @@ class Scenario:
                 f"and {self._shown('kv_per_chip_pipelined')} of KV cache, more than its "
                 f"{self._shown('hbm_capacity')} of HBM ({fill:.0%}); more stages shrink only the weights")
 
+    def fit_layout(self, batch: float | None = None) -> str | None:
+        """None if, under the layout (tp, dp_attention, ep, pp), each chip's weights and KV cache of
+        ``batch`` sequences (default: the workload's) fit in its HBM; otherwise the reason, in one
+        sentence. Unknown inputs: None."""
+        key = ("layout", batch)
+        if key not in self._fits:
+            self._fits[key] = self._fit_layout(batch)
+        return self._fits[key]
+
+    def _layout_memory(self, batch: float | None):
+        """(weights, weights + KV of ``batch`` sequences, HBM) per chip under the layout, base units."""
+        w, kv = self._mag("weights_per_chip_layout"), self._mag("kv_per_chip_layout")
+        workload = self.mag("batch", "sequence")
+        b = workload if batch is None else batch
+        return w, w + kv * b / workload, self._mag("hbm_capacity")
+
+    def fill_layout(self, batch: float | None = None) -> float | None:
+        """Share of each chip's HBM the layout needs with ``batch`` sequences; None if unknown."""
+        try:
+            _, need, cap = self._layout_memory(batch)
+        except (MissingInput, NotApplicable):
+            return None
+        return need / cap
+
+    def _fit_layout(self, batch: float | None) -> str | None:
+        try:
+            w, need, cap = self._layout_memory(batch)
+            layout = ", ".join(f"{n} = {self.mag(n, ''):g}" for n in ("tp", "dp_attention", "ep", "pp"))
+        except (MissingInput, NotApplicable):
+            return None
+        b = self.mag("batch", "sequence") if batch is None else batch
+        if w > cap:
+            return (f"does not fit: under the layout ({layout}) each chip holds "
+                    f"{self._shown('weights_per_chip_layout', w)} of weights, more than its "
+                    f"{self._shown('hbm_capacity')} of HBM")
+        if need > cap:
+            return (f"does not fit: under the layout ({layout}) each chip needs "
+                    f"{self._shown('memory_per_chip_layout', need)} for its weights and the KV cache of "
+                    f"{b:,.0f} sequence{'s' if b != 1 else ''} of {self._shown('context')}, more than its "
+                    f"{self._shown('hbm_capacity')} of HBM ({need / cap:.0%})")
+        return None
+
     def _shown(self, name: str, base_mag: float | None = None) -> str:
         """``name``'s value as a reason shows it (fmt), from its base-unit float (``base_mag``: another
         value of the same unit, e.g. a sum), without making a Pint quantity."""
@@ -773,6 +816,8 @@ class Scenario:
         """The fit a quantity of ``flag_kind`` ``kind`` is flagged by (None: never flagged)."""
         if kind == "pipeline":
             return self.fit_pipelined()
+        if kind in ("layout", "layout1"):
+            return self.fit_layout(None if kind == "layout" else 1.0)
         return self.fit() if kind == "batch" else self.fit(1.0) if kind == "chips" else None
 
 
@@ -846,7 +891,8 @@ PIPELINE_CHAPTERS = ("pipeline", "memory")  # pipelined set-ups: judged by the p
 @lru_cache(maxsize=None)
 def setup_dependence(name: str) -> str | None:
     """'pipeline' if ``name`` is a quantity of a pipelined set-up (chapters 3 and 4) that depends
-    on the batch or the chips, else 'batch' if it depends on the workload's batch, else 'chips'
+    on the batch or the chips, 'layout' ('layout1' for one sequence) if of a set-up laid out by
+    tp, dp_attention, ep and pp, else 'batch' if it depends on the workload's batch, else 'chips'
     if on the chips (a set-up of one sequence), else None (a property of the chip or model alone,
     or a quantity of training, which the decode-serving HBM fit does not describe)."""
     q = REGISTRY[name]
@@ -854,6 +900,8 @@ def setup_dependence(name: str) -> str | None:
     if chapter in TRAINING_CHAPTERS:
         return None
     leaves = {q.name for q in REGISTRY.leaves(name)}
+    if q.section == "layout":   # a set-up laid out by tp, dp_attention, ep, pp: judged by its own fit
+        return "layout" if "batch" in leaves else "layout1"
     if chapter in PIPELINE_CHAPTERS and leaves & {"batch", "chips"}:
         return "pipeline"
     return "batch" if "batch" in leaves else "chips" if "chips" in leaves else None

@@ -265,6 +265,15 @@ def feasibility(sc: Scenario, name: str | None = None) -> dict:
                 return {"feasible": None, "reason": "unknown: an input of the memory fit is not published"}
             return {"feasible": True, "reason": f"pipelined: each chip's share of the weights and of one "
                                                 f"micro-batch's KV cache per stage fills {fill:.0%} of its HBM"}
+        if on in ("layout", "layout1"):
+            why, fill = sc.fit_for(on), sc.fill_layout(None if on == "layout" else 1.0)
+            if why is not None:
+                return {"feasible": False, "reason": why}
+            if fill is None:
+                return {"feasible": None, "reason": "unknown: an input of the memory fit is not published"}
+            b = 1.0 if on == "layout1" else sc.mag("batch", "sequence")
+            return {"feasible": True, "reason": f"under the layout, each chip's weights and the KV cache of "
+                                                f"{b:,.0f} sequence{'s' if b != 1 else ''} fill {fill:.0%} of its HBM"}
         if on == "chips":
             batch = 1.0
     why = sc.fit(batch)

@@ -13,6 +13,7 @@ loosest and says so (``Result.assumed``).
 from __future__ import annotations
 
 import math
+import re
 import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,6 +22,7 @@ from units import UnitParseError, conform, magnitude_problem, parse
 
 from .data import (ID_RE, NUMBER_FORMAT_NAMES, RATE_FORMATS, DataError, Source, _source_id, _sources, _text,
                    is_whole, read_yaml)
+from .errors import InputError, MissingInput, NotApplicable
 
 MEASUREMENTS_FILE = "measurements.yaml"
 
@@ -94,6 +96,14 @@ class Result:
     measured_step_time: float | None  # s, from a published batch
     assumed: list[str]
     fits: str | None
+    step_time_min_layout: float | None = None   # s: the strict bound under the record's stated layout
+
+    @property
+    def layout_efficiency(self) -> float | None:
+        """The highest measured speed over the speed the layout-aware bound allows (None: no layout)."""
+        if self.step_time_min_layout is None:
+            return None
+        return max(self.efficiencies.values()) * self.step_time_min_layout / self.step_time_min
 
     @property
     def violates(self) -> bool:
@@ -242,6 +252,26 @@ def _context(rec: Record) -> tuple[float, str | None]:
     return max(ctx, 1.0), note
 
 
+_TP = re.compile(r"^TP(\d+)\b")
+
+
+def layout_sets(rec: Record) -> dict | None:
+    """The layout a record's parallelism states, as --set values, or None if it states none:
+    "TP4" is tensor parallelism over 4 chips; "TP8 with expert parallelism and attention data
+    parallelism" (TensorRT-LLM's DeepSeek commands) runs the attention data-parallel and the
+    experts expert-parallel over the 8 chips of the group, with no tensor split. Experts split
+    over fewer chips than the group ("TP8, EP2": each expert also tensor-split) are not stated."""
+    m = _TP.match(rec.parallelism.strip())
+    if m is None or float(m.group(1)) != rec.chips:
+        return None
+    ep = re.search(r"\bEP(\d+)\b", rec.parallelism)
+    if ep is not None and float(ep.group(1)) != rec.chips:
+        return None   # experts also tensor-split (expert TP): a layout the derivations do not state
+    if "attention data parallelism" in rec.parallelism:
+        return {"tp": "1", "dp_attention": m.group(1), "ep": m.group(1), "pp": "1"}
+    return {"tp": m.group(1), "dp_attention": "1", "pp": "1"}
+
+
 def _scenario(data, rec: Record, batch: float, context: float, delta: float):
     from .evaluate import Scenario
     o = {**rec.set, "batch": f"{batch:.17g} sequence", "context": f"{context:.17g} token/sequence",
@@ -322,8 +352,17 @@ def evaluate_record(data, rec: Record) -> Result:
             step_measured = rec.batch * copies * delta / value
         else:
             step_measured = delta / value
+    t_layout = None
+    layout = layout_sets(rec)
+    if layout is not None:
+        from .evaluate import Scenario
+        try:
+            t_layout = Scenario(data, rec.hardware, rec.model, {**sc.raw_overrides, **layout}).mag(
+                "step_time_layout_min", "s")
+        except (MissingInput, NotApplicable, InputError):
+            t_layout = None
     return Result(rec, batch, context, delta, t_min, bound_chip, measured_chip, effs[primary], effs, regime,
-                  sc.is_dense, sc.formats_text(), b_star, step_measured, assumed, sc.fit())
+                  sc.is_dense, sc.formats_text(), b_star, step_measured, assumed, sc.fit(), t_layout)
 
 
 def evaluate_all(data, records: list[Record]) -> list[Result]:

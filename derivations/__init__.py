@@ -8,10 +8,11 @@ SymPy results of an earlier run first (``_core.PRELOADED``, see build.py).
 import importlib
 
 MODULES = ("inputs", "roofline", "latency_cost", "kv_cache", "balance", "context", "schedule",
-           "moe_rack", "textbook", "params", "pipeline", "memory", "fast_mode", "training",
-           "textbook_training", "prices", "reversible")
+           "moe_rack", "textbook", "params", "pipeline", "layout", "memory", "fast_mode", "training",
+           "textbook_training", "prices", "prefill", "reversible")
 _EXPORTS = ("REGISTRY", "KV_BYTES_BY_ATTENTION", "ATTENTION_FLOPS_BY_ATTENTION",
-            "ATTENTION_PARAMS_BY_ATTENTION", "CHOICE_INPUTS", "CHOICES", "NUMBER_FORMATS")
+            "ATTENTION_PARAMS_BY_ATTENTION", "KV_SHARDS_BY_ATTENTION", "CHOICE_INPUTS", "CHOICES",
+            "NUMBER_FORMATS")
 # the registry of an earlier run from the same sources, among the SymPy results handed in
 SNAPSHOT = ("registry snapshot",)
 
@@ -37,10 +38,12 @@ def load():
         importlib.import_module(f"{__name__}.{m}")
     from .inputs import NUMBER_FORMATS, R
     from .kv_cache import ATTENTION_FLOPS_BY_ATTENTION, KV_BYTES_BY_ATTENTION
+    from .layout import KV_SHARDS_BY_ATTENTION
     from .params import ATTENTION_PARAMS_BY_ATTENTION, CHOICE_INPUTS
     from .prices import CHOICES
     tables = dict(KV_BYTES_BY_ATTENTION=KV_BYTES_BY_ATTENTION, ATTENTION_FLOPS_BY_ATTENTION=ATTENTION_FLOPS_BY_ATTENTION,
-                  ATTENTION_PARAMS_BY_ATTENTION=ATTENTION_PARAMS_BY_ATTENTION, CHOICE_INPUTS=CHOICE_INPUTS,
+                  ATTENTION_PARAMS_BY_ATTENTION=ATTENTION_PARAMS_BY_ATTENTION,
+                  KV_SHARDS_BY_ATTENTION=KV_SHARDS_BY_ATTENTION, CHOICE_INPUTS=CHOICE_INPUTS,
                   CHOICES=CHOICES, NUMBER_FORMATS=NUMBER_FORMATS)
     R.fresh[SNAPSHOT] = R.snapshot(tables)   # kept with the SymPy results by the caller
     globals().update(REGISTRY=R, **tables)

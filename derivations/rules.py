@@ -23,6 +23,32 @@ def expert_chips(experts: float, domain: float) -> float:
     return float(max(n for n in range(1, min(e, d) + 1) if e % n == 0))
 
 
+def tensor_parallel(chips: float, moe_layers: float) -> float:
+    """layout.py: a dense model tensor-parallel over every chip of the copy; an MoE not split."""
+    return float(chips) if moe_layers == 0 else 1.0
+
+
+def attention_groups(chips: float, tp: float, pp: float) -> float:
+    """layout.py: the attention data-parallel groups, chips / (tp · pp), a whole number."""
+    if tp < 1 or pp < 1 or tp != round(tp) or pp != round(pp):
+        raise ValueError(f"tp and pp must be whole numbers of at least 1 (got tp = {tp:g}, pp = {pp:g})")
+    groups = chips / (tp * pp)
+    if groups < 1 or abs(groups - round(groups)) > 1e-9:
+        raise ValueError(f"chips = {chips:g} is not a whole multiple of tp · pp = {tp * pp:g}: "
+                         f"set chips to a multiple of it, or dp_attention")
+    return float(round(groups))
+
+
+def expert_parallel(experts: float, chips: float, pp: float, moe_layers: float) -> float:
+    """layout.py: the largest number of chips of one stage that divides the experts evenly (1 for a
+    dense model)."""
+    if moe_layers == 0:
+        return 1.0
+    if pp < 1 or pp != round(pp):
+        raise ValueError(f"pp must be a whole number of at least 1 (got {pp:g})")
+    return expert_chips(experts, max(1.0, math.floor(chips / pp)))
+
+
 def moe_layers_per_stage(moe_layers: float, stages: float) -> float:
     """pipeline.py: the model's MoE layers split evenly over the stages, rounded up."""
     if moe_layers < 1:

@@ -1,0 +1,183 @@
+"""How one copy of the model is laid out on its chips, and what communication costs in a step.
+
+The lecture's picture spreads one copy evenly over S chips: every term of the roofline divides
+by S (roofline.py). Deployments lay a copy out by parallelism axes instead, and each axis
+decides what a chip holds, what it reads and what it sends:
+
+* tensor parallelism (tp): each attention and dense layer is split over tp chips, which
+  all-reduce the residual stream twice a layer (Megatron-LM: after attention, after the MLP);
+  a chip holds 1/tp of those weights and 1/tp of the KV heads, but never less than one KV head
+  (with more ranks than KV heads the cache is replicated) and, for MLA, the whole latent (one
+  latent per token per layer, shared by every head, cannot be split by heads);
+* attention data parallelism (dp_attention): the attention and dense weights are replicated in
+  dp_attention groups inside the copy, each serving B / dp_attention of the sequences with their
+  KV cache (DeepSeek-style serving);
+* expert parallelism (ep): the routed experts of a layer are spread over ep chips, each token
+  sent to its k experts and back (dispatch and combine, moe_rack.py);
+* pipeline parallelism (pp): the layers are cut into pp stages, one after the other, each
+  passing its tokens' residual vectors to the next (pipeline.py).
+
+The default layout is what a practitioner deploys on the chips of one copy (the chip's scale-up
+domain, inputs.serving_chips): a dense model tensor-parallel over all of them; a mixture of
+experts expert-parallel over them with its attention data-parallel; one stage. With those
+defaults a dense model's weight and KV reads are the even spread's; an MoE's are not (each chip
+holds and reads the attention and shared weights whole).
+
+Each chip's work in a stage is its compute, its weight and KV reads, and its share of the
+collectives. ``step_time_layout`` is what decode runs: compute and reads overlapped, the
+tensor-parallel all-reduces and the expert dispatch after them (a layer needs the reduced
+residual before it goes on), stage after stage. The hops between stages cross the scale-out
+network, which not every chip publishes, so they are a quantity of their own (``pp_comm_time``)
+and not in the step: with pp > 1 add it. ``step_time_layout_min`` is a strict lower
+bound: communication overlaps the rest at best, and a chip reads at least the average share of
+the experts a token needs, and at least one expert where it holds any that a step reads.
+"""
+import sympy as sp
+
+from . import rules
+from .inputs import (R, B, L, F, W, W_up, W_out, C_hbm, E, k, delta, tau, c_F, beta_w, b_kv, a_attn,
+                     n_layers, n_moe, n_kv_heads, n_lat_vec, d_model)
+from .moe_rack import a2a_tok, c_a2a
+from .latency_cost import B_1
+from .pipeline import b_stage
+from .roofline import N_always, N_routed, f_read
+from .textbook import alpha, c_1, c_AR, b_tp, c_tp
+
+R.section(
+    "layout", "How is one copy laid out, and what does communication cost?",
+    seeds=("004:33", "004:31"),
+    chapter="moe",
+    question="With tensor parallelism tp, attention data parallelism dp_attention, expert "
+             "parallelism ep and pp pipeline stages, what does each chip hold and read, how long do "
+             "the all-reduces and the expert all-to-all take, and what is one decode step?",
+    takeaway="{model} on {chips} of {hardware}, laid out tp = {tp}, dp_attention = {dp_attention}, "
+             "ep = {ep}, pp = {pp}: each chip holds {memory_per_chip_layout} ({hbm_fill_layout} of its HBM). "
+             "At the batch of {batch} a step takes {step_time_layout}, of which {comm_time_layout} is "
+             "communication ({tp_comm_time} in tensor-parallel all-reduces, {ep_comm_time} in the expert "
+             "all-to-all); no step can be shorter than {step_time_layout_min}. One sequence alone takes "
+             "{latency_floor_layout} per token under this placement.",
+    featured=("weights_per_chip_layout", "kv_per_chip_layout", "memory_per_chip_layout", "hbm_fill_layout",
+              "compute_time_layout", "weight_fetch_time_layout", "kv_fetch_time_layout", "tp_comm_time",
+              "ep_comm_time", "comm_time_layout", "step_time_layout", "step_time_layout_min",
+              "latency_floor_layout"),
+)
+
+# -- the layout ----------------------------------------------------------------------------------
+tp = R.workload("tp", "", "tensor-parallel degree: chips each attention and dense layer is split over",
+                "t", "TP", default="=rule:tensor_parallel")
+pp = R.workload("pp", "", "pipeline stages the layers of one copy are cut into", "p", "PP", default="1",
+                source="one stage: a copy on one scale-up domain")
+dp = R.workload("dp_attention", "",
+                "attention data-parallel groups inside one copy: each holds the attention and dense weights "
+                "and serves its share of the sequences", "d", "attn", default="=rule:attention_groups")
+ep = R.workload("ep", "", "expert-parallel degree: chips the routed experts of a layer are spread over",
+                "e", "EP", default="=rule:expert_parallel")
+
+R.rule("tensor_parallel", ("chips", "moe_layers"),
+       "a dense model tensor-parallel over every chip of the copy; a mixture of experts not split "
+       "(its attention data-parallel, its experts expert-parallel)")(rules.tensor_parallel)
+R.rule("attention_groups", ("chips", "tp", "pp"),
+       "the chips of the copy left after tensor and pipeline parallelism: chips / (tp · pp)"
+       )(rules.attention_groups)
+R.rule("expert_parallel", ("experts", "chips", "pp", "moe_layers"),
+       "the largest number of chips of one stage that divides the experts evenly (1 for a dense model)"
+       )(rules.expert_parallel)
+
+n_split = R.model("kv_shards", "", "ways one token's KV cache can be split between tensor-parallel ranks: "
+                  "its KV heads (MHA, GQA), or 1 for MLA's latent, which every head shares",
+                  "h", "split", field="<attention>",
+                  note="derived from the architecture (section: how is one copy laid out)")
+R.derived("kv_shards_gqa", n_kv_heads, "",
+          "KV heads: a tensor-parallel rank holds whole heads, so at most this many ranks share a token's KV",
+          "h", "split,GQA")
+R.derived("kv_shards_mla", n_lat_vec * tau, "",
+          "MLA: one latent per token per layer, read by every head, so it is not split between ranks",
+          "h", "split,MLA")
+KV_SHARDS_BY_ATTENTION = {"mha": "kv_shards_gqa", "gqa": "kv_shards_gqa", "mla": "kv_shards_mla"}
+
+S_layout = R.derived("layout_chips", tp * dp * pp * c_1, "chip",
+                     "chips the layout uses: tp · dp_attention · pp", "S", "layout")
+f_kv = R.derived("kv_share_per_rank", sp.Max(1 / tp, 1 / n_split), "",
+                 "share of a sequence's KV cache each tensor-parallel rank holds and reads: 1/tp, but never "
+                 "less than one KV head (replicated past that)", "f", "KV,rank")
+
+# -- what each chip holds ------------------------------------------------------------------------
+m_w = R.derived(
+    "weights_per_chip_layout", (N_always / tp + N_routed / ep) * beta_w / (pp * c_1), "byte/chip",
+    "HBM each chip gives to weights under the layout: its stage's always-read weights split by tp (and "
+    "replicated by dp_attention), its share of the routed experts", "m", "w,layout", fit_measure=True)
+m_kv = R.derived(
+    "kv_per_chip_layout", B * L * b_kv * f_kv / (dp * pp * c_1), "byte/chip",
+    "HBM each chip gives to the KV cache under the layout: its group's sequences, its rank's share of "
+    "each (a whole MLA latent), its stage's layers", "m", "KV,layout", fit_measure=True)
+m_chip = R.derived("memory_per_chip_layout", m_w + m_kv, "byte/chip",
+                   "HBM each chip needs under the layout: its weights and its KV cache", "m", "chip,layout",
+                   fit_measure=True)
+R.derived("hbm_fill_layout", m_chip / C_hbm, "",
+          "share of each chip's HBM the layout needs: above 1 it does not fit", "φ", "layout", fit_measure=True)
+
+# -- one stage, on one chip ----------------------------------------------------------------------
+t_c = R.derived(
+    "compute_time_layout",
+    (B / dp * (c_F * delta * N_always + L * a_attn) / tp + c_F * delta * B * k / E * N_routed / ep)
+    / (pp * F * c_1), "s",
+    "compute of one chip in one stage: its group's tokens through its share of the attention and dense "
+    "layers, and the tokens routed to its experts (balanced routing)", "t", "compute,layout")
+e_chip = R.derived(
+    "experts_read_per_chip", sp.Max(E * f_read / ep, 1), "",
+    "routed experts one chip reads per MoE layer in a step (uniform routing), at least one: each "
+    "token's experts sit whole on some chip", "E", "read,chip")
+e_chip_min = sp.Max(k / ep, 1)   # the strict form: one token's k experts, spread over as many chips as ep allows
+t_w = R.derived(
+    "weight_fetch_time_layout", (N_always / tp + e_chip * N_routed / E) * beta_w / (pp * W * c_1), "s",
+    "time for one chip of one stage to read its share of the always-read weights and the experts it "
+    "holds that the step touches", "t", "weights,layout")
+t_w_min = R.derived(
+    "weight_fetch_time_layout_min", (N_always / tp + e_chip_min * N_routed / E) * beta_w / (pp * W * c_1), "s",
+    "strict lower bound on one chip's weight reads: its share of the always-read weights and at least "
+    "the experts one token needs, spread as widely as ep allows", "t", "weights,layout,min")
+t_kv = R.derived("kv_fetch_time_layout", m_kv / W, "s",
+                 "time for one chip to read its KV cache once", "t", "KV,layout")
+
+# -- communication ------------------------------------------------------------------------------
+# (the all-to-all bytes per token are read through their definition, not the moe_only quantity:
+# for a dense model there are no MoE layers, and the expert traffic is zero, not "not applicable")
+t_tp = R.derived(
+    "tp_comm_time",
+    n_layers / pp * c_AR * (tp - 1) * (c_tp * tau * alpha + B / dp * delta * b_tp / (tp * W_up * c_1)), "s",
+    "tensor-parallel all-reduces of one stage: two a layer, each a ring reduce-scatter and all-gather of "
+    "the group's residual vectors over tp chips (tp − 1 hops each way, the per-hop latency, the scale-up link)",
+    "t", "TP", note="Megatron-LM (Shoeybi et al. 2019): two all-reduces per layer in the forward pass; "
+                    "ring all-reduce as in the section on collectives")
+t_ep = R.derived(
+    "ep_comm_time",
+    n_moe / pp * (c_a2a * tau * alpha + B * delta * R.expand(a2a_tok) / (ep * W_up * c_1)), "s",
+    "expert dispatch and combine of one stage: each MoE layer sends every token's k activations to its "
+    "experts and back, spread over ep chips' scale-up links, with one hop of latency each way",
+    "t", "EP")
+t_pp = R.derived(
+    "pp_comm_time", (pp - 1) * (alpha + B * delta * b_stage / (dp * W_out * c_1)), "s",
+    "hops between pipeline stages: each passes the group's residual vectors over the scale-out network",
+    "t", "PP")
+t_x = R.derived("comm_time_layout", pp * (t_tp + t_ep), "s",
+                "communication in one decode step under the layout: every stage's all-reduces and "
+                "all-to-all (the hops between stages apart: pp_comm_time)", "t", "comm,layout")
+
+# -- the step -----------------------------------------------------------------------------------
+t_step = R.derived(
+    "step_time_layout", pp * (sp.Max(t_c, t_w + t_kv) + t_tp + t_ep), "s",
+    "decode step under the layout, as it runs: in each stage compute and reads overlapped, then the "
+    "all-reduces and the expert all-to-all that the next layer waits for (the hops between stages "
+    "apart: pp_comm_time)", "t", "step,layout")
+R.derived(
+    "step_time_layout_min", pp * sp.Max(t_c, t_w_min + t_kv, t_tp + t_ep), "s",
+    "strict lower bound on a decode step under the layout: communication overlapped with compute and "
+    "reads at best, each chip reading at least its share of one token's experts", "t", "step,layout,min")
+t_floor = R.derived(
+    "latency_floor_layout", R.at("step_time_layout", {B: B_1}), "s",
+    "least time per token under the layout: one sequence, each layer waiting for the chip that holds the "
+    "experts it reads", "t", "floor,layout", how="step_time_layout at batch = 1 sequence")
+R.derived("throughput_per_chip_layout", B * delta / (t_step * S_layout), "token/s/chip",
+          "tokens per second per chip under the layout", "Θ", "chip,layout")
+R.derived("comm_share_layout", t_x / t_step, "",
+          "share of a decode step spent in communication under the layout", "κ", "layout")

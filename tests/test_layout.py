@@ -1,0 +1,117 @@
+"""How one copy is laid out (derivations/layout.py): what each chip holds and reads, the
+tensor-parallel all-reduces and the expert all-to-all, checked against numbers worked by hand
+from published figures.
+
+Figures used (each also in hardware.yaml / models.yaml with its source):
+* H100 SXM / H200: 3.35 / 4.8 TB/s HBM; NVLink 4 at 450 GB/s per direction (the datasheets'
+  900 GB/s is the bidirectional total); 8 GPUs per NVLink domain.
+* Llama 3 70B (Llama 3 paper, Table 3): 70e9 parameters, 80 layers, d_model 8192, 8 KV heads of
+  128, so 2·80·8·128·2 = 327,680 KV bytes per token in bf16.
+* DeepSeek-V3 (technical report, config.json): 61 layers, an MLA cache of one 512 + 64 latent per
+  layer per token (kv_lora_rank 512, qk_rope_head_dim 64); 256 routed experts of width 2048 in 58
+  MoE layers, 8 per token, d_model 7168; 671e9 total and 37e9 active parameters.
+* Megatron-LM (Shoeybi et al. 2019, sec. 3): two all-reduces of the residual stream per layer in
+  the forward pass; a ring all-reduce moves 2·(n−1)/n of the buffer and makes 2·(n−1) hops.
+"""
+import json
+
+import pytest
+
+from conftest import run_cli
+
+H100_W, NVLINK, HOP = 3.35e12, 450e9, 1e-6            # B/s, B/s per direction, s (the default hop latency)
+LLAMA70_KV = 2 * 80 * 8 * 128 * 2                      # bytes per token, bf16
+
+
+def _sc(data, hardware, model, *sets):
+    from chalkboard.evaluate import Scenario
+    return Scenario(data, hardware, model, dict(x.split("=", 1) for x in sets))
+
+
+def test_llama_70b_tp8_decode_step_adds_two_ring_allreduces_per_layer(data, cli):
+    sets = ("tp=8", "batch=1", "context=2048", "weight_format=bf16", "kv_format=bf16")
+    sc = _sc(data, "h100-sxm", "llama-3-70b", *sets)
+    # one all-reduce of one token's residual (8192 bf16 numbers) over 8 GPUs: 2·7 hops and 2·7/8 of the buffer
+    allreduce = 2 * 7 * HOP + 2 * (7 / 8) * 8192 * 2 / NVLINK
+    per_layer = 2 * allreduce
+    assert sc.mag("tp_comm_time", "s") == pytest.approx(80 * per_layer, rel=1e-9)
+    reads = (70e9 * 2 + 2048 * LLAMA70_KV) / 8 / H100_W                          # weights and KV, per GPU
+    assert sc.mag("step_time_layout", "s") == pytest.approx(reads + 80 * per_layer, rel=1e-9)
+    # the lecture's even spread has the same reads and no communication
+    assert sc.mag("step_time", "s") == pytest.approx(reads, rel=1e-9)
+    # the command line says the same, and names the layout it used
+    r = cli("eval", "step_time_layout", "--hardware", "h100-sxm", "--model", "llama-3-70b",
+            *[a for x in sets for a in ("--set", x)], "--json")
+    assert r.returncode == 0, r.stderr
+    d = json.loads(r.stdout)
+    assert d["unit"] == "ms" and d["value"] * 1e-3 == pytest.approx(reads + 80 * per_layer, rel=1e-9)
+    assert {i["name"]: i["value"] for i in d["inputs"]}["tp"] == 8
+
+
+def test_deepseek_mla_cache_sits_whole_on_every_tensor_parallel_rank(data):
+    sc = _sc(data, "h200", "deepseek-v3", "tp=8", "batch=16", "context=4096", "kv_format=bf16")
+    per_token = 61 * (512 + 64) * 2                      # 70,272 bytes: one latent per layer, bf16
+    whole = 16 * 4096 * per_token
+    assert sc.mag("kv_per_chip_layout", "byte/chip") == pytest.approx(whole, rel=1e-9)
+    assert sc.mag("kv_per_chip", "byte/chip") == pytest.approx(whole / 8, rel=1e-9)   # the even spread
+
+
+def test_gqa_cache_is_replicated_past_its_kv_heads(data):
+    # Llama 3 8B has 8 KV heads: over 16 tensor-parallel ranks each holds one whole head, not half of one
+    kv_bytes = 2 * 32 * 8 * 128 * 2
+    sc = _sc(data, "h100-sxm", "llama-3-8b", "chips=16", "tp=16", "batch=4", "context=1000", "kv_format=bf16")
+    assert sc.mag("kv_per_chip_layout", "byte/chip") == pytest.approx(4 * 1000 * kv_bytes / 8, rel=1e-9)
+    sc = _sc(data, "h100-sxm", "llama-3-8b", "chips=8", "tp=8", "batch=4", "context=1000", "kv_format=bf16")
+    assert sc.mag("kv_per_chip_layout", "byte/chip") == pytest.approx(4 * 1000 * kv_bytes / 8, rel=1e-9)
+
+
+def test_default_moe_layout_replicates_attention_and_spreads_experts(data):
+    # DeepSeek-V3 on a GB200 NVL72 rack, fp8 weights: expert-parallel over 64 GPUs (the largest
+    # divisor of 256 experts within 72), attention data-parallel over all 72
+    routed = 58 * 256 * 3 * 7168 * 2048
+    always = 37e9 - 8 / 256 * routed
+    sc = _sc(data, "gb200-nvl72", "deepseek-v3", "weight_format=fp8", "kv_format=bf16")
+    assert sc.mag("ep") == 64 and sc.mag("tp") == 1 and sc.mag("dp_attention") == 72
+    assert sc.mag("weights_per_chip_layout", "byte/chip") == pytest.approx(always + routed / 64, rel=1e-9)
+    # at batch 1 each layer waits for a GPU reading the attention and shared weights whole and one
+    # expert: far above the even spread's floor of 8 experts spread over 72 GPUs
+    one_gpu = (always + routed / 256) / 8e12 + 8192 * 61 * 576 * 2 / 8e12   # GB200: 8 TB/s; one latent cache
+    assert sc.mag("latency_floor_layout", "s") >= one_gpu * (1 - 1e-9)
+    assert sc.mag("latency_floor_layout", "s") > 5 * sc.mag("latency_floor", "s")
+
+
+def test_the_strict_bound_is_below_the_step_it_bounds(data):
+    from chalkboard.evaluate import Scenario
+
+    for hw in ("h100-sxm", "h200", "gb200-nvl72", "mi300x", "tpu-v5p"):
+        for model in data.models:
+            for batch in ("1", "64", "2000"):
+                sc = Scenario(data, hw, model, {"batch": batch})
+                assert sc.mag("step_time_layout_min") <= sc.mag("step_time_layout") * (1 + 1e-12), (hw, model, batch)
+
+
+def test_a_layout_that_does_not_divide_the_chips_is_one_line(cli):
+    r = cli("eval", "step_time_layout", "--hardware", "h100-sxm", "--model", "llama-3-70b", "--set", "tp=3")
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and "tp · pp" in lines[0] and "chips = 8" in lines[0], r.stderr
+    r = cli("eval", "step_time_layout", "--hardware", "h100-sxm", "--model", "llama-3-70b", "--set", "tp=2.5")
+    assert r.returncode == 2 and "whole number" in r.stderr
+
+
+def test_no_published_measurement_beats_the_bound_of_its_own_layout(data):
+    """validate's records that state their layout (TensorRT-LLM's "TP4", "TP8 with expert
+    parallelism and attention data parallelism", vLLM's TP8) are bounded by step_time_layout_min
+    under that layout too: none is faster than it."""
+    from conftest import ROOT
+    from chalkboard import validation as val
+
+    results = val.evaluate_all(data, val.load_measurements(ROOT, data, "measurements.yaml"))
+    laid_out = [r for r in results if r.layout_efficiency is not None]
+    assert len(laid_out) >= 25
+    assert {val.layout_sets(r.record)["tp"] for r in laid_out} >= {"1", "2", "4", "8"}
+    assert any(val.layout_sets(r.record)["dp_attention"] == "8" for r in laid_out)   # the DeepSeek-style ones
+    worst = max(laid_out, key=lambda r: r.layout_efficiency)
+    assert worst.layout_efficiency <= 1 + val.TOLERANCE, (worst.record.id, worst.layout_efficiency)
+    # the layout bound is never looser than the even spread's for the same record
+    assert all(r.layout_efficiency >= max(r.efficiencies.values()) * (1 - 1e-9) for r in laid_out)

@@ -1,0 +1,58 @@
+"""Prefill as it runs (derivations/prefill.py): the prompt's causal attention and the experts its
+tokens touch, against counts made from first principles.
+
+* Attention FLOPs per (query, key) pair and layer: 2 FLOP per multiply-accumulate, one product for
+  the score and one for the value per dimension of each query head: 2·2·heads·d_head. A causal
+  prompt of n tokens has about n²/2 pairs (Vaswani et al. 2017).
+* Llama 3 8B / 70B (Llama 3 paper, Table 3): 32 / 80 layers, 32 / 64 query heads of 128, 8e9 /
+  70e9 parameters. DeepSeek-V3: 256 routed experts of width 2048 in 58 MoE layers, 8 per token,
+  d_model 7168, 37e9 active and 671e9 total parameters.
+* H100 SXM: 989.5 TFLOP/s dense bf16; H200: 4.8 TB/s HBM.
+"""
+import pytest
+
+
+def _sc(data, hw, model, **sets):
+    from chalkboard.evaluate import Scenario
+    return Scenario(data, hw, model, {k: str(v) for k, v in sets.items()})
+
+
+def attn_flops_per_pair(layers, heads, d_head):
+    return 2 * 2 * layers * heads * d_head
+
+
+def test_attention_share_of_a_2k_prompt_on_llama_3_8b(data):
+    n = 2048
+    att = 0.5 * n * n * attn_flops_per_pair(32, 32, 128)
+    weights = 2 * n * 8e9
+    sc = _sc(data, "h100-sxm", "llama-3-8b", pass_tokens=n)
+    assert sc.mag("prefill_attention_flops", "FLOP/sequence") == pytest.approx(att, rel=1e-12)
+    assert sc.mag("prefill_attention_share") == pytest.approx(att / (att + weights), rel=1e-12)
+    assert 0.03 < sc.mag("prefill_attention_share") < 0.04      # a few percent at 2k
+
+
+def test_attention_adds_about_a_third_at_32k_on_a_70b_model(data):
+    n = 32768
+    att = 0.5 * n * n * attn_flops_per_pair(80, 64, 128)
+    sc = _sc(data, "h100-sxm", "llama-3-70b", pass_tokens=n)
+    assert sc.mag("prefill_attention_flops", "FLOP/sequence") / (2 * n * 70e9) == pytest.approx(att / (2 * n * 70e9))
+    assert att / (2 * n * 70e9) == pytest.approx(0.307, abs=0.001)
+    # the lecture's pass leaves it out: with it, a compute-bound prefill takes that much longer
+    sc = _sc(data, "h100-sxm", "llama-3-70b", pass_tokens=n, batch=8, weight_format="bf16")
+    expected = 8 * (2 * n * 70e9 + att) / (8 * 989.5e12)
+    assert sc.mag("prefill_time", "s") == pytest.approx(expected, rel=1e-9)
+    assert sc.mag("prefill_time", "s") / sc.mag("pass_time", "s") == pytest.approx(1 + att / (2 * n * 70e9), rel=1e-9)
+
+
+def test_an_moe_prefill_reads_the_experts_all_its_tokens_touch(data):
+    # DeepSeek-V3 on 8 H200 in fp8, one 1,024-token prompt: 1,024 tokens each pick 8 of 256
+    # experts, so nearly all are read; the lecture's pass reads those of one token
+    routed = 58 * 256 * 3 * 7168 * 2048
+    always = 37e9 - 8 / 256 * routed
+    touched = 1 - (1 - 8 / 256) ** 1024
+    sc = _sc(data, "h200", "deepseek-v3", chips=8, batch=1, pass_tokens=1024, weight_format="fp8")
+    assert sc.mag("prefill_expert_fraction") == pytest.approx(touched, rel=1e-12)
+    reads = (always + routed * touched) * 1 / (8 * 4.8e12)
+    assert sc.mag("prefill_weight_fetch_time", "s") == pytest.approx(reads, rel=1e-9)
+    assert sc.mag("time_to_first_token", "ms") == pytest.approx(17.5, abs=0.1)
+    assert sc.mag("pass_time", "ms") < 5     # the pass as the lecture reads it: one token's experts
