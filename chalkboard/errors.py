@@ -5,6 +5,17 @@ class MissingInput(Exception):
     """An input the chosen hardware or model does not provide (e.g. no rental price)."""
 
 
+class NotGiven(MissingInput):
+    """A workload input with no default (a measurement, an assumed efficiency) that was not given."""
+
+    def __init__(self, message: str, name: str):
+        super().__init__(message)
+        self.name = name
+
+    def __reduce__(self):   # crosses a forked process whole
+        return (type(self), (str(self), self.name))
+
+
 class NotApplicable(MissingInput):
     """A derived value outside its domain (e.g. a balance batch past the context crossover)."""
 

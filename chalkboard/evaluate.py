@@ -22,7 +22,7 @@ from units import Quantity, UnitParseError, conform, magnitude_problem, parse, u
 from . import compiled
 from .data import (FORMATS_ORDER, HARDWARE_WHOLE_NUMBER_FIELDS, MAY_BE_ZERO, RATE_FORMATS,
                    WHOLE_NUMBER_FIELDS, Data)
-from .errors import InputError, MissingInput, NotApplicable  # noqa: F401  (re-exported)
+from .errors import InputError, MissingInput, NotApplicable, NotGiven  # noqa: F401  (re-exported)
 
 
 _ONE = parse_unit("")
@@ -373,7 +373,7 @@ class Scenario:
     def _way(self, name: str) -> str:
         """How ``input(name)`` gets its value here, the one place its cases are told apart (input,
         input_reads and input_scope all follow it): "set" (--set), "constant", "rule" / "copy" /
-        "literal" (a workload default), "flops", "weight format", "kv format", "attention" (through
+        "literal" (a workload default), "given" (a workload input with no default: a measurement), "flops", "weight format", "kv format", "attention" (through
         the model's attention type), "choice" (a model tag), "dense" (a dense model's expert
         counts), "hardware", "model" or "price" (a price snapshot or a memory tier)."""
         if name in self.overrides:
@@ -383,6 +383,8 @@ class Scenario:
             return "constant"
         if q.origin == "workload":
             d = q.default or ""
+            if not d:
+                return "given"   # a measurement or a choice only the user can state: no default
             return "rule" if d.startswith("=rule:") else "copy" if d.startswith("=") else "literal"
         if name == "peak_flops":
             return "flops"
@@ -423,6 +425,9 @@ class Scenario:
         elif way == "copy":
             ref = q.default[1:]
             val = self._record(name, self.input(ref).to(parse_unit(q.unit)), f"workload default: {self.whose(ref)}")
+        elif way == "given":
+            raise NotGiven(f"{name} ({q.meaning}) has no default: give it with --set {name}=VALUE "
+                           f"in {q.unit or 'a plain number'}", name)
         elif way == "literal":
             val = self._record(name, parse(q.default), f"workload default ({q.source or 'lecture'})")
         elif way == "flops":
@@ -848,7 +853,7 @@ def read_shared(scenarios: list, name: str, read) -> list:
 
 
 # what an input read each way depends on (the ways that read other inputs join those inputs' scopes)
-_WAY_SCOPE = {"set": "all", "constant": "all", "literal": "all", "price": "all", "flops": "pair",
+_WAY_SCOPE = {"set": "all", "constant": "all", "literal": "all", "given": "all", "price": "all", "flops": "pair",
               "weight format": "model", "kv format": "model", "choice": "model", "dense": "model",
               "model": "model", "hardware": "hardware"}
 

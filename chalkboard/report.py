@@ -13,7 +13,7 @@ from derivations import (ATTENTION_FLOPS_BY_ATTENTION, ATTENTION_PARAMS_BY_ATTEN
 from derivations._core import CHAPTERS
 
 from . import explorer, printers
-from .evaluate import DimensionMismatch, MissingInput, NotApplicable, Scenario
+from .evaluate import DimensionMismatch, MissingInput, NotApplicable, NotGiven, Scenario
 from .fmt import fmt, sig, split
 from .figures import FIGURES
 
@@ -54,6 +54,9 @@ def takeaway(sc: Scenario, template: str) -> str:
     names = {"hardware": sc.hw.name, "model": sc.model.name, "bound": sc.bound()}
     try:
         text = _Takeaway(sc).format(template, **names)
+    except NotGiven as e:   # a section that starts from the user's own measurement or assumption
+        return (f"(Evaluated once you give {e.name} with --set: it is {REGISTRY[e.name].meaning}, and has "
+                f"no default. The formulas above are what it goes through.)")
     except MissingInput as e:
         return f"(not evaluated for this chip and model: {e})"
     text += f" (Formats: {sc.formats_text()}.)"

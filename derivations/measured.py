@@ -1,0 +1,108 @@
+"""From a measurement to an efficiency, and from an efficiency to an expected number.
+
+The rest of the derivations give bounds: what the chips allow at best. A practitioner starts
+from the other end, with a measured throughput, step time or a training run's chip-hours, and
+asks how good that is. The measured inputs here have no default: each is given with ``--set``
+(``eval mfu_measured --set measured_throughput="2500 token/s"``), and a quantity that reads one
+without it says so.
+
+Serving (one copy of the model on S chips, batch B): the model FLOP utilisation is the FLOP/s
+the tokens needed over the chips' peak (Chowdhery et al. 2022, PaLM, Appendix B: MFU counts the
+model's FLOPs, not the hardware's, so recomputation does not raise it); the memory-bandwidth
+utilisation is the bytes a step must read over what the chips could read in the measured step
+(Databricks' "MBU"). Training: the FLOPs of 6·N per token (and 8·N with the activations
+recomputed, the hardware FLOP utilisation) over what the chip-hours could do.
+
+Expected numbers take an efficiency as an input, never silently: ``step_time_expected`` divides
+the compute time by ``expected_mfu`` and the memory time by ``expected_mbu``, so an expected
+number always says which efficiencies it assumed (both default to none: give them).
+"""
+import sympy as sp
+
+from .inputs import R, B, S, F, W, delta, c_F, N_active, price
+from .reversible import c_train_re
+from .roofline import t_compute, t_mem
+from .training import c_train, D_pre
+
+# -- serving ------------------------------------------------------------------------------------
+R.section(
+    "measured_serving", "What does a measured speed say about efficiency and cost?",
+    seeds=(),
+    chapter="batch",
+    question="A copy of the model on S chips was measured to make measured_throughput tokens per "
+             "second at a batch of B: what FLOP/s and bytes/s did it achieve, what MFU and MBU is that, "
+             "and what does a token cost at that speed?",
+    takeaway="At {measured_throughput} on {chips} of {hardware}, {model} achieves {achieved_flops_per_chip} "
+             "per chip ({mfu_measured} MFU) and reads {achieved_bandwidth_per_chip} per chip ({mbu_measured} "
+             "MBU); a token costs {cost_per_token_measured}.",
+    featured=("measured_step_time_from_throughput", "achieved_flops_per_chip", "mfu_measured",
+              "achieved_bandwidth_per_chip", "mbu_measured", "cost_per_token_measured", "flops_per_dollar"),
+)
+
+thr = R.workload("measured_throughput", "token/s",
+                 "tokens per second one copy of the model was measured to produce (decode)", "Θ", "meas")
+t_step_meas = R.derived(
+    "measured_step_time_from_throughput", B * delta / thr, "s",
+    "the step time a measured throughput implies at the batch: B tokens per step", "t", "meas")
+flops_chip = R.derived(
+    "achieved_flops_per_chip", thr * c_F * N_active / S, "FLOP/s/chip",
+    "model FLOP/s each chip achieved: 2 per active parameter per token produced", "F", "meas")
+R.derived("mfu_measured", flops_chip / F, "",
+          "model FLOP utilisation of the measurement: achieved over peak FLOP/s (weights' FLOPs only; "
+          "attention raises the FLOPs done, not the model FLOPs counted)", "MFU", "meas")
+bw_chip = R.derived(
+    "achieved_bandwidth_per_chip", t_mem * W / t_step_meas, "byte/s/chip",
+    "HBM bytes per second each chip must have read: a step's weights used and KV cache over the "
+    "measured step time", "W", "meas")
+R.derived("mbu_measured", bw_chip / W, "",
+          "memory-bandwidth utilisation of the measurement: the bytes a step must read over what the "
+          "chips could read in the measured step time", "MBU", "meas")
+R.derived("cost_per_token_measured", price * S / thr, "USD/Mtoken",
+          "rental cost of a token at the measured throughput", "c", "meas")
+R.derived("flops_per_dollar", F / price, "FLOP/USD",
+          "peak FLOPs one dollar of chip rental buys", "F", "USD")
+
+# -- expected numbers from stated efficiencies -----------------------------------------------------
+R.section(
+    "expected", "What step time should one expect at a stated efficiency?",
+    seeds=(),
+    chapter="batch",
+    question="If the compute runs at expected_mfu of peak and the memory reads at expected_mbu of "
+             "the bandwidth, how long is a step, and what does a token cost?",
+    takeaway="At {expected_mfu} MFU and {expected_mbu} MBU, a step of {model} on {hardware} takes "
+             "{step_time_expected} (bound {step_time}), {throughput_expected} per copy.",
+    featured=("step_time_expected", "throughput_expected", "cost_per_token_expected"),
+)
+u = R.workload("expected_mfu", "", "share of peak FLOP/s the compute is expected to reach (an assumption, "
+               "stated with --set)", "u", "exp")
+v = R.workload("expected_mbu", "", "share of HBM bandwidth the memory reads are expected to reach (an "
+               "assumption, stated with --set)", "v", "exp")
+t_exp = R.derived("step_time_expected", sp.Max(t_compute / u, t_mem / v), "s",
+                  "expected step time at the stated efficiencies: compute at expected_mfu, memory reads at "
+                  "expected_mbu, overlapped", "t", "exp")
+thr_exp = R.derived("throughput_expected", B * delta / t_exp, "token/s",
+                    "expected tokens per second from one copy at the stated efficiencies", "Θ", "exp")
+R.derived("cost_per_token_expected", price * S / thr_exp, "USD/Mtoken",
+          "expected rental cost of a token at the stated efficiencies", "c", "exp")
+
+# -- training -----------------------------------------------------------------------------------
+R.section(
+    "measured_training", "What MFU does a training run's chip-hours imply?",
+    seeds=(),
+    chapter="training",
+    question="A run trained N_active parameters on pretrain_tokens tokens in measured_chip_hours: "
+             "what model and hardware FLOP utilisation does that imply?",
+    takeaway="{pretrain_compute} in {measured_chip_hours} of {hardware} implies {training_mfu_implied} MFU "
+             "({training_hfu_implied} counting the recomputed forward passes).",
+    featured=("training_mfu_implied", "training_hfu_implied", "fleet_flops"),
+)
+H = R.workload("measured_chip_hours", "chip*hour", "chip-hours a training run took (as its report states)",
+               "H", "meas")
+R.derived("training_mfu_implied", c_train * N_active * D_pre / (H * F), "",
+          "model FLOP utilisation a run's chip-hours imply: 6 FLOP per parameter per token over what the "
+          "chip-hours could do at peak", "MFU", "run")
+R.derived("training_hfu_implied", c_train_re * N_active * D_pre / (H * F), "",
+          "hardware FLOP utilisation the chip-hours imply, counting the forward passes recomputed in the "
+          "backward pass (8 FLOP per parameter per token)", "HFU", "run")
+R.derived("fleet_flops", H * F, "FLOP",
+          "FLOPs the chip-hours could do at peak: a fleet's capacity over the run", "C", "fleet")
