@@ -196,9 +196,10 @@ MODEL_FIELDS = {
 }
 # inputs that may be 0, in a data file or with --set: no shared experts or MoE layers; attention
 # FLOPs set aside (an estimate that leaves them out); no per-hop latency (a bandwidth-only
-# collective time); no fp32 master copy or no gradient buffer kept
+# collective time); no fp32 master copy or no gradient buffer kept; ZeRO stage 0 (none) and no
+# sequence parallelism (switches that are 0 or more)
 MAY_BE_ZERO = ("shared_experts", "moe_layers", "attention_flops_per_token", "ring_hop_latency",
-               "bytes_per_master_weight", "bytes_per_gradient")
+               "bytes_per_master_weight", "bytes_per_gradient", "zero_stage", "sequence_parallel")
 HARDWARE_WHOLE_NUMBER_FIELDS = ("launch_year", "dies_per_package", "scaleup_domain")
 SAFE_URL = re.compile(r"^https?://[^\s]+$", re.I)
 WHOLE_NUMBER_FIELDS = ("layers", "d_model", "n_heads", "n_kv_heads", "d_head", "kv_latent_dim", "kv_rope_dim",

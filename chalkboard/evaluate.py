@@ -148,7 +148,11 @@ BY_ATTENTION = {"kv_bytes_per_token": KV_BYTES_BY_ATTENTION,
 # counts an override must give as whole numbers: the model's, the hardware's and the workload's
 WHOLE_NUMBERS = (*WHOLE_NUMBER_FIELDS, *HARDWARE_WHOLE_NUMBER_FIELDS, "batch", "chips", "racks",
                  "index_heads", "index_head_dim", "ring_chips", "ring_directions", "collective_axes",
-                 "optimizer_moments", "matmul_m", "matmul_k", "matmul_n", "tp", "pp", "ep", "dp_attention")
+                 "optimizer_moments", "matmul_m", "matmul_k", "matmul_n", "tp", "pp", "ep", "dp_attention",
+                 "train_tp", "train_pp", "train_dp", "zero_stage", "virtual_stages")
+# inputs with a largest meaningful value: (the value, what it means)
+AT_MOST = {"zero_stage": (3, "ZeRO stage 3 partitions everything: the parameters, gradients and optimizer state"),
+           "sequence_parallel": (1, "a switch: 1 with sequence parallelism, 0 without")}
 # pairs (smaller, larger) that a coherent model keeps in order, with what breaking it means
 ORDERED = (("params_active", "params_total", "the sparsity N_total/N_active would be below 1"),
            ("experts_per_token", "experts", "a token cannot use more experts than there are"),
@@ -300,6 +304,8 @@ class Scenario:
             if problem:
                 raise InputError(f"--set {name}={text}: {problem} (it divides, or counts something)"
                                  if problem == "must be positive" else f"--set {name}={text}: {problem}")
+            if key in AT_MOST and v.magnitude > AT_MOST[key][0]:
+                raise InputError(f"--set {name}={text}: at most {AT_MOST[key][0]:g} ({AT_MOST[key][1]})")
             out[key] = v
         return out
 

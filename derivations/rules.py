@@ -39,6 +39,17 @@ def attention_groups(chips: float, tp: float, pp: float) -> float:
     return float(round(groups))
 
 
+def train_data_parallel(chips: float, tp: float, pp: float) -> float:
+    """training_layout.py: the data-parallel degree, chips / (train_tp · train_pp), a whole number."""
+    if tp < 1 or pp < 1 or tp != round(tp) or pp != round(pp):
+        raise ValueError(f"train_tp and train_pp must be whole numbers of at least 1 (got {tp:g}, {pp:g})")
+    groups = chips / (tp * pp)
+    if groups < 1 or abs(groups - round(groups)) > 1e-9:
+        raise ValueError(f"chips = {chips:g} is not a whole multiple of train_tp · train_pp = {tp * pp:g}: "
+                         f"set chips to a multiple of it, or train_dp")
+    return float(round(groups))
+
+
 def expert_parallel(experts: float, chips: float, pp: float, moe_layers: float) -> float:
     """layout.py: the largest number of chips of one stage that divides the experts evenly (1 for a
     dense model)."""
