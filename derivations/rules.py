@@ -28,26 +28,25 @@ def tensor_parallel(chips: float, moe_layers: float) -> float:
     return float(chips) if moe_layers == 0 else 1.0
 
 
+def _whole_share(chips: float, a: float, b: float, names: tuple[str, str, str]) -> float:
+    """chips / (a · b), a whole number of at least 1; names: (a's, b's and the share's input names)."""
+    if a < 1 or b < 1 or a != round(a) or b != round(b):
+        raise ValueError(f"{names[0]} and {names[1]} must be whole numbers of at least 1 (got {a:g}, {b:g})")
+    groups = chips / (a * b)
+    if groups < 1 or abs(groups - round(groups)) > 1e-9:
+        raise ValueError(f"chips = {chips:g} is not a whole multiple of {names[0]} · {names[1]} = {a * b:g}: "
+                         f"set chips to a multiple of it, or {names[2]}")
+    return float(round(groups))
+
+
 def attention_groups(chips: float, tp: float, pp: float) -> float:
     """layout.py: the attention data-parallel groups, chips / (tp · pp), a whole number."""
-    if tp < 1 or pp < 1 or tp != round(tp) or pp != round(pp):
-        raise ValueError(f"tp and pp must be whole numbers of at least 1 (got tp = {tp:g}, pp = {pp:g})")
-    groups = chips / (tp * pp)
-    if groups < 1 or abs(groups - round(groups)) > 1e-9:
-        raise ValueError(f"chips = {chips:g} is not a whole multiple of tp · pp = {tp * pp:g}: "
-                         f"set chips to a multiple of it, or dp_attention")
-    return float(round(groups))
+    return _whole_share(chips, tp, pp, ("tp", "pp", "dp_attention"))
 
 
 def train_data_parallel(chips: float, tp: float, pp: float) -> float:
     """training_layout.py: the data-parallel degree, chips / (train_tp · train_pp), a whole number."""
-    if tp < 1 or pp < 1 or tp != round(tp) or pp != round(pp):
-        raise ValueError(f"train_tp and train_pp must be whole numbers of at least 1 (got {tp:g}, {pp:g})")
-    groups = chips / (tp * pp)
-    if groups < 1 or abs(groups - round(groups)) > 1e-9:
-        raise ValueError(f"chips = {chips:g} is not a whole multiple of train_tp · train_pp = {tp * pp:g}: "
-                         f"set chips to a multiple of it, or train_dp")
-    return float(round(groups))
+    return _whole_share(chips, tp, pp, ("train_tp", "train_pp", "train_dp"))
 
 
 def expert_parallel(experts: float, chips: float, pp: float, moe_layers: float) -> float:

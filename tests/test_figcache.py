@@ -84,6 +84,7 @@ def test_a_figure_is_drawn_again_exactly_when_what_it_read_changed(data, tmp_pat
     assert got == without_cache(model)
 
 
+@pytest.mark.slow
 def test_the_arguments_are_part_of_a_figures_key(data, tmp_path):
     drawn_with(tmp_path, data)
     got, drawn = drawn_with(tmp_path, data, {"context": "4096"})
@@ -143,6 +144,7 @@ def test_every_field_of_the_data_is_traced_or_keyed():
     assert not set(TABLES) & set(SETTINGS)
 
 
+@pytest.mark.slow
 def test_a_build_with_every_figure_kept_writes_the_same_files(tmp_path):
     """Two builds of a copy of the project: the first draws every figure and keeps it, the second
     takes every figure from .cache/figures; both write the same files, byte for byte."""

@@ -1,5 +1,7 @@
 """The PDF kept between builds (chalkboard/pdfcache.py): taken only when the Typst source, every
 figure, the date, the fonts and Typst's version are what it was made from."""
+import pytest
+
 from chalkboard import pdfcache
 
 SRC, FIGS, WHEN = "= Title\nSome text.\n", {"a": "<svg>1</svg>", "b": "<svg>2</svg>"}, 1_700_000_000
@@ -54,6 +56,7 @@ def _build(out, epoch):
     return r.stdout + r.stderr
 
 
+@pytest.mark.slow
 def test_a_forced_build_with_nothing_changed_takes_the_pdf_and_it_is_the_same_file(tmp_path):
     import secrets
     epoch = 1_600_000_000 + secrets.randbelow(10**8)   # a date no earlier build was made with: nothing kept

@@ -5,12 +5,15 @@ compared). A stale count, a changed formula or a renamed quantity in the README 
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
 
 import readme  # noqa: E402
 
 
+@pytest.mark.slow
 def test_every_shown_output_is_what_the_program_prints():
     lines = readme.README.read_text(encoding="utf-8").splitlines()
     assert len(readme.blocks(lines)) >= 10     # the blocks are found (a parser that finds none passes nothing)

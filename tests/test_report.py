@@ -182,6 +182,7 @@ def test_an_edited_data_file_rebuilds(tmp_path):
     assert r.returncode == 0 and "wrote" in r.stdout
 
 
+@pytest.mark.slow
 def test_a_program_file_edited_during_a_build_is_not_called_up_to_date(tmp_path):
     """The stamp's fingerprint is taken when the build starts, before the program's modules are
     imported, and again before the stamp is written: a module the build had already imported,
