@@ -37,8 +37,8 @@ import sympy as sp
 from . import rules
 from .inputs import (R, B, L, F, W, W_up, W_out, C_hbm, E, k, delta, tau, c_F, beta_w, b_kv, a_attn,
                      n_layers, n_moe, n_kv_heads, n_lat_vec, d_model)
-from .moe_rack import a2a_tok, c_a2a
 from .latency_cost import B_1
+from .moe_rack import a2a_tok, c_a2a
 from .pipeline import b_stage
 from .roofline import N_always, N_routed, f_read
 from .textbook import alpha, c_1, c_AR, b_tp, c_tp
@@ -50,7 +50,7 @@ R.section(
     question="With tensor parallelism tp, attention data parallelism dp_attention, expert "
              "parallelism ep and pp pipeline stages, what does each chip hold and read, how long do "
              "the all-reduces and the expert all-to-all take, and what is one decode step?",
-    takeaway="{model} on {chips} of {hardware}, laid out tp = {tp}, dp_attention = {dp_attention}, "
+    takeaway="{model} on {layout_chips} of {hardware}, laid out tp = {tp}, dp_attention = {dp_attention}, "
              "ep = {ep}, pp = {pp}: each chip holds {memory_per_chip_layout} ({hbm_fill_layout} of its HBM). "
              "At the batch of {batch} a step takes {step_time_layout}, of which {comm_time_layout} is "
              "communication ({tp_comm_time} in tensor-parallel all-reduces, {ep_comm_time} in the expert "
