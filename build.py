@@ -171,6 +171,9 @@ def cmd_eval(args) -> int:
     data = _load(args)
     sc = Scenario(data, args.hardware, args.model, _parse_sets(args.set))
     check_counts(sc.overrides)
+    if (ROOT / "measurements.yaml").exists():   # the evidence for expected efficiencies, read if asked
+        from chalkboard.validation import evidence
+        sc.evidence = evidence(ROOT, data)
     d = describe(sc, args.quantity)
     unused = unused_overrides(sc)
     if unused:

@@ -150,6 +150,8 @@ WHOLE_NUMBERS = (*WHOLE_NUMBER_FIELDS, *HARDWARE_WHOLE_NUMBER_FIELDS, "batch", "
                  "index_heads", "index_head_dim", "ring_chips", "ring_directions", "collective_axes",
                  "optimizer_moments", "matmul_m", "matmul_k", "matmul_n", "tp", "pp", "ep", "dp_attention",
                  "train_tp", "train_pp", "train_dp", "zero_stage", "virtual_stages")
+# a workload default read from the published measurements of the set-up's regime (Scenario.evidence)
+EVIDENCE = "=evidence"
 # inputs with a largest meaningful value: (the value, what it means)
 AT_MOST = {"zero_stage": (3, "ZeRO stage 3 partitions everything: the parameters, gradients and optimizer state"),
            "sequence_parallel": (1, "a switch: 1 with sequence parallelism, 0 without")}
@@ -251,6 +253,9 @@ class Scenario:
         self._mags: dict[str, float] = {}
         self.records: dict[str, InputRecord] = {}
         self.used: set[str] = set()      # overrides that some evaluation read
+        # published measurements' efficiencies by regime (validation.summary), for an input whose
+        # default is "=evidence": a function called only when one is read (None: none loaded)
+        self.evidence = None
         self._coherent()
 
     @property
@@ -391,6 +396,8 @@ class Scenario:
             d = q.default or ""
             if not d:
                 return "given"   # a measurement or a choice only the user can state: no default
+            if d == EVIDENCE:
+                return "evidence"
             return "rule" if d.startswith("=rule:") else "copy" if d.startswith("=") else "literal"
         if name == "peak_flops":
             return "flops"
@@ -434,6 +441,8 @@ class Scenario:
         elif way == "given":
             raise NotGiven(f"{name} ({q.meaning}) has no default: give it with --set {name}=VALUE "
                            f"in {q.unit or 'a plain number'}", name)
+        elif way == "evidence":
+            val = self._from_evidence(name)
         elif way == "literal":
             val = self._record(name, parse(q.default), f"workload default ({q.source or 'lecture'})")
         elif way == "flops":
@@ -472,6 +481,35 @@ class Scenario:
             val = self._from_value(name, entry, fld)
         self._cache[name] = val
         return val
+
+    def regime(self) -> str:
+        """The roofline regime of this set-up, as validate classifies a published measurement:
+        compute-bound, or memory-bound at a small or a large batch (the strict bound's terms)."""
+        from .validation import REGIMES, SMALL_BATCH
+
+        compute = self._mag("compute_time")
+        memory = self._mag("weight_fetch_time_min") + self._mag("kv_fetch_time")
+        if compute >= memory:
+            return REGIMES[2]
+        return REGIMES[0] if self.mag("batch", "sequence") <= SMALL_BATCH else REGIMES[1]
+
+    def _from_evidence(self, name: str):
+        """The median efficiency published measurements reach in this set-up's regime, with their
+        spread and count as its source (an input whose default is "=evidence")."""
+        q = REGISTRY[name]
+        if self.evidence is None:
+            raise NotGiven(f"{name} ({q.meaning}) has no default here: give it with --set {name}=VALUE "
+                           f"(`eval` takes it from the published measurements of the set-up's regime)", name)
+        regime = self.regime()
+        st = self.evidence().get(regime, {"n": 0})
+        if not st.get("n"):
+            raise NotGiven(f"{name}: no published measurement in this set-up's regime ({regime}): give it "
+                           f"with --set {name}=VALUE", name)
+        src = (f"evidence: {st['n']} published measurements in this regime ({regime}) reach "
+               f"{st['min']:.2g}–{st['max']:.2g} of the strict bound (interquartile {st['q1']:.2g}–"
+               f"{st['q3']:.2g}), median {st['median']:.2g} ({self.data.files.get('measurements', 'measurements.yaml')}; "
+               f"`validate`)")
+        return self._record(name, Quantity(st["median"], q.unit or ""), src)
 
     def whose(self, name: str) -> str:
         """An input named with whose it is: "gb200-nvl72's scaleup_bandwidth", "deepseek-v3's
@@ -859,7 +897,7 @@ def read_shared(scenarios: list, name: str, read) -> list:
 
 
 # what an input read each way depends on (the ways that read other inputs join those inputs' scopes)
-_WAY_SCOPE = {"set": "all", "constant": "all", "literal": "all", "given": "all", "price": "all", "flops": "pair",
+_WAY_SCOPE = {"set": "all", "constant": "all", "literal": "all", "given": "all", "evidence": "pair", "price": "all", "flops": "pair",
               "weight format": "model", "kv format": "model", "choice": "model", "dense": "model",
               "model": "model", "hardware": "hardware"}
 

@@ -13,7 +13,7 @@ from derivations import (ATTENTION_FLOPS_BY_ATTENTION, ATTENTION_PARAMS_BY_ATTEN
 from derivations._core import CHAPTERS
 
 from . import explorer, printers
-from .evaluate import DimensionMismatch, MissingInput, NotApplicable, NotGiven, Scenario
+from .evaluate import EVIDENCE, DimensionMismatch, MissingInput, NotApplicable, NotGiven, Scenario
 from .fmt import fmt, sig, split
 from .figures import FIGURES
 
@@ -159,6 +159,8 @@ def default_text(q) -> str | None:
         return None
     if d.startswith("=rule:"):
         return REGISTRY.rules[d[6:]][2]
+    if d == EVIDENCE:
+        return "the median efficiency published measurements reach in the set-up's regime (measurements.yaml)"
     if d.startswith("="):
         whose = {"hardware": "chip", "model": "model"}.get(REGISTRY[d[1:]].origin, REGISTRY[d[1:]].origin)
         return f"the {whose}'s {d[1:]}"

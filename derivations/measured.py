@@ -15,7 +15,8 @@ recomputed, the hardware FLOP utilisation) over what the chip-hours could do.
 
 Expected numbers take an efficiency as an input, never silently: ``step_time_expected`` divides
 the compute time by ``expected_mfu`` and the memory time by ``expected_mbu``, so an expected
-number always says which efficiencies it assumed (both default to none: give them).
+number always says which efficiencies it assumed: the ones given with --set, or else the median
+that the published measurements of the same regime reach, with their spread and count.
 """
 import sympy as sp
 
@@ -68,22 +69,29 @@ R.section(
     seeds=(),
     chapter="batch",
     question="If the compute runs at expected_mfu of peak and the memory reads at expected_mbu of "
-             "the bandwidth, how long is a step, and what does a token cost?",
-    takeaway="At {expected_mfu} MFU and {expected_mbu} MBU, a step of {model} on {hardware} takes "
+             "the bandwidth (given, or else what published measurements of the same regime reach), how "
+             "long is a step, and what does a token cost?",
+    takeaway="At {expected_mfu} MFU and {expected_mbu} MBU (given with --set, else the median that the "
+             "published measurements of this set-up's regime reach), a step of {model} on {hardware} takes "
              "{step_time_expected} (bound {step_time}), {throughput_expected} per copy.",
     featured=("step_time_expected", "throughput_expected", "cost_per_token_expected"),
 )
-u = R.workload("expected_mfu", "", "share of peak FLOP/s the compute is expected to reach (an assumption, "
-               "stated with --set)", "u", "exp")
-v = R.workload("expected_mbu", "", "share of HBM bandwidth the memory reads are expected to reach (an "
-               "assumption, stated with --set)", "v", "exp")
+# Their default is the evidence: the median efficiency (measured speed over the strict bound's)
+# of the published measurements in the set-up's regime, recomputed from measurements.yaml when read
+# (chalkboard.evaluate.EVIDENCE); that efficiency is taken for both, which for an MoE's uniform-routing
+# step (above the strict bound) errs slow.
+u = R.workload("expected_mfu", "", "share of peak FLOP/s the compute is expected to reach (stated with --set, "
+               "else the published measurements' median in the set-up's regime)", "u", "exp", default="=evidence")
+v = R.workload("expected_mbu", "", "share of HBM bandwidth the memory reads are expected to reach (stated with "
+               "--set, else the published measurements' median in the set-up's regime)", "v", "exp",
+               default="=evidence")
 t_exp = R.derived("step_time_expected", sp.Max(t_compute / u, t_mem / v), "s",
-                  "expected step time at the stated efficiencies: compute at expected_mfu, memory reads at "
-                  "expected_mbu, overlapped", "t", "exp")
+                  "expected step time: compute at expected_mfu, memory reads at expected_mbu, overlapped "
+                  "(the efficiencies given, else the published measurements' median in this regime)", "t", "exp")
 thr_exp = R.derived("throughput_expected", B * delta / t_exp, "token/s",
-                    "expected tokens per second from one copy at the stated efficiencies", "Θ", "exp")
+                    "expected tokens per second from one copy at the expected efficiencies", "Θ", "exp")
 R.derived("cost_per_token_expected", price * S / thr_exp, "USD/Mtoken",
-          "expected rental cost of a token at the stated efficiencies", "c", "exp")
+          "expected rental cost of a token at the expected efficiencies", "c", "exp")
 
 # -- training -----------------------------------------------------------------------------------
 R.section(

@@ -83,3 +83,40 @@ def test_a_measured_quantity_without_its_measurement_is_one_line(cli):
     assert r.returncode == 2 and "Traceback" not in r.stderr
     lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
     assert len(lines) == 1 and "measured_throughput" in lines[0] and "--set" in lines[0]
+
+
+def test_expected_efficiencies_default_to_the_published_measurements_of_the_regime(data):
+    """Without --set, expected_mfu and expected_mbu are the median efficiency (measured speed over
+    the strict bound's) of measurements.yaml's records in the set-up's regime, as validate
+    classifies them; the record names the count and the spread."""
+    import statistics
+
+    from conftest import ROOT
+    from chalkboard import validation as val
+
+    results = val.evaluate_all(data, val.load_measurements(ROOT, data, "measurements.yaml"))
+    sc = Scenario(data, "h100-sxm", "llama-3-70b", {"batch": "64", "context": "4096"})
+    sc.evidence = val.evidence(ROOT, data)
+    # 64 sequences of 4,096 tokens of Llama 3 70B on 8 H100: reading weights and KV takes longer than computing
+    assert sc.mag("compute_time") < sc.mag("weight_fetch_time_min") + sc.mag("kv_fetch_time")
+    assert sc.regime() == "memory-bound, large batch"
+    same = [r.efficiency for r in results if r.regime == sc.regime()]
+    assert len(same) >= 5
+    assert sc.mag("expected_mbu") == pytest.approx(statistics.median(same), rel=1e-12)
+    assert sc.mag("expected_mfu") == sc.mag("expected_mbu")
+    record = sc.records["expected_mbu"]
+    assert f"{len(same)} published measurements in this regime" in record.source
+    # a small batch is another regime, with its own median
+    small = Scenario(data, "h100-sxm", "llama-3-8b", {"batch": "1"})
+    small.evidence = sc.evidence
+    assert small.regime() == "memory-bound, small batch"
+    assert small.mag("expected_mbu") == pytest.approx(
+        statistics.median(r.efficiency for r in results if r.regime == small.regime()), rel=1e-12)
+
+
+def test_eval_prints_the_evidence_behind_an_expected_number(cli):
+    r = cli("eval", "step_time_expected", "--hardware", "h100-sxm", "--model", "llama-3-70b",
+            "--set", "batch=64", "--set", "context=4096")
+    assert r.returncode == 0, r.stderr
+    line = next(ln for ln in r.stdout.splitlines() if ln.strip().startswith("expected_mbu"))
+    assert "published measurements in this regime (memory-bound, large batch)" in line and "median" in line
