@@ -150,6 +150,12 @@ WHOLE_NUMBERS = (*WHOLE_NUMBER_FIELDS, *HARDWARE_WHOLE_NUMBER_FIELDS, "batch", "
                  "index_heads", "index_head_dim", "ring_chips", "ring_directions", "collective_axes",
                  "optimizer_moments", "matmul_m", "matmul_k", "matmul_n", "tp", "pp", "ep", "dp_attention",
                  "train_tp", "train_pp", "train_dp", "zero_stage", "virtual_stages")
+# a layout's degree and what it must divide: (degree, the model's count, why)
+DIVIDES = (("tp", "n_heads", "each tensor-parallel rank holds whole query heads"),
+           ("ep", "experts", "each chip of the expert-parallel group holds whole experts"),
+           ("pp", "layers", "each pipeline stage holds whole layers"),
+           ("train_tp", "n_heads", "each tensor-parallel rank holds whole query heads"),
+           ("train_pp", "layers", "each pipeline stage holds whole layers"))
 # a workload default read from the published measurements of the set-up's regime (Scenario.evidence)
 EVIDENCE = "=evidence"
 # inputs with a largest meaningful value: (the value, what it means)
@@ -344,6 +350,13 @@ class Scenario:
                 set_ = small if small in self.overrides else large
                 raise InputError(f"--set {set_}: {small} ({a:g}) exceeds {large} ({b:g}) "
                                  f"for {self.model.id}: {why}")
+        for part, whole, why in DIVIDES:
+            if part not in self.overrides:
+                continue
+            a, b = self._given(part), self._given(whole)
+            if a is not None and b is not None and a >= 1 and abs(b / a - round(b / a)) > 1e-9:
+                raise InputError(f"--set {part}={a:g}: {self.model.id}'s {whole} ({b:g}) is not a multiple of "
+                                 f"it: {why}")
 
     # -- inputs ---------------------------------------------------------------------------
     def _entry_of(self, q):

@@ -73,8 +73,8 @@ dp = R.workload("dp_attention", "",
 ep = R.workload("ep", "", "expert-parallel degree: chips the routed experts of a layer are spread over",
                 "e", "EP", default="=rule:expert_parallel")
 
-R.rule("tensor_parallel", ("chips", "moe_layers"),
-       "a dense model tensor-parallel over every chip of the copy; a mixture of experts not split "
+R.rule("tensor_parallel", ("chips", "moe_layers", "pp"),
+       "a dense model tensor-parallel over every chip of a pipeline stage; a mixture of experts not split "
        "(its attention data-parallel, its experts expert-parallel)")(rules.tensor_parallel)
 R.rule("attention_groups", ("chips", "tp", "pp"),
        "the chips of the copy left after tensor and pipeline parallelism: chips / (tp · pp)"

@@ -23,9 +23,11 @@ def expert_chips(experts: float, domain: float) -> float:
     return float(max(n for n in range(1, min(e, d) + 1) if e % n == 0))
 
 
-def tensor_parallel(chips: float, moe_layers: float) -> float:
-    """layout.py: a dense model tensor-parallel over every chip of the copy; an MoE not split."""
-    return float(chips) if moe_layers == 0 else 1.0
+def tensor_parallel(chips: float, moe_layers: float, pp: float) -> float:
+    """layout.py: a dense model tensor-parallel over every chip of a pipeline stage; an MoE not split."""
+    if moe_layers != 0:
+        return 1.0
+    return _whole_share(chips, pp, 1.0, ("pp", "1", "tp"))
 
 
 def _whole_share(chips: float, a: float, b: float, names: tuple[str, str, str]) -> float:
@@ -34,7 +36,8 @@ def _whole_share(chips: float, a: float, b: float, names: tuple[str, str, str]) 
         raise ValueError(f"{names[0]} and {names[1]} must be whole numbers of at least 1 (got {a:g}, {b:g})")
     groups = chips / (a * b)
     if groups < 1 or abs(groups - round(groups)) > 1e-9:
-        raise ValueError(f"chips = {chips:g} is not a whole multiple of {names[0]} · {names[1]} = {a * b:g}: "
+        of = f"{names[0]} = {a:g}" if names[1] == "1" else f"{names[0]} · {names[1]} = {a * b:g}"
+        raise ValueError(f"chips = {chips:g} is not a whole multiple of {of}: "
                          f"set chips to a multiple of it, or {names[2]}")
     return float(round(groups))
 

@@ -91,10 +91,10 @@ def test_the_strict_bound_is_below_the_step_it_bounds(data):
 
 
 def test_a_layout_that_does_not_divide_the_chips_is_one_line(cli):
-    r = cli("eval", "step_time_layout", "--hardware", "h100-sxm", "--model", "llama-3-70b", "--set", "tp=3")
+    r = cli("eval", "step_time_layout", "--hardware", "h100-sxm", "--model", "llama-3-70b", "--set", "tp=16")
     assert r.returncode == 2 and "Traceback" not in r.stderr
     lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
-    assert len(lines) == 1 and "tp · pp" in lines[0] and "chips = 8" in lines[0], r.stderr
+    assert len(lines) == 1 and "tp · pp = 16" in lines[0] and "chips = 8" in lines[0], r.stderr
     r = cli("eval", "step_time_layout", "--hardware", "h100-sxm", "--model", "llama-3-70b", "--set", "tp=2.5")
     assert r.returncode == 2 and "whole number" in r.stderr
 
@@ -115,3 +115,27 @@ def test_no_published_measurement_beats_the_bound_of_its_own_layout(data):
     assert worst.layout_efficiency <= 1 + val.TOLERANCE, (worst.record.id, worst.layout_efficiency)
     # the layout bound is never looser than the even spread's for the same record
     assert all(r.layout_efficiency >= max(r.efficiencies.values()) * (1 - 1e-9) for r in laid_out)
+
+
+@pytest.mark.parametrize("sets,must", [
+    (("tp=3", "chips=3"), ("tp=3", "n_heads (64)", "whole query heads")),
+    (("pp=3", "chips=24"), ("pp=3", "layers (80)", "whole layers")),
+    (("pp=5", "chips=32"), ("chips = 32", "pp = 5")),
+])
+def test_a_layout_that_does_not_divide_the_model_is_one_line(cli, sets, must):
+    args = ["eval", "step_time_layout", "--hardware", "h100-sxm", "--model", "llama-3-70b"]
+    r = cli(*args, *[a for x in sets for a in ("--set", x)])
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and all(m in lines[0] for m in must), r.stderr
+
+
+def test_experts_must_divide_over_the_expert_parallel_chips(cli):
+    r = cli("eval", "step_time_layout", "--hardware", "gb200-nvl72", "--model", "deepseek-v3", "--set", "ep=48")
+    assert r.returncode == 2 and "experts (256)" in r.stderr and "whole experts" in r.stderr
+
+
+def test_a_dense_model_over_pipeline_stages_is_tensor_parallel_within_each(data):
+    sc = _sc(data, "h100-sxm", "llama-3-70b", "pp=4", "chips=32")
+    assert (sc.mag("tp"), sc.mag("dp_attention"), sc.mag("pp")) == (8, 1, 4)
+    assert sc.mag("layout_chips", "chip") == 32
