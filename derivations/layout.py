@@ -36,7 +36,7 @@ import sympy as sp
 
 from . import rules
 from .inputs import (R, B, L, F, W, W_up, W_out, C_hbm, E, k, delta, tau, c_F, beta_w, b_kv, a_attn,
-                     n_layers, n_moe, n_kv_heads, n_lat_vec, d_model)
+                     n_layers, n_moe, n_kv_heads, n_lat_vec)
 from .latency_cost import B_1
 from .moe_rack import a2a_tok, c_a2a
 from .pipeline import b_stage

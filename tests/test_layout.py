@@ -17,7 +17,6 @@ import json
 
 import pytest
 
-from conftest import run_cli
 
 H100_W, NVLINK, HOP = 3.35e12, 450e9, 1e-6            # B/s, B/s per direction, s (the default hop latency)
 LLAMA70_KV = 2 * 80 * 8 * 128 * 2                      # bytes per token, bf16

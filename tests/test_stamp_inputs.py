@@ -3,7 +3,6 @@
 the fingerprint hashes, and editing it must change the fingerprint. (lecture/chapters-3-7.md was
 read by the claims loader but not hashed: with a quoted sentence removed, `build` said "up to
 date" while `--force` failed.)"""
-import os
 import shutil
 import subprocess
 import sys
