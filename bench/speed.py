@@ -15,7 +15,8 @@ is compared with it (so both see the same load); medians are compared:
 * a fresh clone's first build (a copy of the project with nothing in .cache/: SymPy's results
   come from the shipped derivations/solved.pickle, every figure is drawn and the PDF compiled)
   and a build after a comment-only edit of hardware.yaml, against the same floor;
-* `build.py eval` against the bare import of what eval needs (SymPy, Pint, PyYAML, numpy);
+* `build.py eval` against the bare import of what eval needs (SymPy, Pint, PyYAML, numpy), also of
+  a quantity under a layout (`step_time_layout --set tp=8`);
 * a 10^6-point sweep written as CSV (`eval step_time --sweep batch=1:1000000 --csv`) against a
   numpy script that computes the same formula and writes the same columns with np.savetxt;
 * a 10^6-point step-time sweep (the compiled, vectorised path) against the same formula
@@ -299,6 +300,8 @@ def main() -> int:
             "floor_e": ([py, "-c", EVAL_IMPORTS], None, None),
             "eval": ([py, "build.py", "eval", "step_time"], None, None),
             "eval_nopyc": ([py, "build.py", "eval", "step_time"], None, no_pyc),
+            "eval_layout": ([py, "build.py", "eval", "step_time_layout", "--hardware", "h100-sxm", "--model",
+                             "llama-3-70b", "--set", "tp=8"], None, None),
             "csv_numpy": ([py, str(script)], None, None),
             "csv": (ours_csv, None, None),
         }, args.repeat)
@@ -318,6 +321,7 @@ def main() -> int:
         row("bare imports", floor_e, floor_e)
         row("build.py eval step_time", ev, floor_e)
         row("the same, compiling its modules each run", ev_nopyc, floor_e)
+        row("eval step_time_layout --set tp=8 (a layout)", m["eval_layout"][0], floor_e)
         # in a fresh process, as every other row (this one's heap, after all the runs above, moved
         # the two timings apart by up to a fifth)
         got = subprocess.run([py, __file__, "--sweep-only"], cwd=ROOT, env=ENV, capture_output=True, text=True)
