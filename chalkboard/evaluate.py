@@ -948,6 +948,7 @@ def _fields_to_inputs(_declared: int) -> dict[str, str]:
 
 TRAINING_CHAPTERS = ("training", "crypto")  # training runs: not judged by the serving fit
 PIPELINE_CHAPTERS = ("pipeline", "memory")  # pipelined set-ups: judged by the pipelined fit
+MEASURED_SECTIONS = ("measured_serving",)   # a measured system's efficiency and cost: it ran, so no fit is judged
 
 
 @lru_cache(maxsize=None)
@@ -959,7 +960,7 @@ def setup_dependence(name: str) -> str | None:
     or a quantity of training, which the decode-serving HBM fit does not describe)."""
     q = REGISTRY[name]
     chapter = REGISTRY.sections[q.section].chapter if q.section else None
-    if chapter in TRAINING_CHAPTERS:
+    if chapter in TRAINING_CHAPTERS or q.section in MEASURED_SECTIONS:
         return None
     leaves = {q.name for q in REGISTRY.leaves(name)}
     if q.section == "layout":   # a set-up laid out by tp, dp_attention, ep, pp: judged by its own fit

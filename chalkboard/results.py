@@ -12,8 +12,8 @@ from units import parse
 
 from . import printers
 from .data import Data
-from .evaluate import (TRAINING_CHAPTERS, DimensionMismatch, MissingInput, Scenario, flag_kind, read_shared,
-                       setup_dependence)
+from .evaluate import (MEASURED_SECTIONS, TRAINING_CHAPTERS, DimensionMismatch, MissingInput, Scenario, flag_kind,
+                       read_shared, setup_dependence)
 from .fmt import fmt, split
 
 
@@ -256,6 +256,8 @@ def feasibility(sc: Scenario, name: str | None = None) -> dict:
             section = REGISTRY.sections.get(REGISTRY[name].section or "")
             if section is not None and section.chapter in TRAINING_CHAPTERS:
                 return {"feasible": None, "reason": "a training quantity: the decode-serving HBM fit does not apply"}
+            if section is not None and section.id in MEASURED_SECTIONS:
+                return {"feasible": None, "reason": "a measured system: it ran, so its fit is not judged"}
             return {"feasible": None, "reason": "not a set-up: depends on neither the batch nor the chips"}
         if on == "pipeline":
             why, fill = sc.fit_pipelined(), sc.fill_pipelined()
