@@ -20,10 +20,11 @@ that the published measurements of the same regime reach, with their spread and 
 """
 import sympy as sp
 
-from .inputs import R, B, S, F, W, delta, c_F, N_active, price
+from .inputs import R, B, S, F, W, delta, N_active, price
 from .reversible import c_train_re
 from .roofline import t_compute, t_mem
-from .training import c_train, D_pre
+from .textbook import fwd_params
+from .training import C_pre, D_pre
 
 # -- serving ------------------------------------------------------------------------------------
 R.section(
@@ -46,7 +47,7 @@ t_step_meas = R.derived(
     "measured_step_time_from_throughput", B * delta / thr, "s",
     "the step time a measured throughput implies at the batch: B tokens per step", "t", "meas")
 flops_chip = R.derived(
-    "achieved_flops_per_chip", thr * c_F * N_active / S, "FLOP/s/chip",
+    "achieved_flops_per_chip", thr * fwd_params / S, "FLOP/s/chip",
     "model FLOP/s each chip achieved: 2 per active parameter per token produced", "F", "meas")
 R.derived("mfu_measured", flops_chip / F, "",
           "model FLOP utilisation of the measurement: achieved over peak FLOP/s (weights' FLOPs only; "
@@ -106,7 +107,7 @@ R.section(
 )
 H = R.workload("measured_chip_hours", "chip*hour", "chip-hours a training run took (as its report states)",
                "H", "meas")
-R.derived("training_mfu_implied", c_train * N_active * D_pre / (H * F), "",
+R.derived("training_mfu_implied", C_pre / (H * F), "",
           "model FLOP utilisation a run's chip-hours imply: 6 FLOP per parameter per token over what the "
           "chip-hours could do at peak", "MFU", "run")
 R.derived("training_hfu_implied", c_train_re * N_active * D_pre / (H * F), "",

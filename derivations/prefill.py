@@ -17,9 +17,10 @@ prefill's time (queueing apart).
 """
 import sympy as sp
 
-from .inputs import R, B, S, F, W, E, k, tau, c_F, delta, beta_w, N_active, a_attn
-from .prices import n_pass
+from .inputs import R, B, S, F, W, E, k, tau, delta, beta_w, a_attn
+from .prices import n_pass, t_pass_c
 from .roofline import N_always, N_routed
+from .textbook import fwd_params
 
 R.section(
     "prefill", "How long does a prefill take, counting its attention and the experts it touches?",
@@ -46,11 +47,11 @@ att = R.derived(
     "prefill_attention_flops", c_causal * n_pass ** 2 * a_attn / delta, "FLOP/sequence",
     "attention FLOPs of one prompt processed from scratch: every token against the ones before it",
     "C", "attn,pre")
-w_flops = c_F * n_pass * N_active   # the weights' FLOPs of one prompt: 2 per active parameter per token
+w_flops = fwd_params * n_pass   # the weights' FLOPs of one prompt: the forward pass's per token, per prompt token
 R.derived("prefill_attention_share", att / (w_flops + att), "",
           "share of a prefill's FLOPs spent in attention", "f", "attn,pre")
 t_c = R.derived(
-    "prefill_compute_time", B * (w_flops + att) / (S * F), "s",
+    "prefill_compute_time", t_pass_c + B * att / (S * F), "s",
     "compute time of a prefill of B prompts: every prompt token through the active weights, and the "
     "causal attention", "t", "compute,pre")
 f_pre = R.derived(

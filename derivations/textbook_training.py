@@ -43,7 +43,7 @@ R.section(
               "train_memory_per_chip", "train_chips_to_fit", "params_trainable_per_chip"),
 )
 
-R.derived(
+C_tok = R.derived(
     "train_flop_per_token", c_train * N_active, "FLOP/token",
     "training FLOP per token: 6 per active parameter (2 forward, 4 backward)", "C", "train",
     note="scaling-book, 'Training LLaMA 3 on TPUs': 6 · 70e9 = 4.2e11 FLOPs per token")

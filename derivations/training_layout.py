@@ -25,10 +25,10 @@ from . import rules
 from .inputs import R, L, N_total, N_active, n_layers, d_model, n_heads, a_attn, delta
 from .pipeline import P, m
 from .prefill import c_causal
-from .reversible import beta_a, n_re
+from .reversible import beta_a, c_train_re, n_re
 from .textbook import W_l, c_1, c_AR
-from .textbook_training import (D_b, L_1, a_ck, b_opt, beta_g, beta_mask, beta_p, n_msk, n_msk_s, n_num,
-                                n_num_s)
+from .textbook_training import (C_tok, D_b, L_1, a_ck, b_opt, beta_g, beta_mask, beta_p, n_msk, n_msk_s,
+                                n_num, n_num_s)
 from .training import c_F, c_train
 
 R.section(
@@ -60,10 +60,10 @@ att = R.derived(
     "train_flop_per_token_attention", c_passes * att_fwd, "FLOP/token",
     "training attention FLOPs per token: the forward pass's causal attention over a sequence of context, "
     "and twice that backward", "C", "train,attn")
-R.derived("train_flop_per_token_with_attention", c_train * N_active + att, "FLOP/token",
+R.derived("train_flop_per_token_with_attention", C_tok + att, "FLOP/token",
           "training FLOPs per token: 6 per active parameter and the attention (the model FLOPs MFU counts)",
           "C", "train,full")
-R.derived("train_flop_per_token_with_recompute", (c_train + n_re * c_F) * N_active + (c_passes + n_re) * att_fwd,
+R.derived("train_flop_per_token_with_recompute", c_train_re * N_active + (c_passes + n_re) * att_fwd,
           "FLOP/token",
           "training FLOPs per token with the forward pass recomputed in the backward pass: weights and "
           "attention (the hardware FLOPs HFU counts)", "C", "train,re")
