@@ -150,7 +150,10 @@ def cmd_check(args) -> int:
 
 
 def cmd_eval(args) -> int:
+    from chalkboard import layouts
     from chalkboard.data import check_counts
+    from chalkboard.errors import MissingInput
+    from chalkboard.fmt import fmt
     from chalkboard.evaluate import Scenario, unused_overrides
     from chalkboard.results import describe
     from derivations import REGISTRY
@@ -167,7 +170,8 @@ def cmd_eval(args) -> int:
         raise UserError("give one quantity (several can be evaluated together with --sweep, or with `compare`)")
     if args.csv:
         raise UserError("--csv goes with --sweep (one number prints as text or --json)")
-    args.quantity = args.quantity[0]
+    asked = args.quantity[0]
+    args.quantity = layouts.resolve(asked, args.layout)
     data = _load(args)
     sc = Scenario(data, args.hardware, args.model, _parse_sets(args.set))
     check_counts(sc.overrides)
@@ -175,6 +179,14 @@ def cmd_eval(args) -> int:
         from chalkboard.validation import evidence
         sc.evidence = evidence(ROOT, data)
     d = describe(sc, args.quantity)
+    if asked != args.quantity:   # answered under the layout: say so, with the lecture's even spread beside it
+        d["asked"] = asked
+        try:
+            d["even_spread"] = {"quantity": asked, "display": fmt(sc.value(asked))}
+        except MissingInput as e:
+            d["even_spread"] = {"quantity": asked, "not_applicable": str(e)}
+    d["layout"] = layouts.degrees(sc) if REGISTRY[args.quantity].section == "layout" else {}
+    d["breakdown"] = layouts.breakdown(sc, args.quantity)
     unused = unused_overrides(sc)
     if unused:
         d["unused_overrides"] = unused
@@ -185,8 +197,16 @@ def cmd_eval(args) -> int:
         return 0
     print(f"{d['quantity']} = {d['display']}   ({d['meaning']})")
     print(f"  on {d['hardware']} x {d['model']}; {sc.formats_text()}")
+    if d["layout"]:
+        print(f"  layout     : {layouts.text(d['layout'])}")
+    if "asked" in d:
+        e = d["even_spread"]
+        print(f"  asked      : {asked}, answered under the deployed layout; the lecture's even spread "
+              f"over {sc.mag('chips'):g} chips (--layout even): {e.get('display') or e['not_applicable']}")
     fit = {True: "yes", False: "NO", None: "n/a"}[d["feasible"]]
     print(f"  feasible   : {fit} ({d['feasibility']})")
+    if d["breakdown"]:
+        print("  breakdown  : " + ", ".join(f"{b['name']} {b['display']}" for b in d["breakdown"]))
     print(f"  definition : {d['symbol']} = {d['definition']}")
     print(f"  closed form: {d['symbol']} = {d['expression']}")
     if d["board_form"] != d["expression"]:
@@ -237,6 +257,18 @@ def _known_quantity(name, registry) -> None:
         raise UserError(f"unknown quantity {name!r}{hint}")
 
 
+def _under_layout(names, layout):
+    """The names that answer ``names`` under --layout, and a note naming each one answered by its
+    form under the deployed layout (printed once the answer is out)."""
+    from chalkboard import layouts
+
+    out = [layouts.resolve(n, layout) for n in names]
+    moved = [f"{a} as {b}" for a, b in zip(names, out) if a != b]
+    note = (f"note: answered under the deployed layout: {', '.join(moved)} (--layout even: the lecture's "
+            "even spread)") if moved else ""
+    return out, note
+
+
 def _eval_sweep(args) -> int:
     from chalkboard import sweep as sw
     from chalkboard.data import check_counts
@@ -245,6 +277,7 @@ def _eval_sweep(args) -> int:
     if len(args.sweep) > 3:
         raise UserError("--sweep: at most three inputs at once")
     axes = [sw.parse_axis(a) for a in args.sweep]
+    args.quantity, note = _under_layout(args.quantity, args.layout)
     data = _load(args)
     sc = Scenario(data, args.hardware, args.model, _parse_sets(args.set))
     check_counts(sc.overrides)
@@ -258,6 +291,8 @@ def _eval_sweep(args) -> int:
     else:
         print(f"{', '.join(args.quantity)} on {sc.hw.id} x {sc.model.id}; {sc.formats_text()}")
         print(sw.aligned(sw.sweep_table(result, list(args.quantity))))
+    if note:
+        print(note, file=sys.stderr)
     return 0
 
 
@@ -267,6 +302,7 @@ def cmd_compare(args) -> int:
 
     for name in args.quantity:
         _known_quantity(name, REGISTRY)
+    args.quantity, note = _under_layout(args.quantity, args.layout)
     given = args.model
     data = _load(args)
     hardware = [h.strip() for h in args.hardware.split(",") if h.strip()] if args.hardware else list(data.hardware)
@@ -285,6 +321,8 @@ def cmd_compare(args) -> int:
         print(sw.aligned(sw.compare_table(rows, list(args.quantity))))
         if any(not r["feasible"] for r in rows):
             print("† the set-up does not fit in the chips' HBM (see `eval ... ` for the reason)")
+    if note:
+        print(note, file=sys.stderr)
     return 0
 
 
@@ -425,6 +463,15 @@ def make_parser() -> argparse.ArgumentParser:
                             help="add a model read from a Hugging Face config.json (Llama, Mistral, Qwen, "
                                  "Mixtral, Qwen-MoE, DeepSeek); it is the model used unless --model is given")
 
+    def layout_option(parser):
+        parser.add_argument(
+            "--layout", choices=("deployed", "even"), default="deployed",
+            help="deployed (default): step_time, latency_floor, cost_per_token, kv_per_chip and the other "
+                 "names with a form under a layout are answered for one copy laid out as deployed (tp, "
+                 "dp_attention, ep, pp: set them with --set; the default is the practitioner's layout on "
+                 "the chip's scale-up domain), communication in the step; even: the lecture's picture, "
+                 "one copy spread evenly over the chips, no communication")
+
     b = sub.add_parser("build", parents=[common], help="write build/report.html, report.pdf, figures and results.json")
     b.add_argument("--hardware", default=DEFAULT_HARDWARE, help="featured hardware id (default: %(default)s)")
     b.add_argument("--model", help=f"featured model id (default: the --model-config model, else {DEFAULT_MODEL})")
@@ -469,6 +516,7 @@ def make_parser() -> argparse.ArgumentParser:
                    help="sweep an input over a grid (up to three, crossed): a,b,c | start:stop:log (every "
                         "doubling) | start:stop:N[:log] | start:stop (whole numbers); e.g. --sweep batch=1:65536:log")
     e.add_argument("--csv", action="store_true", help="with --sweep: print CSV")
+    layout_option(e)
     model_config(e)
     e.set_defaults(func=cmd_eval)
 
@@ -482,6 +530,7 @@ def make_parser() -> argparse.ArgumentParser:
     cp.add_argument("--set", action="append", metavar="NAME=VALUE", help="override an input for every row")
     cp.add_argument("--json", action="store_true", help="print JSON")
     cp.add_argument("--csv", action="store_true", help="print CSV")
+    layout_option(cp)
     model_config(cp)
     cp.set_defaults(func=cmd_compare)
 

@@ -156,6 +156,8 @@ DIVIDES = (("tp", "n_heads", "each tensor-parallel rank holds whole query heads"
            ("pp", "layers", "each pipeline stage holds whole layers"),
            ("train_tp", "n_heads", "each tensor-parallel rank holds whole query heads"),
            ("train_pp", "layers", "each pipeline stage holds whole layers"))
+# the degrees that state a layout (derivations/layout.py): setting any of them sets the chips
+LAYOUT_DEGREES = ("tp", "dp_attention", "pp")
 # a workload default read from the published measurements of the set-up's regime (Scenario.evidence)
 EVIDENCE = "=evidence"
 # inputs with a largest meaningful value: (the value, what it means)
@@ -262,7 +264,9 @@ class Scenario:
         # published measurements' efficiencies by regime (validation.summary), for an input whose
         # default is "=evidence": a function called only when one is read (None: none loaded)
         self.evidence = None
+        self.pinned: dict[str, tuple[object, str]] = {}   # degrees a stated layout fixes: (value, why)
         self._coherent()
+        self._follow_layout()
 
     @property
     def formats(self) -> dict[str, str | None]:
@@ -358,6 +362,33 @@ class Scenario:
                 raise InputError(f"--set {part}={a:g}: {self.model.id}'s {whole} ({b:g}) is not a multiple of "
                                  f"it: {why}")
 
+    def _follow_layout(self) -> None:
+        """Setting any of tp, dp_attention, pp states a layout: the chips follow from it (tp ·
+        dp_attention · pp), and the degrees not set are chosen for the chips the set-up would
+        otherwise have (its scale-up domain), then held, so every quantity reads one layout."""
+        o = self.overrides
+        if "chips" in o or not any(n in o for n in LAYOUT_DEGREES):
+            return
+        chips0 = self.mag("chips")
+        pp, tp = self.mag("pp"), self.mag("tp")
+        if "dp_attention" in o:
+            dp = self.mag("dp_attention")
+        else:   # the chips left after tp · pp serve further groups; none left: one group
+            g = chips0 / (tp * pp)
+            dp = round(g) if g >= 1 and abs(g - round(g)) < 1e-9 else 1
+        given = ", ".join(f"{n} = {self.mag(n):g}" for n in LAYOUT_DEGREES if n in o)
+        held = {"chips": (tp * dp * pp, f"the layout: tp · dp_attention · pp (set by {given})")}
+        for n, v in (("tp", tp), ("dp_attention", dp), ("pp", pp)):
+            if n not in o:
+                held[n] = (v, f"workload default for the layout set by {given}: "
+                              f"{self.records[n].source.removeprefix('workload default: ')}"
+                           if n in self.records else f"the layout set by {given}")
+        self._cache.clear()
+        self._mags.clear()
+        self.records.clear()
+        self.used.clear()
+        self.pinned = {n: (Quantity(v, REGISTRY[n].unit or ""), why) for n, (v, why) in held.items()}
+
     # -- inputs ---------------------------------------------------------------------------
     def _entry_of(self, q):
         """(data entry, field) an input of origin hardware, model, price or tier is read from."""
@@ -402,6 +433,8 @@ class Scenario:
         counts), "hardware", "model" or "price" (a price snapshot or a memory tier)."""
         if name in self.overrides:
             return "set"
+        if name in self.pinned:
+            return "pinned"
         q = REGISTRY[name]
         if q.origin == "constant":
             return "constant"
@@ -438,6 +471,8 @@ class Scenario:
         if way == "set":
             self.used.add(name)
             val = self._record(name, self.overrides[name], "--set")
+        elif way == "pinned":
+            val = self._record(name, *self.pinned[name])
         elif way == "constant":
             val = self._record(name, parse(q.default), f"constant: {q.source}")
         elif way == "rule":
@@ -910,7 +945,7 @@ def read_shared(scenarios: list, name: str, read) -> list:
 
 
 # what an input read each way depends on (the ways that read other inputs join those inputs' scopes)
-_WAY_SCOPE = {"set": "all", "constant": "all", "literal": "all", "given": "all", "evidence": "pair", "price": "all", "flops": "pair",
+_WAY_SCOPE = {"set": "all", "pinned": "pair", "constant": "all", "literal": "all", "given": "all", "evidence": "pair", "price": "all", "flops": "pair",
               "weight format": "model", "kv format": "model", "choice": "model", "dense": "model",
               "model": "model", "hardware": "hardware"}
 

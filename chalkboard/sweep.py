@@ -82,13 +82,62 @@ def sweep(sc: Scenario, quantities: list[str], axes: list[tuple[str, np.ndarray]
     flat = {n: g.ravel() for n, g in zip(names, grids)}
     if next(iter(flat.values())).size > MAX_POINTS:
         raise InputError(f"the sweep has more than {MAX_POINTS:,} points")
-    want = list(dict.fromkeys(quantities + ["hbm_fill"]))
-    try:
-        out = sc.sweep_many(want, {n: (v, None) for n, v in flat.items()})
-    except MissingInput:
-        out = sc.sweep_many(quantities, {n: (v, None) for n, v in flat.items()})
+    fill = "hbm_fill_layout" if any(REGISTRY[q].section == "layout" for q in quantities) else "hbm_fill"
+    want = list(dict.fromkeys(quantities + [fill]))
+    if _rechosen(names, want):
+        out = _point_by_point(sc, want, flat)
+    else:
+        try:
+            out = sc.sweep_many(want, {n: (v, None) for n, v in flat.items()})
+        except MissingInput:
+            out = sc.sweep_many(quantities, {n: (v, None) for n, v in flat.items()})
     _spot_check(sc, quantities, flat, out)
-    return {"axes": flat, "columns": {q: out[q] for q in quantities}, "fill": out.get("hbm_fill")}
+    return {"axes": flat, "columns": {q: out[q] for q in quantities}, "fill": out.get(fill)}
+
+
+# a sweep that moves the layout chooses it again at every point, one scenario a point: at most this many
+MAX_RECHOSEN = 20_000
+
+
+def _rechosen(swept: list[str], quantities: list[str]) -> bool:
+    """Whether a swept input changes another input the quantities read: a workload default chosen
+    by a rule from it (dp_attention from tp and chips), or a layout degree, which sets the chips."""
+    from .evaluate import LAYOUT_DEGREES
+
+    if any(v in LAYOUT_DEGREES for v in swept):
+        return True
+    readers, grew = set(swept), True
+    while grew:
+        grew = False
+        for q in REGISTRY.inputs("workload"):
+            d = q.default or ""
+            if d.startswith("=rule:") and q.name not in readers and readers & set(REGISTRY.rules[d[6:]][1]):
+                readers.add(q.name)
+                grew = True
+    chosen = readers - set(swept)
+    return bool(chosen) and any(l.name in chosen for q in quantities for l in REGISTRY.leaves(q))
+
+
+def _point_by_point(sc, quantities: list[str], flat: dict) -> dict:
+    """The quantities at each point of the grid, each point its own scenario (the layout and every
+    default chosen again); NaN where a quantity does not apply."""
+    size = next(iter(flat.values())).size
+    if size > MAX_RECHOSEN:
+        raise InputError(f"sweeping {', '.join(flat)} chooses the layout again at every point: at most "
+                         f"{MAX_RECHOSEN:,} points (this grid has {size:,})")
+    out = {q: np.full(size, np.nan) for q in quantities}
+    for i in range(size):
+        try:
+            one = Scenario(sc.data, sc.hw.id, sc.model.id,
+                           {**sc.raw_overrides, **{n: repr(float(v[i])) for n, v in flat.items()}})
+        except InputError as e:
+            raise InputError(f"--sweep at {', '.join(f'{n}={v[i]:g}' for n, v in flat.items())}: {e}") from None
+        for q in quantities:
+            try:
+                out[q][i] = one.mag(q)
+            except (MissingInput, InputError):
+                pass
+    return out
 
 
 def _spot_check(sc, quantities, flat, out) -> None:

@@ -11,8 +11,8 @@ MODULES = ("inputs", "roofline", "latency_cost", "kv_cache", "balance", "context
            "moe_rack", "textbook", "params", "pipeline", "layout", "memory", "fast_mode", "training",
            "textbook_training", "prices", "prefill", "reversible", "measured", "training_layout")
 _EXPORTS = ("REGISTRY", "KV_BYTES_BY_ATTENTION", "ATTENTION_FLOPS_BY_ATTENTION",
-            "ATTENTION_PARAMS_BY_ATTENTION", "KV_SHARDS_BY_ATTENTION", "CHOICE_INPUTS", "CHOICES",
-            "NUMBER_FORMATS")
+            "ATTENTION_PARAMS_BY_ATTENTION", "KV_SHARDS_BY_ATTENTION", "UNDER_LAYOUT", "CHOICE_INPUTS",
+            "CHOICES", "NUMBER_FORMATS")
 # the registry of an earlier run from the same sources, among the SymPy results handed in
 SNAPSHOT = ("registry snapshot",)
 
@@ -38,12 +38,13 @@ def load():
         importlib.import_module(f"{__name__}.{m}")
     from .inputs import NUMBER_FORMATS, R
     from .kv_cache import ATTENTION_FLOPS_BY_ATTENTION, KV_BYTES_BY_ATTENTION
-    from .layout import KV_SHARDS_BY_ATTENTION
+    from .layout import KV_SHARDS_BY_ATTENTION, UNDER_LAYOUT
     from .params import ATTENTION_PARAMS_BY_ATTENTION, CHOICE_INPUTS
     from .prices import CHOICES
     tables = dict(KV_BYTES_BY_ATTENTION=KV_BYTES_BY_ATTENTION, ATTENTION_FLOPS_BY_ATTENTION=ATTENTION_FLOPS_BY_ATTENTION,
                   ATTENTION_PARAMS_BY_ATTENTION=ATTENTION_PARAMS_BY_ATTENTION,
-                  KV_SHARDS_BY_ATTENTION=KV_SHARDS_BY_ATTENTION, CHOICE_INPUTS=CHOICE_INPUTS,
+                  KV_SHARDS_BY_ATTENTION=KV_SHARDS_BY_ATTENTION, UNDER_LAYOUT=UNDER_LAYOUT,
+                  CHOICE_INPUTS=CHOICE_INPUTS,
                   CHOICES=CHOICES, NUMBER_FORMATS=NUMBER_FORMATS)
     R.fresh[SNAPSHOT] = R.snapshot(tables)   # kept with the SymPy results by the caller
     globals().update(REGISTRY=R, **tables)

@@ -18,8 +18,10 @@ decides what a chip holds, what it reads and what it sends:
   passing its tokens' residual vectors to the next (pipeline.py).
 
 The default layout is what a practitioner deploys on the chips of one copy (the chip's scale-up
-domain, inputs.serving_chips): a dense model tensor-parallel over all of them; a mixture of
-experts expert-parallel over them with its attention data-parallel; one stage. With those
+domain, inputs.serving_chips): a dense model tensor-parallel over them as far as whole query heads
+allow (on 72 chips, a 64-head model runs 9 groups of 8); a mixture of experts expert-parallel over
+them with its attention data-parallel; one stage. Setting any of tp, dp_attention, pp sets the chips
+too (tp · dp_attention · pp), so a layout is stated by its degrees alone. With those
 defaults a dense model's weight and KV reads are the even spread's; an MoE's are not (each chip
 holds and reads the attention and shared weights whole).
 
@@ -35,8 +37,8 @@ the experts a token needs, and at least one expert where it holds any that a ste
 import sympy as sp
 
 from . import rules
-from .inputs import (R, B, L, F, W, W_up, W_out, C_hbm, E, k, delta, tau, c_F, beta_w, b_kv, a_attn,
-                     n_layers, n_moe, n_kv_heads, n_lat_vec)
+from .inputs import (R, B, S, L, F, W, W_up, W_out, C_hbm, E, k, delta, tau, c_F, beta_w, b_kv, a_attn,
+                     n_layers, n_moe, n_kv_heads, n_lat_vec, price)
 from .latency_cost import B_1
 from .moe_rack import a2a_tok, c_a2a
 from .pipeline import b_stage
@@ -73,9 +75,10 @@ dp = R.workload("dp_attention", "",
 ep = R.workload("ep", "", "expert-parallel degree: chips the routed experts of a layer are spread over",
                 "e", "EP", default="=rule:expert_parallel")
 
-R.rule("tensor_parallel", ("chips", "moe_layers", "pp"),
-       "a dense model tensor-parallel over every chip of a pipeline stage; a mixture of experts not split "
-       "(its attention data-parallel, its experts expert-parallel)")(rules.tensor_parallel)
+R.rule("tensor_parallel", ("chips", "moe_layers", "pp", "n_heads"),
+       "a dense model tensor-parallel over the chips of a pipeline stage, as far as whole query heads "
+       "allow (the largest divisor of both; further groups are attention data-parallel); a mixture of "
+       "experts not split (its attention data-parallel, its experts expert-parallel)")(rules.tensor_parallel)
 R.rule("attention_groups", ("chips", "tp", "pp"),
        "the chips of the copy left after tensor and pipeline parallelism: chips / (tp · pp)"
        )(rules.attention_groups)
@@ -177,7 +180,27 @@ t_floor = R.derived(
     "latency_floor_layout", R.at("step_time_layout", {B: B_1}), "s",
     "least time per token under the layout: one sequence, each layer waiting for the chip that holds the "
     "experts it reads", "t", "floor,layout", how="step_time_layout at batch = 1 sequence")
+R.derived("throughput_layout", B * delta / t_step, "token/s",
+          "tokens per second from the chips of the layout", "Θ", "layout")
 R.derived("throughput_per_chip_layout", B * delta / (t_step * S_layout), "token/s/chip",
           "tokens per second per chip under the layout", "Θ", "chip,layout")
+R.derived("speed_ceiling_layout", delta / t_floor, "token/s/sequence",
+          "most tokens per second one sequence can get under the layout, at its latency floor", "v", "max,layout")
+R.derived("cost_per_token_layout", price * S_layout * t_step / (B * delta), "USD/token",
+          "rental cost of the layout's chips for one step, shared by the tokens it makes", "c", "tok,layout")
 R.derived("comm_share_layout", t_x / t_step, "",
           "share of a decode step spent in communication under the layout", "κ", "layout")
+
+# The lecture's even spread and the same question under the layout. eval, its sweeps and compare
+# answer a lecture name (left) under the deployed layout (right) unless asked for the lecture's
+# picture (--layout even); every other quantity is the lecture's.
+UNDER_LAYOUT = {
+    "step_time": "step_time_layout", "step_time_min": "step_time_layout_min",
+    "latency_floor": "latency_floor_layout", "speed_ceiling": "speed_ceiling_layout",
+    "compute_time": "compute_time_layout", "weight_fetch_time": "weight_fetch_time_layout",
+    "weight_fetch_time_min": "weight_fetch_time_layout_min", "kv_fetch_time": "kv_fetch_time_layout",
+    "throughput": "throughput_layout", "throughput_per_chip": "throughput_per_chip_layout",
+    "cost_per_token": "cost_per_token_layout", "weights_per_chip": "weights_per_chip_layout",
+    "kv_per_chip": "kv_per_chip_layout", "memory_per_chip": "memory_per_chip_layout",
+    "hbm_fill": "hbm_fill_layout",
+}

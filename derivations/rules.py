@@ -23,11 +23,17 @@ def expert_chips(experts: float, domain: float) -> float:
     return float(max(n for n in range(1, min(e, d) + 1) if e % n == 0))
 
 
-def tensor_parallel(chips: float, moe_layers: float, pp: float) -> float:
-    """layout.py: a dense model tensor-parallel over every chip of a pipeline stage; an MoE not split."""
+def tensor_parallel(chips: float, moe_layers: float, pp: float, n_heads: float) -> float:
+    """layout.py: a dense model tensor-parallel over the chips of a pipeline stage, as far as whole
+    query heads allow: the largest divisor of the heads that divides the stage's chips (the rest of
+    the chips serve further groups, attention data parallelism); an MoE not split."""
     if moe_layers != 0:
         return 1.0
-    return _whole_share(chips, pp, 1.0, ("pp", "1", "tp"))
+    stage = _whole_share(chips, pp, 1.0, ("pp", "1", "tp"))
+    h = int(round(n_heads))
+    if h < 1 or h != n_heads:
+        raise ValueError(f"needs a whole number of query heads (got {n_heads:g})")
+    return float(max(n for n in range(1, int(stage) + 1) if stage % n == 0 and h % n == 0))
 
 
 def _whole_share(chips: float, a: float, b: float, names: tuple[str, str, str]) -> float:

@@ -54,7 +54,7 @@ def test_eval_set_reproduces_the_scaling_book_critical_batch(cli):
 
 def test_eval_bare_number_takes_declared_unit(cli):
     r = cli("eval", "weight_fetch_time", "--hardware", "b200", "--model", "llama-3-70b", "--set", "batch=1",
-            "--set", "chips=1", "--json")
+            "--set", "chips=1", "--json", "--layout", "even")
     assert r.returncode == 0, r.stderr
     d = json.loads(r.stdout)
     # one B200 (8 TB/s, NVIDIA HGX B200 spec) reading Llama 3 70B (70B parameters, Llama 3 paper)

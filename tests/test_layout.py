@@ -89,8 +89,14 @@ def test_the_strict_bound_is_below_the_step_it_bounds(data):
                 assert sc.mag("step_time_layout_min") <= sc.mag("step_time_layout") * (1 + 1e-12), (hw, model, batch)
 
 
-def test_a_layout_that_does_not_divide_the_chips_is_one_line(cli):
-    r = cli("eval", "step_time_layout", "--hardware", "h100-sxm", "--model", "llama-3-70b", "--set", "tp=16")
+def test_a_layout_sets_the_chips_and_one_that_does_not_divide_them_is_one_line(cli):
+    r = cli("eval", "step_time_layout", "--hardware", "h100-sxm", "--model", "llama-3-70b", "--set", "tp=16",
+            "--json")
+    assert r.returncode == 0, r.stderr
+    d = json.loads(r.stdout)   # two H100 boxes of 8: the chips follow from the layout
+    assert d["layout"] == {"tp": 16, "dp_attention": 1, "ep": 1, "pp": 1, "chips": 16}
+    r = cli("eval", "step_time_layout", "--hardware", "h100-sxm", "--model", "llama-3-70b", "--set", "tp=16",
+            "--set", "chips=8")
     assert r.returncode == 2 and "Traceback" not in r.stderr
     lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
     assert len(lines) == 1 and "tp · pp = 16" in lines[0] and "chips = 8" in lines[0], r.stderr
@@ -138,3 +144,54 @@ def test_a_dense_model_over_pipeline_stages_is_tensor_parallel_within_each(data)
     sc = _sc(data, "h100-sxm", "llama-3-70b", "pp=4", "chips=32")
     assert (sc.mag("tp"), sc.mag("dp_attention"), sc.mag("pp")) == (8, 1, 4)
     assert sc.mag("layout_chips", "chip") == 32
+
+
+def test_eval_answers_the_lecture_name_under_the_deployed_layout(cli):
+    # The check: `eval step_time ... --set tp=8` includes the all-reduces and shows them
+    sets = ("tp=8", "batch=1", "context=2048", "weight_format=bf16", "kv_format=bf16")
+    argv = ("eval", "step_time", "--hardware", "h100-sxm", "--model", "llama-3-70b",
+            *[a for x in sets for a in ("--set", x)])
+    d = json.loads(cli(*argv, "--json").stdout)
+    allreduces = 80 * 2 * (2 * 7 * HOP + 2 * (7 / 8) * 8192 * 2 / NVLINK)
+    reads = (70e9 * 2 + 2048 * LLAMA70_KV) / 8 / H100_W
+    assert d["quantity"] == "step_time_layout" and d["asked"] == "step_time"
+    assert d["value"] * 1e-3 == pytest.approx(reads + allreduces, rel=1e-9)
+    terms = {b["name"]: b["display"] for b in d["breakdown"]}
+    assert set(terms) >= {"tp_comm_time", "weight_fetch_time_layout", "compute_time_layout", "ep_comm_time"}
+    assert terms["tp_comm_time"] == "2.25 ms"        # 80 · 2 · (14 µs + 14 · 4.55 ns)
+    text = cli(*argv).stdout
+    assert "tp_comm_time 2.25 ms" in text and "tp 8 · dp_attention 1 · ep 1 · pp 1 = 8 chips" in text
+    # the lecture's even spread: by name, and beside the answer
+    even = json.loads(cli(*argv, "--json", "--layout", "even").stdout)
+    assert even["quantity"] == "step_time" and even["value"] * 1e-3 == pytest.approx(reads, rel=1e-9)
+    assert "asked" not in even and d["even_spread"]["quantity"] == "step_time"
+
+
+def test_eval_kv_per_chip_of_deepseek_under_tp8_is_the_whole_latent_cache(cli):
+    r = cli("eval", "kv_per_chip", "--hardware", "h200", "--model", "deepseek-v3", "--set", "tp=8",
+            "--set", "batch=16", "--set", "context=4096", "--set", "kv_format=bf16", "--json")
+    d = json.loads(r.stdout)
+    whole = 16 * 4096 * 61 * (512 + 64) * 2         # bytes: one 576-number latent per layer per token
+    assert d["quantity"] == "kv_per_chip_layout" and d["unit"] == "GB/chip"
+    assert d["value"] * 1e9 == pytest.approx(whole, rel=1e-9)
+    assert d["layout"] == {"tp": 8, "dp_attention": 1, "ep": 8, "pp": 1, "chips": 8}
+
+
+def test_default_dense_layout_splits_by_whole_heads(data):
+    # Llama 3 70B has 64 query heads: on a 72-GPU rack, 9 groups of tensor parallelism 8 (the
+    # largest divisor of 64 that divides 72), not tp = 72 (which no head count allows)
+    sc = _sc(data, "gb200-nvl72", "llama-3-70b")
+    assert (sc.mag("tp"), sc.mag("dp_attention"), sc.mag("layout_chips")) == (8, 9, 72)
+    sc = _sc(data, "h100-sxm", "llama-3-70b")
+    assert (sc.mag("tp"), sc.mag("dp_attention")) == (8, 1)
+
+
+def test_sweeping_a_layout_degree_chooses_the_layout_at_each_point(cli):
+    r = cli("eval", "step_time", "--hardware", "h100-sxm", "--model", "llama-3-70b", "--sweep", "tp=1,2,4,8",
+            "--set", "batch=1", "--set", "context=2048", "--set", "weight_format=bf16", "--json")
+    pts = {p["tp"]: p for p in json.loads(r.stdout)["points"]}
+    # tp = 1 over 8 chips is 8 groups, each holding all 140 GB of bf16 weights: it cannot fit
+    assert pts[1]["feasible"] is False and pts[8]["feasible"] is True
+    allreduces = 80 * 2 * (2 * 7 * HOP + 2 * (7 / 8) * 8192 * 2 / NVLINK)
+    assert pts[8]["step_time_layout"] == pytest.approx((70e9 * 2 + 2048 * LLAMA70_KV) / 8 / H100_W + allreduces,
+                                                       rel=1e-9)

@@ -20,7 +20,7 @@ def step_by_hand(batch, context):
 
 def test_sweep_json_matches_hand_computation(cli):
     r = cli("eval", "step_time", "--hardware", "h100-sxm", "--model", "llama-3-70b",
-            "--sweep", "batch=1:64:log", "--sweep", "context=1024,8192", "--json")
+            "--sweep", "batch=1:64:log", "--sweep", "context=1024,8192", "--json", "--layout", "even")
     assert r.returncode == 0, r.stderr
     d = json.loads(r.stdout)
     pts = d["points"]
@@ -32,16 +32,36 @@ def test_sweep_json_matches_hand_computation(cli):
         assert p["feasible"] is (fill <= 1)
 
 
+def allreduces_by_hand(batch):
+    """Megatron-LM's two all-reduces a layer (Shoeybi et al. 2019, sec. 3), each a ring reduce-scatter
+    and all-gather over 8 chips (scaling-book, "Sharded Matrices": 2 · (n − 1) hops, each moving 1/n
+    of the message and waiting one hop latency): the bf16 residual vectors of the batch, d_model
+    8192, over H100's 450 GB/s NVLink per direction (scaling-book GPUs chapter), 1 µs a hop."""
+    message = batch * 8192 * 2
+    return 80 * 2 * 2 * 7 * (1e-6 + message / 8 / 0.45e12)
+
+
+def test_deployed_sweep_adds_the_tensor_parallel_all_reduces(cli):
+    r = cli("eval", "step_time", "--hardware", "h100-sxm", "--model", "llama-3-70b",
+            "--sweep", "batch=1:64:log", "--set", "context=8192", "--json")
+    assert r.returncode == 0, r.stderr
+    pts = json.loads(r.stdout)["points"]
+    assert len(pts) == 7 and "step_time as step_time_layout" in r.stderr
+    for p in pts:   # tp = 8 over the 8 chips: the even spread's reads and compute, then the all-reduces
+        assert p["step_time_layout"] == pytest.approx(step_by_hand(p["batch"], 8192) + allreduces_by_hand(p["batch"]),
+                                                      rel=1e-9)
+
+
 def test_sweep_table_and_csv(cli):
     r = cli("eval", "step_time", "throughput", "--hardware", "h100-sxm", "--model", "llama-3-70b",
-            "--sweep", "batch=1,2000", "--set", "context=4096")
+            "--sweep", "batch=1,2000", "--set", "context=4096", "--layout", "even")
     assert r.returncode == 0, r.stderr
     lines = r.stdout.splitlines()
     assert "weights bf16, KV bf16, compute bf16" in lines[0]
     assert "step_time [ms]" in lines[1] and "fits" in lines[1]
     assert lines[2].rstrip().endswith("yes") and lines[3].rstrip().endswith("NO †")  # 372 fit at 4k
     r = cli("eval", "step_time", "--hardware", "h100-sxm", "--model", "llama-3-70b",
-            "--sweep", "batch=1:3", "--csv")
+            "--sweep", "batch=1:3", "--csv", "--layout", "even")
     rows = list(csv.reader(io.StringIO(r.stdout)))
     assert rows[0] == ["batch", "step_time", "feasible"] and len(rows) == 4
     assert float(rows[2][1]) == pytest.approx(step_by_hand(2, 8192), rel=1e-9)
@@ -49,15 +69,21 @@ def test_sweep_table_and_csv(cli):
 
 def test_compare_flags_what_does_not_fit(cli):
     r = cli("compare", "step_time", "latency_floor", "--hardware", "h100-sxm,gb200-nvl72",
-            "--model", "deepseek-v3", "--json")
+            "--model", "deepseek-v3", "--json", "--layout", "even")
     assert r.returncode == 0, r.stderr
     rows = {x["hardware"]: x for x in json.loads(r.stdout)}
     # 671 GB of fp8 weights cannot fit in 8 x 80 GB; 72 x 186 GB holds them and the KV cache
     assert rows["h100-sxm"]["feasible"] is False and rows["gb200-nvl72"]["feasible"] is True
     assert rows["h100-sxm"]["values"]["step_time"]["flag"]
     assert "compute fp8" in rows["gb200-nvl72"]["formats"]
-    text = cli("compare", "step_time", "--hardware", "h100-sxm,gb200-nvl72", "--model", "deepseek-v3").stdout
+    text = cli("compare", "step_time", "--hardware", "h100-sxm,gb200-nvl72", "--model", "deepseek-v3",
+               "--layout", "even").stdout
     assert "NO †" in text and "yes" in text and "step_time [ms]" in text
+    # under the deployed layout (expert-parallel, attention replicated on each chip) the same holds
+    r = cli("compare", "step_time", "--hardware", "h100-sxm,gb200-nvl72", "--model", "deepseek-v3", "--json")
+    rows = {x["hardware"]: x for x in json.loads(r.stdout)}
+    assert rows["h100-sxm"]["feasible"] is False and rows["gb200-nvl72"]["feasible"] is True
+    assert "step_time_layout" in rows["h100-sxm"]["values"] and "step_time as step_time_layout" in r.stderr
 
 
 @pytest.mark.parametrize("args,words", [

@@ -36,8 +36,10 @@ V5E = {"hbm_capacity": "16e9 B", "hbm_bandwidth": "8.2e11 B/s"}
 
 
 def run_eval(quantity, hardware, model, sets=None):
-    """`build.py eval QUANTITY --hardware H --model M --set k=v ... --json`: the printed object."""
-    argv = ["eval", quantity, "--hardware", hardware, "--model", model, "--json"]
+    """`build.py eval QUANTITY --hardware H --model M --set k=v ... --json --layout even`: the
+    printed object. The book's theoretical numbers spread one copy evenly over its chips with no
+    communication, the lecture's picture (--layout even; the deployed layout adds the all-reduces)."""
+    argv = ["eval", quantity, "--hardware", hardware, "--model", model, "--json", "--layout", "even"]
     for k, v in (sets or {}).items():
         argv += ["--set", f"{k}={v}"]
     return argv

@@ -1,0 +1,59 @@
+"""Which form of a quantity a command answers: the lecture's even spread, or the deployed layout.
+
+The lecture spreads one copy evenly over its chips; a deployment lays it out by tensor, attention
+data, expert and pipeline parallelism, with communication in the step (derivations/layout.py). A
+lecture name that has a form under the layout (``UNDER_LAYOUT``: step_time, latency_floor,
+cost_per_token, kv_per_chip, ...) is answered under the layout unless the lecture's picture is
+asked for (``--layout even``); every other name is the lecture's.
+"""
+from __future__ import annotations
+
+from derivations import REGISTRY, UNDER_LAYOUT
+
+from .errors import InputError, MissingInput
+from .fmt import fmt
+
+CHOICES = ("deployed", "even")
+DEGREES = ("tp", "dp_attention", "ep", "pp")
+
+
+def resolve(name: str, layout: str) -> str:
+    """The quantity that answers ``name``: its layout form where it has one and ``layout`` is
+    "deployed", else ``name`` itself."""
+    if layout not in CHOICES:
+        raise InputError(f"--layout {layout}: expected one of {', '.join(CHOICES)}")
+    return UNDER_LAYOUT.get(name, name) if layout == "deployed" else name
+
+
+def degrees(sc) -> dict:
+    """The layout's degrees and chips for a scenario ({} where one cannot be chosen)."""
+    try:
+        out = {n: sc.mag(n) for n in DEGREES}
+        out["chips"] = sc.mag("layout_chips")
+    except (MissingInput, InputError):
+        return {}
+    return {n: int(v) if float(v).is_integer() else v for n, v in out.items()}
+
+
+def text(d: dict) -> str:
+    """"tp 8 · dp_attention 1 · ep 1 · pp 1 = 8 chips"."""
+    return " · ".join(f"{n} {d[n]:g}" for n in DEGREES) + f" = {d['chips']:g} chips" if d else "none"
+
+
+def breakdown(sc, name: str) -> list[dict]:
+    """The derived quantities the definition of ``name`` reads directly, each with its value (the
+    terms a step time is made of); [] when it reads fewer than two."""
+    q = REGISTRY[name]
+    if q.expr is None:
+        return []
+    names = [REGISTRY.q(s).name for s in q.expr.free_symbols if s in REGISTRY.by_symbol]
+    derived = [n for n in REGISTRY.quantities if n in names and not REGISTRY[n].is_input]
+    if len(derived) < 2:
+        return []
+    out = []
+    for n in derived:
+        try:
+            out.append({"name": n, "display": fmt(sc.value(n))})
+        except (MissingInput, InputError) as e:
+            out.append({"name": n, "display": f"n/a ({e})"})
+    return out
