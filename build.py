@@ -108,8 +108,10 @@ def _parse_sets(pairs):
 
 def _load(args):
     from chalkboard.data import load
-    data = load(ROOT, args.hardware_file, args.models_file, args.prices_file,
-                model_config=getattr(args, "model_config", None))
+    data = load(ROOT, args.hardware_file, args.models_file, args.prices_file)
+    if getattr(args, "model_config", None):
+        from chalkboard.configmodel import add_config_model
+        add_config_model(data, args.model_config)
     if data.config_model:  # what reading the config assumed, said once
         m = data.models[data.config_model]
         print(f"note: {m.file}: read as model {m.id}: {'; '.join(m.assumed)}", file=sys.stderr)
@@ -154,7 +156,7 @@ def cmd_eval(args) -> int:
     from chalkboard.data import check_counts
     from chalkboard.errors import MissingInput
     from chalkboard.fmt import fmt
-    from chalkboard.evaluate import Scenario, unused_overrides
+    from chalkboard.evaluate import Scenario, setup_dependence, unused_overrides
     from chalkboard.results import describe
     from derivations import REGISTRY
 
@@ -185,7 +187,7 @@ def cmd_eval(args) -> int:
             d["even_spread"] = {"quantity": asked, "display": fmt(sc.value(asked))}
         except MissingInput as e:
             d["even_spread"] = {"quantity": asked, "not_applicable": str(e)}
-    d["layout"] = layouts.degrees(sc) if REGISTRY[args.quantity].section == "layout" else {}
+    d["layout"] = layouts.degrees(sc) if setup_dependence(args.quantity) in ("layout", "layout1") else {}
     d["breakdown"] = layouts.breakdown(sc, args.quantity)
     unused = unused_overrides(sc)
     if unused:
@@ -323,6 +325,49 @@ def cmd_compare(args) -> int:
             print("† the set-up does not fit in the chips' HBM (see `eval ... ` for the reason)")
     if note:
         print(note, file=sys.stderr)
+    return 0
+
+
+def cmd_plan(args) -> int:
+    from chalkboard import plan as pl
+    from chalkboard.validation import evidence
+    from units import UnitParseError, conform, parse
+
+    data = _load(args)
+    if args.model not in data.models:
+        raise UserError(f"{args.models_file}: unknown model id {args.model!r} (known: {', '.join(data.models)})")
+    hardware = ([h.strip() for h in args.hardware.split(",") if h.strip()] if args.hardware
+                else [h for h, e in data.hardware.items() if e.get("rental_price") is not None])
+    for h in hardware:
+        if h not in data.hardware:
+            raise UserError(f"{args.hardware_file}: unknown hardware id {h!r} (known: {', '.join(data.hardware)})")
+    try:
+        ttft = None if args.max_ttft is None else conform(parse(args.max_ttft), "s", bare=True).magnitude
+    except UnitParseError as e:
+        raise UserError(f"--max-ttft {args.max_ttft}: {e}") from None
+    for name, v in (("--context", args.context), ("--min-tokens-per-user", args.min_tokens_per_user),
+                    ("--prompt", args.prompt), ("--max-ttft", ttft)):
+        if v is not None and not v > 0:
+            raise UserError(f"{name}: must be positive")
+    formats = [f.strip() for f in args.formats.split(",")] if args.formats else None
+    from derivations import NUMBER_FORMATS
+    for f in formats or []:
+        if f not in NUMBER_FORMATS:
+            raise UserError(f"--formats {f}: expected weight formats among {', '.join(NUMBER_FORMATS)}")
+    if not hardware:
+        raise UserError(f"{args.hardware_file}: no chip with a rental price to plan over: name chips with --hardware")
+    targets = pl.Targets(args.context, args.min_tokens_per_user, ttft, args.prompt, args.by)
+    found = (ROOT / args.measurements_file).exists()
+    search = pl.plan(data, args.model, hardware, targets, formats,
+                     evidence(ROOT, data, args.measurements_file) if found else None, _parse_sets(args.set))
+    extra = "".join(f" --model-config {args.model_config}" for _ in [0] if args.model_config) + "".join(
+        f" --set {x}" for x in args.set or [])
+    if args.json:
+        print(json.dumps(pl.as_json(search, extra), indent=2, ensure_ascii=False))
+    elif args.csv:
+        print(pl.as_csv(search, extra), end="")
+    else:
+        print(pl.text(search, extra))
     return 0
 
 
@@ -534,6 +579,34 @@ def make_parser() -> argparse.ArgumentParser:
     model_config(cp)
     cp.set_defaults(func=cmd_compare)
 
+    pn = sub.add_parser(
+        "plan", parents=[common], help="the cheapest deployment that meets a speed target",
+        description="Search every chip x layout (tp, dp_attention, ep within the scale-up domain) x batch x "
+                    "weight format for the cheapest way to serve a model at a speed each user must get, "
+                    "and print the frontier of cost per million tokens against tokens per second per user, "
+                    "and why each chip loses. Every row carries the `eval` command that reproduces it.")
+    pn.add_argument("--model", help=f"model id (default: the --model-config model, else {DEFAULT_MODEL})")
+    pn.add_argument("--context", type=float, default=4096.0,
+                    help="tokens of context each sequence holds while decoding (default: %(default)g)")
+    pn.add_argument("--min-tokens-per-user", type=float, required=True, metavar="TOKEN/S",
+                    help="the least decode speed each sequence must get, in tokens per second")
+    pn.add_argument("--max-ttft", metavar="TIME", help='the longest time to first token, e.g. "2 s" or "500 ms"')
+    pn.add_argument("--prompt", type=float, help="tokens of the prompt the time to first token is for "
+                                                 "(default: the context)")
+    pn.add_argument("--hardware", help="comma-separated hardware ids (default: every chip with a rental price)")
+    pn.add_argument("--formats", help="comma-separated weight formats to try, e.g. bf16,fp8,fp4 (default: the "
+                                      "model's own)")
+    pn.add_argument("--by", choices=("expected", "bound"), default="expected",
+                    help="which numbers the targets judge: expected (default: the bound at the efficiency "
+                         "published measurements reach in each candidate's regime) or bound (100%% efficiency)")
+    pn.add_argument("--set", action="append", metavar="NAME=VALUE", help="override an input for every candidate")
+    pn.add_argument("--measurements-file", default="measurements.yaml",
+                    help="the published measurements the expected efficiencies come from (default: %(default)s)")
+    pn.add_argument("--json", action="store_true", help="print one JSON object")
+    pn.add_argument("--csv", action="store_true", help="print the frontier as CSV, units in the header")
+    model_config(pn)
+    pn.set_defaults(func=cmd_plan)
+
     ls = sub.add_parser("list", parents=[common], help="list quantities, hardware or models")
     ls.add_argument("what", nargs="?", default="quantities", choices=["quantities", "hardware", "models"])
     ls.add_argument("--json", action="store_true", help="print JSON")
@@ -558,7 +631,7 @@ def main(argv=None) -> int:
     signal.signal(signal.SIGTERM, _terminate)
     parser = make_parser()
     argv = list(sys.argv[1:] if argv is None else argv)
-    commands = {"build", "check", "eval", "compare", "list", "audit", "validate"}
+    commands = {"build", "check", "eval", "compare", "plan", "list", "audit", "validate"}
     if not any(a in commands for a in argv) and not ({"-h", "--help"} & set(argv)):
         argv = ["build", *argv]  # no command: build the report
     args = parser.parse_args(argv)

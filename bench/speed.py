@@ -16,7 +16,9 @@ is compared with it (so both see the same load); medians are compared:
   come from the shipped derivations/solved.pickle, every figure is drawn and the PDF compiled)
   and a build after a comment-only edit of hardware.yaml, against the same floor;
 * `build.py eval` against the bare import of what eval needs (SymPy, Pint, PyYAML, numpy), also of
-  a quantity under a layout (`step_time_layout --set tp=8`);
+  the lecture's name answered under a layout (`step_time --set tp=8`) and of `plan` for one model
+  over every priced chip; and the plan's search rate (candidates a second, in one process, the
+  search alone);
 * a 10^6-point sweep written as CSV (`eval step_time --sweep batch=1:1000000 --csv`) against a
   numpy script that computes the same formula and writes the same columns with np.savetxt;
 * a 10^6-point step-time sweep (the compiled, vectorised path) against the same formula
@@ -162,6 +164,22 @@ def sweep_vs_numpy(points: int = 1_000_000) -> tuple[float, float]:
     return t_ours, t_hand
 
 
+def plan_rate(model: str = "deepseek-v3") -> tuple[float, int]:
+    """(seconds, candidates) of plan's search for one model over every chip and three weight
+    formats, after a first search warmed the compiled definitions: the search alone, in one process."""
+    from chalkboard import plan
+    from chalkboard.data import load
+    from chalkboard.validation import evidence
+
+    data = load(ROOT, "hardware.yaml", "models.yaml", "prices.yaml")
+    ev = evidence(ROOT, data)
+    targets = plan.Targets(4096.0, 20.0)
+    plan.plan(data, model, list(data.hardware), targets, ["fp8"], ev)
+    t0 = time.perf_counter()
+    found = plan.plan(data, model, list(data.hardware), targets, ["bf16", "fp8", "fp4"], ev)
+    return time.perf_counter() - t0, found.searched
+
+
 def numpy_csv_script(points: int, where: Path) -> Path:
     """A numpy script that writes what `eval step_time --sweep batch=1:POINTS --csv` writes for
     the featured pair (the batch, the step time in seconds, whether it fits): the inputs are read
@@ -240,9 +258,13 @@ def main() -> int:
     ap.add_argument("--skip-scaling", action="store_true")
     ap.add_argument("--readme", action="store_true", help="write the table into README.md's Speed section")
     ap.add_argument("--sweep-only", action="store_true", help=argparse.SUPPRESS)  # the sweep row's process
+    ap.add_argument("--plan-only", action="store_true", help=argparse.SUPPRESS)   # the plan rate's process
     args = ap.parse_args()
     if args.sweep_only:
         print(*sweep_vs_numpy())
+        return 0
+    if args.plan_only:
+        print(*plan_rate())
         return 0
     py = sys.executable
     say(f"chalkboard speed ({args.repeat} runs each, medians; {os.cpu_count()} CPUs)")
@@ -286,7 +308,7 @@ def main() -> int:
         points = 1_000_000
         script = numpy_csv_script(points, Path(tmp))
         ours_csv = [py, "build.py", "eval", "step_time", "--hardware", "gb200-nvl72", "--model", "deepseek-v3",
-                    "--sweep", f"batch=1:{points}", "--csv"]
+                    "--sweep", f"batch=1:{points}", "--csv", "--layout", "even"]
         check_same_csv(ours_csv, [py, str(script)])
         m = interleaved({
             "floor_b": ([py, "-c", BUILD_IMPORTS], None, None),
@@ -300,8 +322,10 @@ def main() -> int:
             "floor_e": ([py, "-c", EVAL_IMPORTS], None, None),
             "eval": ([py, "build.py", "eval", "step_time"], None, None),
             "eval_nopyc": ([py, "build.py", "eval", "step_time"], None, no_pyc),
-            "eval_layout": ([py, "build.py", "eval", "step_time_layout", "--hardware", "h100-sxm", "--model",
+            "eval_layout": ([py, "build.py", "eval", "step_time", "--hardware", "h100-sxm", "--model",
                              "llama-3-70b", "--set", "tp=8"], None, None),
+            "plan": ([py, "build.py", "plan", "--model", "llama-3-70b", "--context", "4096",
+                      "--min-tokens-per-user", "30"], None, None),
             "csv_numpy": ([py, str(script)], None, None),
             "csv": (ours_csv, None, None),
         }, args.repeat)
@@ -321,7 +345,13 @@ def main() -> int:
         row("bare imports", floor_e, floor_e)
         row("build.py eval step_time", ev, floor_e)
         row("the same, compiling its modules each run", ev_nopyc, floor_e)
-        row("eval step_time_layout --set tp=8 (a layout)", m["eval_layout"][0], floor_e)
+        row("eval step_time --set tp=8 (under the layout)", m["eval_layout"][0], floor_e)
+        row("plan llama-3-70b, every priced chip", m["plan"][0], floor_e)
+        got = subprocess.run([py, __file__, "--plan-only"], cwd=ROOT, env=ENV, capture_output=True, text=True)
+        if got.returncode != 0:
+            raise SystemExit(f"failed: the plan's search\n{got.stderr[-2000:]}")
+        seconds, n = map(float, got.stdout.split())
+        say(f"  plan's search: {n:,.0f} candidates in {seconds:.3f} s = {n / seconds:,.0f} candidates/s")
         # in a fresh process, as every other row (this one's heap, after all the runs above, moved
         # the two timings apart by up to a fifth)
         got = subprocess.run([py, __file__, "--sweep-only"], cwd=ROOT, env=ENV, capture_output=True, text=True)

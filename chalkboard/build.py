@@ -469,7 +469,7 @@ class Staging:
 
 
 def build(root: Path, args) -> int:
-    from .data import DataError, check_counts, load, read_yaml
+    from .data import check_counts, load, read_yaml
 
     t_start = time.perf_counter()
     timings = []
@@ -484,8 +484,10 @@ def build(root: Path, args) -> int:
     source_date_epoch()
     print("chalkboard build", file=sys.stderr)
     t = time.perf_counter()
-    data = load(root, args.hardware_file, args.models_file, getattr(args, "prices_file", "prices.yaml"),
-                model_config=getattr(args, "model_config", None))
+    data = load(root, args.hardware_file, args.models_file, getattr(args, "prices_file", "prices.yaml"))
+    if getattr(args, "model_config", None):
+        from .configmodel import add_config_model
+        add_config_model(data, args.model_config)
     if data.config_model:
         m = data.models[data.config_model]
         print(f"  note: {m.file}: read as model {m.id}: {'; '.join(m.assumed)}", file=sys.stderr)

@@ -516,9 +516,9 @@ def load_prices(root: Path, prices_file: str = PRICES_FILE):
 
 
 def load(root: Path, hardware_file: str = "hardware.yaml", models_file: str = "models.yaml",
-         prices_file: str = "prices.yaml", model_config: str | None = None) -> Data:
-    """The hardware, model and price files, and with ``model_config`` one more model read from a
-    Hugging Face config.json (a path as given, relative to the working folder)."""
+         prices_file: str = "prices.yaml") -> Data:
+    """The hardware, model and price files (a model from a Hugging Face config.json is added to
+    them by configmodel.add_config_model)."""
     hw_doc = _read_yaml(root / hardware_file, hardware_file)
     hw_sources = _sources(hw_doc, hardware_file)
     hardware = _entries(hw_doc, hardware_file, "hardware", "hardware", HARDWARE_FIELDS,
@@ -542,7 +542,4 @@ def load(root: Path, hardware_file: str = "hardware.yaml", models_file: str = "m
     data = Data(hardware, models, {**hw_sources, **m_sources, **p_sources},
                 {"hardware": hardware_file, "models": models_file, "prices": prices_file},
                 prices, tiers, default_price)
-    if model_config:
-        from .hfconfig import add_config_model  # reads the derivations: loaded only when asked for
-        add_config_model(data, model_config)
     return data

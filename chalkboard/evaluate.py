@@ -20,6 +20,7 @@ from derivations import (ATTENTION_FLOPS_BY_ATTENTION, ATTENTION_PARAMS_BY_ATTEN
 from units import Quantity, UnitParseError, conform, magnitude_problem, parse, unit as parse_unit
 
 from . import compiled
+from .regimes import REGIMES, regime_index
 from .data import (FORMATS_ORDER, HARDWARE_WHOLE_NUMBER_FIELDS, MAY_BE_ZERO, RATE_FORMATS,
                    WHOLE_NUMBER_FIELDS, Data)
 from .errors import InputError, MissingInput, NotApplicable, NotGiven  # noqa: F401  (re-exported)
@@ -533,13 +534,8 @@ class Scenario:
     def regime(self) -> str:
         """The roofline regime of this set-up, as validate classifies a published measurement:
         compute-bound, or memory-bound at a small or a large batch (the strict bound's terms)."""
-        from .validation import REGIMES, SMALL_BATCH
-
-        compute = self._mag("compute_time")
         memory = self._mag("weight_fetch_time_min") + self._mag("kv_fetch_time")
-        if compute >= memory:
-            return REGIMES[2]
-        return REGIMES[0] if self.mag("batch", "sequence") <= SMALL_BATCH else REGIMES[1]
+        return REGIMES[int(regime_index(self._mag("compute_time"), memory, self.mag("batch", "sequence")))]
 
     def _from_evidence(self, name: str):
         """The median efficiency published measurements reach in this set-up's regime, with their
@@ -998,7 +994,8 @@ def setup_dependence(name: str) -> str | None:
     if chapter in TRAINING_CHAPTERS or q.section in MEASURED_SECTIONS:
         return None
     leaves = {q.name for q in REGISTRY.leaves(name)}
-    if q.section == "layout":   # a set-up laid out by tp, dp_attention, ep, pp: judged by its own fit
+    if q.section == "layout" or any(REGISTRY[d].section == "layout" for d in _derived_below(name)):
+        # a set-up laid out by tp, dp_attention, ep, pp: judged by its own fit
         return "layout" if "batch" in leaves else "layout1"
     if chapter in PIPELINE_CHAPTERS and leaves & {"batch", "chips"}:
         return "pipeline"

@@ -6,224 +6,13 @@ Each function returns SVG text; nothing here writes files.
 """
 from __future__ import annotations
 
-import io
-import re
-
 import numpy as np
 
+from .drawing import bars, C, featured_batch, legend_below, plt, points_right, shade_unfit, svg, sweep_values, unmeasured_row_labels
 from .evaluate import MissingInput, NotApplicable, Scenario
+from .figures_chapters import lifecycle_compute_vs_tokens, pipelining_by_chip, token_latency_vs_stages
+from .figures_pipeline import memory_vs_stages
 from .figures_prices import cost_vs_context
-
-_STYLE = {
-    "svg.hashsalt": "chalkboard",      # deterministic ids: two builds give identical SVG
-    "svg.fonttype": "path",            # text as outlines: renders the same everywhere
-    "font.family": "DejaVu Sans",
-    "font.size": 9,
-    "axes.spines.top": False,
-    "axes.spines.right": False,
-    "axes.grid": True,
-    "grid.alpha": 0.25,
-    "figure.dpi": 100,
-}
-
-
-class _Pyplot:
-    """matplotlib.pyplot, imported and styled the first time a figure is drawn (not on import:
-    commands that draw nothing never pay for matplotlib)."""
-    _module = None
-
-    def __getattr__(self, name):
-        if _Pyplot._module is None:
-            import matplotlib
-
-            matplotlib.use("Agg")
-            import matplotlib.pyplot
-
-            matplotlib.pyplot.rcParams.update(_STYLE)
-            _Pyplot._module = matplotlib.pyplot
-        return getattr(_Pyplot._module, name)
-
-
-plt = _Pyplot()
-C = {"compute": "#1f77b4", "weights": "#d62728", "kv": "#2ca02c", "step": "#111111",
-     "mem": "#9467bd", "up": "#1f77b4", "out": "#ff7f0e", "comm": "#8c564b"}
-
-
-_SUPERSCRIPT = str.maketrans("0123456789-−", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻⁻")
-
-
-def superscript(n: int | str) -> str:
-    """10 and an exponent as plain text: superscript(24) -> '²⁴'."""
-    return str(n).translate(_SUPERSCRIPT)
-
-
-def _plain_log_labels(fig) -> None:
-    """Tick labels of log axes as plain text (10³, 2×10⁴) instead of mathtext: the same labels,
-    without parsing each one with matplotlib's TeX-like parser (a third of the drawing time)."""
-    import matplotlib.ticker as mt
-
-    class PlainLog(mt.LogFormatterSciNotation):
-        def __call__(self, x, pos=None):
-            s = super().__call__(x, pos)
-            m = re.fullmatch(r"\$\\mathdefault\{(?:([\d.]+)\\times)?(?:(\d+)\^\{([^}]*)\}|([\d.]+))\}\$", s)
-            if not m:
-                return s
-            coeff, base, exp, plain = m.groups()
-            if plain is not None:
-                return plain
-            exp = exp.replace("\\mathdefault", "").replace("{", "").replace("}", "").replace("\\minus", "-")
-            return f"{coeff + '×' if coeff else ''}{base}{superscript(exp.strip())}"
-
-    for ax in fig.axes:
-        for axis in (ax.xaxis, ax.yaxis):
-            if axis.get_scale() != "log":
-                continue
-            for which, get, put in (("major", axis.get_major_formatter, axis.set_major_formatter),
-                                    ("minor", axis.get_minor_formatter, axis.set_minor_formatter)):
-                f = get()
-                if type(f) is mt.LogFormatterSciNotation:
-                    put(PlainLog(base=f._base, labelOnlyBase=f.labelOnlyBase,
-                                 minor_thresholds=f.minor_thresholds, linthresh=f._linthresh))
-
-
-def _bars(ax, y, widths, colors, height: float) -> None:
-    """Horizontal bars from 0, centred on ``y``: ax.barh's picture and axis limits, as one collection
-    (barh makes a patch a bar, each added and drawn on its own: slow at a row per chip)."""
-    from matplotlib.collections import PatchCollection
-    from matplotlib.patches import Rectangle
-
-    bars = PatchCollection([Rectangle((0, yy - height / 2), w, height) for yy, w in zip(y, widths)],
-                           facecolors=colors, edgecolors="none", linewidths=0)
-    bars.sticky_edges.x.append(0)   # as barh: no margin left of the bars' common start
-    ax.add_collection(bars, autolim=True)
-    ax.autoscale_view()
-
-
-def _points_right(ax, points: float):
-    """Data coordinates shifted ``points`` to the right: a label beside a bar's end, placed as
-    annotate(xytext=(points, 0), textcoords="offset points") places it, as a plain text (an
-    annotation costs several times as much to draw, at one a row per chip)."""
-    from matplotlib.transforms import offset_copy
-
-    return offset_copy(ax.transData, fig=ax.get_figure(), x=points, y=0, units="points")
-
-
-def unmeasured_row_labels(ax) -> None:
-    """For an axis with one labelled row per chip and no y label: matplotlib measures every row's
-    label on every draw to place the empty y label; it is placed where that puts it instead."""
-    ax.yaxis.set_label_coords(0, 0.5)
-
-
-def _svg(fig) -> str:
-    """The figure as SVG, drawn once and cropped to what is drawn (with savefig's padding).
-
-    savefig(bbox_inches="tight") draws a figure twice: once to measure what it covers, once to
-    write it at that size. Here it is written at its own size, measured after the one draw, and
-    the SVG's view box set to the measured area: the same picture (rendered, the same pixels but
-    for anti-aliasing), one draw fewer. It relies on matplotlib's SVG writer as it is (3.8 to
-    3.11); where that differs, savefig's two draws are used."""
-    _plain_log_labels(fig)
-    try:
-        svg = _svg_drawn_once(fig)
-    except (ImportError, AttributeError, TypeError):
-        svg = None
-    if svg is None:
-        buf = io.StringIO()
-        fig.savefig(buf, format="svg", bbox_inches="tight", metadata={"Date": None})
-        svg = buf.getvalue()
-    plt.close(fig)
-    return svg
-
-
-def _svg_drawn_once(fig) -> str | None:
-    from matplotlib import rcParams
-    from matplotlib.backends.backend_mixed import MixedModeRenderer
-    from matplotlib.backends.backend_svg import FigureCanvasSVG, RendererSVG
-
-    class Renderer(RendererSVG):
-        """matplotlib's SVG renderer, trimming lines to the figure with a margin of its own size
-        on every side instead of to the figure itself: what is drawn just outside it (a legend below the axes) is kept, as
-        savefig keeps it by enlarging the figure first (the view box hides the rest)."""
-        def _convert_path(self, path, transform=None, clip=None, simplify=None, sketch=None):
-            from matplotlib import _path
-
-            clip = (-self.width, -self.height, 2 * self.width, 2 * self.height) if clip else None  # x0 y0 x1 y1
-            return _path.convert_to_string(path, transform, clip, simplify, sketch, 6,
-                                           [b"M", b"L", b"Q", b"C", b"z"], False).decode("ascii")
-
-    FigureCanvasSVG(fig)   # the canvas savefig(format="svg") would switch to
-    buf = io.StringIO()
-    dpi, fig.dpi = fig.dpi, 72   # as print_svg: SVG user units are points
-    width, height = fig.get_size_inches()
-    renderer = MixedModeRenderer(fig, width, height, dpi,
-                                 Renderer(width * 72, height * 72, buf, image_dpi=dpi, metadata={"Date": None}))
-    fig.draw(renderer)
-    box = fig.get_tightbbox(renderer).padded(rcParams["savefig.pad_inches"])
-    renderer.finalize()
-    fig.dpi = dpi
-    return _cropped(buf.getvalue(), width * 72, height * 72,
-                    *(v * 72 for v in (box.x0, height - box.y1, box.width, box.height)))
-
-
-def _cropped(svg: str, fw: float, fh: float, x0: float, y0: float, w: float, h: float) -> str | None:
-    """An SVG matplotlib wrote for a figure fw x fh points, shown from (x0, y0) at w x h: its size
-    and view box changed, and the figure's background stretched over the whole view (what is
-    drawn outside the figure, e.g. a title above it, sits on the background as with savefig).
-    None if the SVG does not start as this expects."""
-    from matplotlib.backends.backend_svg import _short_float_fmt as _num   # as matplotlib writes SVG numbers
-
-    head = f'width="{_num(fw)}pt" height="{_num(fh)}pt" viewBox="0 0 {_num(fw)} {_num(fh)}"'
-    patch = f'<path d="M 0 {_num(fh)} \nL {_num(fw)} {_num(fh)} \nL {_num(fw)} 0 \nL 0 0 \nz'
-    if head not in svg[:2000] or patch not in svg[:4000]:
-        return None
-    x1, y1 = x0 + w, y0 + h
-    return (svg.replace(head, f'width="{_num(w)}pt" height="{_num(h)}pt" '
-                              f'viewBox="{_num(x0)} {_num(y0)} {_num(w)} {_num(h)}"', 1)
-            .replace(patch, f'<path d="M {_num(x0)} {_num(y1)} \nL {_num(x1)} {_num(y1)} \nL {_num(x1)} {_num(y0)} '
-                            f'\nL {_num(x0)} {_num(y0)} \nz', 1))
-
-
-def _sweep(data, hw, model, names, var, values, unit, extra=None, to=""):
-    """Evaluate quantities ``names`` with input ``var`` swept over ``values``: name -> array in ``to``.
-
-    One scenario, evaluated over the whole array at once (the compiled, vectorised path)."""
-    from .compiled import base_factor, declared
-    from units import unit as parse_unit
-
-    base = Scenario(data, hw, model, dict(extra or {}))
-    out = base.sweep(names, var, values, unit or None)
-    return {n: v * declared(n)[1] / base_factor(parse_unit(to)) for n, v in out.items()}
-
-
-def _shade_unfit(ax, base: Scenario, xmax: float) -> None:
-    """Hatch the batches whose weights and KV cache do not fit in the chips' HBM, and say so."""
-    try:
-        cap = base.value("max_batch_capacity").to("sequence").magnitude
-    except NotApplicable:
-        cap = 0.0
-    except MissingInput:
-        return
-    if cap >= xmax:
-        return
-    ax.axvspan(max(cap, 1e-9 if ax.get_xscale() == "log" else 0), xmax, facecolor="none", edgecolor="#b22",
-               hatch="///", lw=0, alpha=0.35,
-               label=f"does not fit in HBM (more than {cap:,.0f} sequences)" if cap >= 1
-               else "does not fit in HBM at any batch")
-    if cap >= 1:
-        ax.axvline(cap, color="#b22", lw=0.9)
-
-
-def _legend_below(ax, ncol=2, **kw) -> None:
-    """The legend under the axes, on its own ground: no curve can run through its entries."""
-    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=ncol, frameon=False, **kw)
-
-
-def _featured_batch(base: Scenario) -> tuple[float, str]:
-    """The scenario's batch and how to call it ("the lecture's batch" when it is the lecture's default)."""
-    b = base.value("batch").to("sequence").magnitude
-    src = str(base.records["batch"].source)
-    return b, ("the lecture's batch" if "lecture" in src and "--set" not in src else "the featured batch")
-
 
 def step_time_vs_batch(data, hw, model, overrides=None) -> str:
     """(1) Step time vs batch, in two panels that share the batch axis.
@@ -240,12 +29,12 @@ def step_time_vs_batch(data, hw, model, overrides=None) -> str:
         b_kv = base.value("balance_batch_kv").to("sequence").magnitude
     except NotApplicable:
         b_kv = None
-    b_op, b_name = _featured_batch(base)
+    b_op, b_name = featured_batch(base)
     top = max(3 * b_ref, 1.25 * b_op, 64)
     if b_kv is not None and b_kv < 4 * b_ref:
         top = max(top, 1.25 * b_kv)
     bs = np.linspace(1, top, 400)
-    r = _sweep(data, hw, model, ("compute_time", "compute_time_weights", "weight_fetch_time",
+    r = sweep_values(data, hw, model, ("compute_time", "compute_time_weights", "weight_fetch_time",
                                  "weight_fetch_time_all", "step_time_weights_only", "memory_time", "step_time"),
                "batch", bs, "sequence", overrides, to="ms")
     ctx = base.value("context").to("token/sequence").magnitude
@@ -270,7 +59,7 @@ def step_time_vs_batch(data, hw, model, overrides=None) -> str:
 
     # bottom: with attention and the KV cache at the scenario's context
     t_c, t_w, t_mem, t_step = r["compute_time"], r["weight_fetch_time"], r["memory_time"], r["step_time"]
-    _shade_unfit(a2, base, bs[-1])
+    shade_unfit(a2, base, bs[-1])
     if b_kv is not None and b_kv < bs[-1]:
         a2.axvspan(0, b_kv, color=C["weights"], alpha=0.07, lw=0, label="memory-bound")
         a2.axvspan(b_kv, bs[-1], color=C["compute"], alpha=0.07, lw=0, label="compute-bound")
@@ -279,7 +68,7 @@ def step_time_vs_batch(data, hw, model, overrides=None) -> str:
     a2.plot(bs, t_mem, color=C["mem"], ls="--", label=f"weights + KV fetch  $t_{{mem}}$ (context {ctx:,.0f})")
     a2.plot(bs, t_w, color=C["weights"], ls=":", lw=1.4, label="weight fetch alone  $t_{weights}$ (experts touched)")
     if b_kv is not None and b_kv < bs[-1]:
-        y_kv = float(_sweep(data, hw, model, ("step_time",), "batch", np.array([b_kv]), "sequence", overrides,
+        y_kv = float(sweep_values(data, hw, model, ("step_time",), "batch", np.array([b_kv]), "sequence", overrides,
                             to="ms")["step_time"][0])
         a2.plot([b_kv], [y_kv], "o", color=C["step"], ms=5, zorder=5)
         a2.annotate(f"with KV: compute = memory at B = {b_kv:,.0f}", (b_kv, y_kv), xytext=(6, -14),
@@ -306,9 +95,9 @@ def step_time_vs_batch(data, hw, model, overrides=None) -> str:
                 fontsize=7.5, bbox={"facecolor": "white", "edgecolor": "none", "pad": 1})
     a1.annotate(f"{b_name}: {b_op:,.0f}", (b_op, 1), xycoords=("data", "axes fraction"), xytext=(4, -10),
                 textcoords="offset points", fontsize=7.5, va="top")
-    _legend_below(a1)
-    _legend_below(a2)
-    return _svg(fig)
+    legend_below(a1)
+    legend_below(a2)
+    return svg(fig)
 
 
 def cost_vs_batch(data, hw, model, overrides=None) -> str:
@@ -329,22 +118,22 @@ def cost_vs_batch(data, hw, model, overrides=None) -> str:
         knee_label = (f"B* = {knee:,.0f}, KV ignored (the lecture's balance batch); with KV at context "
                       f"{ctx:,.0f} no batch is compute-bound")
     bs = np.logspace(0, 5, 121)
-    cost = _sweep(data, hw, model, ("cost_per_token",), "batch", bs, "sequence", overrides,
+    cost = sweep_values(data, hw, model, ("cost_per_token",), "batch", bs, "sequence", overrides,
                   to="USD/Mtoken")["cost_per_token"]
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
     ax.loglog(bs, cost, color=C["step"], lw=2, label="cost per token")
-    _shade_unfit(ax, base, bs[-1])
+    shade_unfit(ax, base, bs[-1])
     ax.axhline(floor, color=C["compute"], ls="--", lw=1, label=f"floor {floor:.3g} USD per million tokens (as B → ∞)")
     ax.axvline(knee, color="#555", lw=0.8, ls="-.", label=knee_label)
-    b_op, b_name = _featured_batch(base)
+    b_op, b_name = featured_batch(base)
     c_op = base.value("cost_per_token").to("USD/Mtoken").magnitude
     ax.plot([b_op], [c_op], "D", color=C["step"], ms=5, zorder=5,
             label=f"{b_name}, {b_op:,.0f}: {c_op:.3g} USD per million tokens")
     ax.set_xlabel("batch B (sequences)")
     ax.set_ylabel("USD per million tokens")
     ax.set_title(f"Cost per token vs batch: {model} on {hw}", fontsize=9)
-    _legend_below(ax, ncol=1)
-    return _svg(fig)
+    legend_below(ax, ncol=1)
+    return svg(fig)
 
 
 # The quantities whose rule of thumb in claims.yaml a figure marks (hardware_by_year's two panels)
@@ -376,8 +165,8 @@ def hardware_by_year(data, model, refs: dict | None = None) -> str:
               (a2, 3, ratio, "token", "hardware ratio R at bf16 (tokens)"))
     for ax, i, name, unit, xlab in panels:
         vals = [r[i] for r in rows]
-        _bars(ax, y, np.nan_to_num(vals), "#1f77b4", 0.6)
-        after = _points_right(ax, 2)   # each bar's value 2 points right of its end
+        bars(ax, y, np.nan_to_num(vals), "#1f77b4", 0.6)
+        after = points_right(ax, 2)   # each bar's value 2 points right of its end
         for yy, v in zip(y, vals):
             label = "no bf16 rate published" if np.isnan(v) else f"{v:.3g}"
             ax.text(0 if np.isnan(v) else v, yy, label, transform=after, va="center", fontsize=6.5)
@@ -391,7 +180,7 @@ def hardware_by_year(data, model, refs: dict | None = None) -> str:
     for ax in (a1, a2):
         unmeasured_row_labels(ax)
     fig.suptitle("Every generation, newest at the top: drain time and hardware ratio", fontsize=9)
-    return _svg(fig)
+    return svg(fig)
 
 
 def context_sweep(data, hw, model, overrides=None) -> str:
@@ -399,10 +188,10 @@ def context_sweep(data, hw, model, overrides=None) -> str:
     base = Scenario(data, hw, model, dict(overrides or {}))
     l_star = base.value("context_crossover").to("token/sequence").magnitude
     ls_ = np.logspace(np.log10(max(l_star / 30, 64)), np.log10(l_star * 8), 160)
-    mfu = _sweep(data, hw, model, ("mfu_large_batch",), "context", ls_, "token/sequence",
+    mfu = sweep_values(data, hw, model, ("mfu_large_batch",), "context", ls_, "token/sequence",
                  overrides)["mfu_large_batch"]
     below = ls_[ls_ < l_star * 0.995]
-    bkv = _sweep(data, hw, model, ("balance_batch_kv",), "context", below, "token/sequence", overrides,
+    bkv = sweep_values(data, hw, model, ("balance_batch_kv",), "context", below, "token/sequence", overrides,
                  to="sequence")["balance_batch_kv"]
     fig, a1 = plt.subplots(figsize=(6.4, 3.6))
     a1.semilogx(ls_, mfu, color=C["compute"], lw=2, label="MFU as batch → ∞")
@@ -422,13 +211,13 @@ def context_sweep(data, hw, model, overrides=None) -> str:
     h2, l2 = a2.get_legend_handles_labels()
     a1.legend(h1 + h2, l1 + l2, fontsize=7.5, frameon=False, loc="center left")
     a1.set_title(f"Context length: {model} on {hw}", fontsize=9)
-    return _svg(fig)
+    return svg(fig)
 
 
 def a2a_vs_racks(data, hw, model, overrides=None) -> str:
     """(5) All-to-all time vs racks spanned: scale-up share vs scale-out share."""
     ns = np.arange(1, 9)
-    r = _sweep(data, hw, model, ("a2a_time_scaleup", "a2a_time_scaleout"), "racks", ns, "", overrides, to="ms")
+    r = sweep_values(data, hw, model, ("a2a_time_scaleup", "a2a_time_scaleout"), "racks", ns, "", overrides, to="ms")
     up, out = r["a2a_time_scaleup"], r["a2a_time_scaleout"]
     step = Scenario(data, hw, model, dict(overrides or {})).value("step_time").to("ms").magnitude
     fig, ax = plt.subplots(figsize=(6.4, 4.0))
@@ -438,8 +227,8 @@ def a2a_vs_racks(data, hw, model, overrides=None) -> str:
     ax.set_xlabel("racks one MoE layer spans (n)")
     ax.set_ylabel("all-to-all time per step (ms)")
     ax.set_title(f"All-to-all vs racks spanned: {model} on {hw}", fontsize=9)
-    _legend_below(ax, ncol=1)
-    return _svg(fig)
+    legend_below(ax, ncol=1)
+    return svg(fig)
 
 
 def step_breakdown(data, hw, model, overrides=None) -> str:
@@ -462,12 +251,8 @@ def step_breakdown(data, hw, model, overrides=None) -> str:
     ax.set_xlabel("time per decode step (ms)")
     ax.set_title(f"Where a step's time goes: {model} on {hw}", fontsize=9)
     ax.legend(fontsize=7.5, frameon=False, loc="lower right")
-    return _svg(fig)
+    return svg(fig)
 
-
-from .figures_chapters import (lifecycle_compute_vs_tokens, pipelining_by_chip,  # noqa: E402
-                               token_latency_vs_stages)
-from .figures_pipeline import memory_vs_stages  # noqa: E402  (it draws with the helpers above)
 
 FIGURES = {
     "step_time_vs_batch": ("Step time vs batch. Top: the lecture's first picture, KV cache and attention "

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .drawing import bars, C, legend_below, plt, points_right, superscript, svg, sweep_values, unmeasured_row_labels
 from .evaluate import MissingInput, NotApplicable, Scenario
 
 # -- chapter 3: the pipelining condition, chip by chip ------------------------------------------
@@ -64,7 +65,6 @@ def pipelining_by_chip(data, hw, model, overrides=None) -> str:
     """(8) MoE layers per stage needed for pipelining, every chip by launch year, with the layers
     each stage holds at the scenario's depth: a bar short of that line is a chip where the
     boundary hides."""
-    from .figures import C, _bars, _points_right, _svg, plt, unmeasured_row_labels
     d = pipelining_by_chip_data(data, hw, model, overrides)
     n = len(d["ids"])
     y = np.arange(n)
@@ -76,9 +76,9 @@ def pipelining_by_chip(data, hw, model, overrides=None) -> str:
     ax = fig.add_subplot()
     ok = need <= held
     colors = [C["compute"] if o else C["weights"] for o in ok]
-    _bars(ax, y, np.nan_to_num(need), colors, 0.62)
+    bars(ax, y, np.nan_to_num(need), colors, 0.62)
     top = max(float(np.nanmax(need)) if np.isfinite(need).any() else 0.0, held) * 1.25
-    after = _points_right(ax, 3)   # each bar's value 3 points right of its end
+    after = points_right(ax, 3)   # each bar's value 3 points right of its end
     for yy, v, most, why in zip(y, need, d["max_stages"], d["why"]):
         if np.isnan(v):
             text = "no scale-out bandwidth published" if "scaleout_bandwidth" in why else why.split(":")[0]
@@ -109,7 +109,7 @@ def pipelining_by_chip(data, hw, model, overrides=None) -> str:
                Patch(color=C["weights"], label="fails: a stage has fewer layers than needed")]
     fig.legend(handles=handles, fontsize=7, loc="lower center", bbox_to_anchor=(0.5, 0.0), ncol=1,
                frameon=False)
-    return _svg(fig)
+    return svg(fig)
 
 
 # -- chapter 4: hops add up ---------------------------------------------------------------------
@@ -123,19 +123,18 @@ def token_latency_data(data, hw, model, overrides=None, stages=STAGES) -> dict:
     move one micro-batch's activations (``hop_latency`` set to ``hop_transfer_time``). Also the
     micro-batch's step time, the two hop times and the scenario's depth. Where the chip publishes no
     scale-out bandwidth the transfer-only line is None, with the reason in ``transfer_missing``."""
-    from .figures import _sweep
     o = dict(overrides or {})
     base = Scenario(data, hw, model, o)
     hop = base.value("hop_latency").to("ms").magnitude
     step = base.value("micro_batch_step_time").to("ms").magnitude
-    at_hop = _sweep(data, hw, model, ("pipeline_token_latency",), "pipeline_stages", stages, "", o,
+    at_hop = sweep_values(data, hw, model, ("pipeline_token_latency",), "pipeline_stages", stages, "", o,
                     to="ms")["pipeline_token_latency"]
     try:
         xfer = base.value("hop_transfer_time").to("s").magnitude
         missing = None
     except MissingInput as e:
         xfer, missing = None, str(e)
-    at_xfer = None if xfer is None else _sweep(
+    at_xfer = None if xfer is None else sweep_values(
         data, hw, model, ("pipeline_token_latency",), "pipeline_stages", stages, "",
         {**o, "hop_latency": f"{float(xfer)!r} s"}, to="ms")["pipeline_token_latency"]
     return {"stages": np.asarray(stages, dtype=float), "latency_hop": at_hop, "latency_transfer": at_xfer,
@@ -149,7 +148,6 @@ def token_latency_data(data, hw, model, overrides=None, stages=STAGES) -> dict:
 def token_latency_vs_stages(data, hw, model, overrides=None) -> str:
     """(9) Time per token vs pipeline stages: one micro-batch's step plus a hop per stage, at the
     lecture's few-ms hop and with only the activations' transfer time per hop."""
-    from .figures import C, _legend_below, _svg, plt
     d = token_latency_data(data, hw, model, overrides)
     ps = d["stages"]
     fig = plt.figure(figsize=(6.4, 4.0))
@@ -181,8 +179,8 @@ def token_latency_vs_stages(data, hw, model, overrides=None) -> str:
     ax.set_xlabel("pipeline stages P (racks a token passes through)")
     ax.set_ylabel("ms per token")
     ax.set_title(f"Time per token vs pipeline depth: {model} on {hw}", fontsize=9)
-    _legend_below(ax, ncol=1)
-    return _svg(fig)
+    legend_below(ax, ncol=1)
+    return svg(fig)
 
 
 # -- chapter 5: a model's life ------------------------------------------------------------------
@@ -194,11 +192,10 @@ def lifecycle_data(data, hw, model, overrides=None, served=SERVED) -> dict:
     """Pre-training, RL, inference and total compute (FLOP) with ``inference_tokens`` swept over
     ``served``; the scenario's tokens served and the tokens at which inference costs as much as
     pre-training."""
-    from .figures import _sweep
     o = dict(overrides or {})
     base = Scenario(data, hw, model, o)
     names = ("pretrain_compute", "rl_compute", "inference_compute", "lifecycle_compute")
-    r = _sweep(data, hw, model, names, "inference_tokens", served, "token", o, to="FLOP")
+    r = sweep_values(data, hw, model, names, "inference_tokens", served, "token", o, to="FLOP")
     tokens = base.value("inference_tokens").to("token").magnitude
     src = str(base.records["inference_tokens"].source)
     return {"served": np.asarray(served, dtype=float), **r,
@@ -211,7 +208,6 @@ def lifecycle_data(data, hw, model, overrides=None, served=SERVED) -> dict:
 
 def _sci(x: float) -> str:
     """3 significant figures as a power of ten, plain text: 1.59×10²⁶."""
-    from .figures import superscript
     e = int(np.floor(np.log10(abs(x)))) if x else 0
     return f"{x / 10 ** e:.3g}×10{superscript(e)}"
 
@@ -223,7 +219,6 @@ def _tokens(n: float) -> str:
 def lifecycle_compute_vs_tokens(data, hw, model, overrides=None) -> str:
     """(10) A model's life in FLOP against the tokens it serves: pre-training and RL flat,
     inference rising, their total; the lecture's ~200 T tokens and the equal-cost point marked."""
-    from .figures import C, _legend_below, _svg, plt
     d = lifecycle_data(data, hw, model, overrides)
     x = d["served"]
     fig = plt.figure(figsize=(6.4, 4.4))
@@ -254,5 +249,5 @@ def lifecycle_compute_vs_tokens(data, hw, model, overrides=None) -> str:
     ax.set_ylabel("FLOP (pre-training-equivalent machine time)")
     ax.set_title(f"Compute over a model's life: {model} (FLOP do not depend on the chip, here {hw})",
                  fontsize=8.5)
-    _legend_below(ax, ncol=1)
-    return _svg(fig)
+    legend_below(ax, ncol=1)
+    return svg(fig)

@@ -8,15 +8,15 @@ from __future__ import annotations
 
 import numpy as np
 
+from .drawing import C, plt, svg, sweep_values
 from .evaluate import Scenario
 
 
 def memory_vs_stages(data, hw, model, overrides=None) -> str:
     """(7) Weights and KV cache per chip vs pipeline stages, with the chip's HBM and the depth at
     which the KV term overtakes the weights."""
-    from .figures import C, _svg, _sweep, plt  # figures.py imports this module to register it
     ps = np.arange(1, 17, dtype=float)
-    r = _sweep(data, hw, model, ("weights_per_chip_pipelined", "kv_per_chip_pipelined",
+    r = sweep_values(data, hw, model, ("weights_per_chip_pipelined", "kv_per_chip_pipelined",
                                  "memory_per_chip_pipelined"), "pipeline_stages", ps, "", overrides,
                to="GB/chip")
     base = Scenario(data, hw, model, dict(overrides or {}))
@@ -40,4 +40,4 @@ def memory_vs_stages(data, hw, model, overrides=None) -> str:
     ax.set_ylabel("GB per chip")
     ax.set_title(f"Memory per chip vs pipeline depth: {model} on {hw}", fontsize=9)
     ax.legend(fontsize=7.5, frameon=False, loc="center right")
-    return _svg(fig)
+    return svg(fig)

@@ -9,16 +9,16 @@ from __future__ import annotations
 
 import numpy as np
 
+from .drawing import C, plt, svg, sweep_values
+from .evaluate import MissingInput, Scenario
+
 
 def cost_vs_context(data, hw, model, overrides=None) -> str:
-    from .evaluate import MissingInput, Scenario
-    from .figures import C, _svg, _sweep, plt
-
     base = Scenario(data, hw, model, dict(overrides or {}))
     per_token = (base.value("chips").to("chip").magnitude
                  / (base.value("batch").to("sequence").magnitude * base.value("tokens_per_step").magnitude))
     contexts = np.geomspace(1e3, 2e6, 240)
-    r = _sweep(data, hw, model, ("compute_time", "memory_time", "step_time"), "context", contexts,
+    r = sweep_values(data, hw, model, ("compute_time", "memory_time", "step_time"), "context", contexts,
                "token/sequence", overrides, to="ms")
     fig, ax = plt.subplots(figsize=(6.4, 3.6))
     ax.plot(contexts, r["compute_time"] * per_token, color=C["compute"], lw=1.2,
@@ -50,4 +50,4 @@ def cost_vs_context(data, hw, model, overrides=None) -> str:
     ax.legend(loc="upper left", fontsize=7, frameon=False)
     ax.set_title(f"{base.model.name} on {base.hw.name}, batch {base.value('batch').magnitude:,.0f}",
                  fontsize=8)
-    return _svg(fig)
+    return svg(fig)

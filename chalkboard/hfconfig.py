@@ -19,8 +19,7 @@ from pathlib import Path
 
 from units import parse
 
-from .data import ID_RE, DataError, Data, Entry, Source, Value, _check_model, read_text
-from .errors import InputError, MissingInput, NotApplicable
+from .data import ID_RE, DataError, Entry, Source, Value, read_text
 
 DENSE, MIXTRAL, QWEN_MOE, DEEPSEEK = "dense", "mixtral", "qwen-moe", "deepseek"
 FAMILIES = {"llama": DENSE, "mistral": DENSE, "qwen2": DENSE, "qwen3": DENSE,
@@ -239,27 +238,3 @@ def read_config(path: Path, label: str, taken=()) -> Entry:
     c.tag("kv_format", "bf16", "no KV-cache format in a config.json")
     entry.assumed.append("KV cache bf16")
     return entry
-
-
-def add_config_model(data: Data, config_path: str) -> str:
-    """Read ``config_path`` into ``data.models`` with its derived parameter counts; its id."""
-    from .evaluate import Scenario  # loads the derivations
-
-    label = str(config_path)
-    entry = read_config(Path(config_path), label, taken=set(data.models))
-    data.models[entry.id] = entry
-    try:
-        sc = Scenario(data, next(iter(data.hardware)), entry.id)
-        counts = {f: sc.value(q) for f, q in (("params_total", "params_total_from_dims"),
-                                               ("params_active", "params_active_from_dims"))}
-    except (MissingInput, NotApplicable, InputError) as e:
-        del data.models[entry.id]
-        raise DataError(label, None, None, f"cannot count its parameters: {e}") from None
-    for f, q in counts.items():
-        n = round(q.to("parameter").magnitude)
-        src = Source("derived", f"{label}: derived from its dimensions ({f}_from_dims)", "", UNDATED)
-        entry.values[f] = Value(parse(f"{n} parameter"), f"{n} parameter", src, None,
-                                "counted from the config's dimensions, not published")
-    _check_model(label, entry)
-    data.config_model = entry.id
-    return entry.id

@@ -23,6 +23,7 @@ from units import UnitParseError, conform, magnitude_problem, parse
 from .data import (ID_RE, NUMBER_FORMAT_NAMES, RATE_FORMATS, DataError, Source, _source_id, _sources, _text,
                    is_whole, read_yaml)
 from .errors import InputError, MissingInput, NotApplicable
+from .regimes import REGIMES, SMALL_BATCH, regime_index  # noqa: F401 - SMALL_BATCH named here too
 
 MEASUREMENTS_FILE = "measurements.yaml"
 
@@ -52,8 +53,6 @@ REQUIRED_QUANTITIES = ("chips",)
 KNOWN_FIELDS = (set(QUANTITY_FIELDS) | set(TEXT_FIELDS) | set(FORMAT_FIELDS) | {"measured", "set"})
 
 LOOSEST_KV = "fp4"          # the narrowest KV format chalkboard knows
-SMALL_BATCH = 32            # memory-bound records up to this batch count as "small batch"
-REGIMES = ("memory-bound, small batch", "memory-bound, large batch", "compute-bound")
 TOLERANCE = 1e-9            # float noise allowed on the invariant
 
 
@@ -338,10 +337,7 @@ def evaluate_record(data, rec: Record) -> Result:
     sys_chips = rec.system_chips or rec.chips
     measured_chip = value / sys_chips if per == "system" else value * batch / rec.chips
     bound_chip = bound_system / sys_chips
-    if compute >= memory:
-        regime = REGIMES[2]
-    else:
-        regime = REGIMES[0] if batch <= SMALL_BATCH else REGIMES[1]
+    regime = REGIMES[int(regime_index(compute, memory, batch))]
     try:
         b_star = sc.mag("balance_batch", "sequence")
     except Exception:  # noqa: BLE001 -- a chip without the rate: no balance batch
@@ -485,7 +481,7 @@ REGIME_COLOURS = {REGIMES[0]: "#d62728", REGIMES[1]: "#ff7f0e", REGIMES[2]: "#1f
 def figure_svg(results: list[Result]) -> str:
     """Measured against bound, output tokens/s per chip on log axes: one marker per record
     (filled: batch published; open: the loosest batch), coloured by regime, with y = x."""
-    from .figures import _svg, plt
+    from .drawing import svg, plt
 
     fig, ax = plt.subplots(figsize=(6.4, 4.6))
     xs = [r.bound_chip_rate for r in results] + [r.measured_chip_rate for r in results]
@@ -515,7 +511,7 @@ def figure_svg(results: list[Result]) -> str:
     ax.set_ylabel("published measurement: output tokens/s per chip")
     ax.set_title(f"How close do real systems get? {len(results)} published measurements")
     ax.legend(fontsize=7, loc="upper left", frameon=False)
-    return _svg(fig)
+    return svg(fig)
 
 
 def _n(x: float) -> str:

@@ -184,6 +184,8 @@ R.derived("throughput_layout", B * delta / t_step, "token/s",
           "tokens per second from the chips of the layout", "Θ", "layout")
 R.derived("throughput_per_chip_layout", B * delta / (t_step * S_layout), "token/s/chip",
           "tokens per second per chip under the layout", "Θ", "chip,layout")
+R.derived("user_speed_layout", delta / t_step, "token/s/sequence",
+          "tokens per second each sequence gets under the layout: one a step", "v", "layout")
 R.derived("speed_ceiling_layout", delta / t_floor, "token/s/sequence",
           "most tokens per second one sequence can get under the layout, at its latency floor", "v", "max,layout")
 R.derived("cost_per_token_layout", price * S_layout * t_step / (B * delta), "USD/token",
@@ -202,5 +204,7 @@ UNDER_LAYOUT = {
     "throughput": "throughput_layout", "throughput_per_chip": "throughput_per_chip_layout",
     "cost_per_token": "cost_per_token_layout", "weights_per_chip": "weights_per_chip_layout",
     "kv_per_chip": "kv_per_chip_layout", "memory_per_chip": "memory_per_chip_layout",
-    "hbm_fill": "hbm_fill_layout",
+    "hbm_fill": "hbm_fill_layout", "step_time_expected": "step_time_expected_layout",
+    "throughput_expected": "throughput_expected_layout", "cost_per_token_expected": "cost_per_token_expected_layout",
+    "user_speed_expected": "user_speed_expected_layout",
 }

@@ -21,6 +21,7 @@ that the published measurements of the same regime reach, with their spread and 
 import sympy as sp
 
 from .inputs import R, B, S, F, W, delta, N_active, price
+from .layout import S_layout, t_step as t_step_layout
 from .reversible import c_train_re
 from .roofline import t_compute, t_mem
 from .textbook import fwd_params
@@ -93,6 +94,23 @@ thr_exp = R.derived("throughput_expected", B * delta / t_exp, "token/s",
                     "expected tokens per second from one copy at the expected efficiencies", "Θ", "exp")
 R.derived("cost_per_token_expected", price * S / thr_exp, "USD/Mtoken",
           "expected rental cost of a token at the expected efficiencies", "c", "exp")
+R.derived("user_speed_expected", delta / t_exp, "token/s/sequence",
+          "expected tokens per second each sequence gets at the expected efficiencies", "v", "exp")
+
+# Under a layout. The measured efficiencies are each measurement's speed over the even spread's
+# strict bound, so the communication a measured system did is inside them: the expected step is
+# the even spread's expected step over the layout's chips, never faster than the layout's own step
+# as it runs (which a placement that replicates weights or waits on all-reduces can make slower).
+t_exp_l = R.derived(
+    "step_time_expected_layout", sp.Max(t_exp, t_step_layout), "s",
+    "expected decode step under the layout: the expected step at the measured efficiencies, but never "
+    "below the layout's step as it runs", "t", "exp,layout")
+thr_exp_l = R.derived("throughput_expected_layout", B * delta / t_exp_l, "token/s",
+                      "expected tokens per second from the layout's chips", "Θ", "exp,layout")
+R.derived("cost_per_token_expected_layout", price * S_layout / thr_exp_l, "USD/Mtoken",
+          "expected rental cost of a token under the layout", "c", "exp,layout")
+R.derived("user_speed_expected_layout", delta / t_exp_l, "token/s/sequence",
+          "expected tokens per second each sequence gets under the layout", "v", "exp,layout")
 
 # -- training -----------------------------------------------------------------------------------
 R.section(

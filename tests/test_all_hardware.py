@@ -39,7 +39,7 @@ def _eval(quantity: str, chip: str):
     import build
     out, err = io.StringIO(), io.StringIO()
     with redirect_stdout(out), redirect_stderr(err):
-        status = build.main(["eval", quantity, "--hardware", chip, "--json"])
+        status = build.main(["eval", quantity, "--hardware", chip, "--json", "--layout", "even"])
     return status, (json.loads(out.getvalue()) if status == 0 else err.getvalue())
 
 

@@ -110,7 +110,8 @@ def _eval(quantity, hw, model, sets):
         spec = importlib.util.spec_from_file_location("chalkboard_cli", ROOT / "build.py")
         _CLI = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(_CLI)
-    argv = ["eval", quantity, "--hardware", hw, "--model", model, "--json"]
+    # the lecture's picture, as the page draws it: one copy spread evenly over the chips
+    argv = ["eval", quantity, "--hardware", hw, "--model", model, "--json", "--layout", "even"]
     for k, v in sets.items():
         argv += ["--set", f"{k}={v}"]
     out, err = io.StringIO(), io.StringIO()

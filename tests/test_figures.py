@@ -1,4 +1,4 @@
-"""Figures are drawn once and cropped (chalkboard/figures.py, ``_svg``): the picture must be the one
+"""Figures are drawn once and cropped (chalkboard/drawing.py, ``svg``): the picture must be the one
 matplotlib's savefig(bbox_inches="tight") gives with its two draws. Both SVGs are rendered to pixels
 by Typst (as the PDF renders them) and compared: only anti-aliasing may differ.
 
@@ -10,7 +10,7 @@ import io
 import numpy as np
 import pytest
 
-from chalkboard import figures
+from chalkboard import drawing, figures
 
 HW, MODEL = "gb200-nvl72", "deepseek-v3"
 AA = 64   # anti-aliasing moves an edge by a fraction of a pixel: measured at most 29 of 255
@@ -29,7 +29,7 @@ def _pixels(svg: str, tmp_path) -> np.ndarray:
 
 def test_a_figure_drawn_once_is_the_picture_savefig_draws_twice(data, tmp_path, monkeypatch):
     once = figures.draw_all(data, HW, MODEL, {}, {}, None)
-    monkeypatch.setattr(figures, "_svg_drawn_once", lambda fig: None)   # savefig(bbox_inches="tight")
+    monkeypatch.setattr(drawing, "svg_drawn_once", lambda fig: None)   # savefig(bbox_inches="tight")
     twice = figures.draw_all(data, HW, MODEL, {}, {}, None)
     assert set(once) == set(twice) and len(once) >= 10
     for name in once:

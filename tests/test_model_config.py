@@ -18,8 +18,10 @@ CONFIGS = Path(__file__).resolve().parent / "configs"
 
 
 def _load(name):
+    from chalkboard.configmodel import add_config_model
     from chalkboard.data import load
-    data = load(ROOT, model_config=str(CONFIGS / name))
+    data = load(ROOT)
+    add_config_model(data, str(CONFIGS / name))
     return data, data.models[data.config_model]
 
 

@@ -1,0 +1,220 @@
+"""What every figure draws with: the style, the colours, SVG output with fixed layout, a quantity
+swept over an input, the hatch past what fits, legends below the axes. The figure modules
+(figures.py, figures_chapters.py, figures_pipeline.py, figures_prices.py) import this; it
+imports none of them."""
+from __future__ import annotations
+
+import io
+import re
+
+from .evaluate import MissingInput, NotApplicable, Scenario
+
+_STYLE = {
+    "svg.hashsalt": "chalkboard",      # deterministic ids: two builds give identical SVG
+    "svg.fonttype": "path",            # text as outlines: renders the same everywhere
+    "font.family": "DejaVu Sans",
+    "font.size": 9,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    "axes.grid": True,
+    "grid.alpha": 0.25,
+    "figure.dpi": 100,
+}
+
+
+class _Pyplot:
+    """matplotlib.pyplot, imported and styled the first time a figure is drawn (not on import:
+    commands that draw nothing never pay for matplotlib)."""
+    _module = None
+
+    def __getattr__(self, name):
+        if _Pyplot._module is None:
+            import matplotlib
+
+            matplotlib.use("Agg")
+            import matplotlib.pyplot
+
+            matplotlib.pyplot.rcParams.update(_STYLE)
+            _Pyplot._module = matplotlib.pyplot
+        return getattr(_Pyplot._module, name)
+
+
+plt = _Pyplot()
+C = {"compute": "#1f77b4", "weights": "#d62728", "kv": "#2ca02c", "step": "#111111",
+     "mem": "#9467bd", "up": "#1f77b4", "out": "#ff7f0e", "comm": "#8c564b"}
+
+
+_SUPERSCRIPT = str.maketrans("0123456789-−", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻⁻")
+
+
+def superscript(n: int | str) -> str:
+    """10 and an exponent as plain text: superscript(24) -> '²⁴'."""
+    return str(n).translate(_SUPERSCRIPT)
+
+
+def plain_log_labels(fig) -> None:
+    """Tick labels of log axes as plain text (10³, 2×10⁴) instead of mathtext: the same labels,
+    without parsing each one with matplotlib's TeX-like parser (a third of the drawing time)."""
+    import matplotlib.ticker as mt
+
+    class PlainLog(mt.LogFormatterSciNotation):
+        def __call__(self, x, pos=None):
+            s = super().__call__(x, pos)
+            m = re.fullmatch(r"\$\\mathdefault\{(?:([\d.]+)\\times)?(?:(\d+)\^\{([^}]*)\}|([\d.]+))\}\$", s)
+            if not m:
+                return s
+            coeff, base, exp, plain = m.groups()
+            if plain is not None:
+                return plain
+            exp = exp.replace("\\mathdefault", "").replace("{", "").replace("}", "").replace("\\minus", "-")
+            return f"{coeff + '×' if coeff else ''}{base}{superscript(exp.strip())}"
+
+    for ax in fig.axes:
+        for axis in (ax.xaxis, ax.yaxis):
+            if axis.get_scale() != "log":
+                continue
+            for which, get, put in (("major", axis.get_major_formatter, axis.set_major_formatter),
+                                    ("minor", axis.get_minor_formatter, axis.set_minor_formatter)):
+                f = get()
+                if type(f) is mt.LogFormatterSciNotation:
+                    put(PlainLog(base=f._base, labelOnlyBase=f.labelOnlyBase,
+                                 minor_thresholds=f.minor_thresholds, linthresh=f._linthresh))
+
+
+def bars(ax, y, widths, colors, height: float) -> None:
+    """Horizontal bars from 0, centred on ``y``: ax.barh's picture and axis limits, as one collection
+    (barh makes a patch a bar, each added and drawn on its own: slow at a row per chip)."""
+    from matplotlib.collections import PatchCollection
+    from matplotlib.patches import Rectangle
+
+    bars = PatchCollection([Rectangle((0, yy - height / 2), w, height) for yy, w in zip(y, widths)],
+                           facecolors=colors, edgecolors="none", linewidths=0)
+    bars.sticky_edges.x.append(0)   # as barh: no margin left of the bars' common start
+    ax.add_collection(bars, autolim=True)
+    ax.autoscale_view()
+
+
+def points_right(ax, points: float):
+    """Data coordinates shifted ``points`` to the right: a label beside a bar's end, placed as
+    annotate(xytext=(points, 0), textcoords="offset points") places it, as a plain text (an
+    annotation costs several times as much to draw, at one a row per chip)."""
+    from matplotlib.transforms import offset_copy
+
+    return offset_copy(ax.transData, fig=ax.get_figure(), x=points, y=0, units="points")
+
+
+def unmeasured_row_labels(ax) -> None:
+    """For an axis with one labelled row per chip and no y label: matplotlib measures every row's
+    label on every draw to place the empty y label; it is placed where that puts it instead."""
+    ax.yaxis.set_label_coords(0, 0.5)
+
+
+def svg(fig) -> str:
+    """The figure as SVG, drawn once and cropped to what is drawn (with savefig's padding).
+
+    savefig(bbox_inches="tight") draws a figure twice: once to measure what it covers, once to
+    write it at that size. Here it is written at its own size, measured after the one draw, and
+    the SVG's view box set to the measured area: the same picture (rendered, the same pixels but
+    for anti-aliasing), one draw fewer. It relies on matplotlib's SVG writer as it is (3.8 to
+    3.11); where that differs, savefig's two draws are used."""
+    plain_log_labels(fig)
+    try:
+        svg = svg_drawn_once(fig)
+    except (ImportError, AttributeError, TypeError):
+        svg = None
+    if svg is None:
+        buf = io.StringIO()
+        fig.savefig(buf, format="svg", bbox_inches="tight", metadata={"Date": None})
+        svg = buf.getvalue()
+    plt.close(fig)
+    return svg
+
+
+def svg_drawn_once(fig) -> str | None:
+    from matplotlib import rcParams
+    from matplotlib.backends.backend_mixed import MixedModeRenderer
+    from matplotlib.backends.backend_svg import FigureCanvasSVG, RendererSVG
+
+    class Renderer(RendererSVG):
+        """matplotlib's SVG renderer, trimming lines to the figure with a margin of its own size
+        on every side instead of to the figure itself: what is drawn just outside it (a legend below the axes) is kept, as
+        savefig keeps it by enlarging the figure first (the view box hides the rest)."""
+        def _convert_path(self, path, transform=None, clip=None, simplify=None, sketch=None):
+            from matplotlib import _path
+
+            clip = (-self.width, -self.height, 2 * self.width, 2 * self.height) if clip else None  # x0 y0 x1 y1
+            return _path.convert_to_string(path, transform, clip, simplify, sketch, 6,
+                                           [b"M", b"L", b"Q", b"C", b"z"], False).decode("ascii")
+
+    FigureCanvasSVG(fig)   # the canvas savefig(format="svg") would switch to
+    buf = io.StringIO()
+    dpi, fig.dpi = fig.dpi, 72   # as print_svg: SVG user units are points
+    width, height = fig.get_size_inches()
+    renderer = MixedModeRenderer(fig, width, height, dpi,
+                                 Renderer(width * 72, height * 72, buf, image_dpi=dpi, metadata={"Date": None}))
+    fig.draw(renderer)
+    box = fig.get_tightbbox(renderer).padded(rcParams["savefig.pad_inches"])
+    renderer.finalize()
+    fig.dpi = dpi
+    return cropped(buf.getvalue(), width * 72, height * 72,
+                    *(v * 72 for v in (box.x0, height - box.y1, box.width, box.height)))
+
+
+def cropped(svg: str, fw: float, fh: float, x0: float, y0: float, w: float, h: float) -> str | None:
+    """An SVG matplotlib wrote for a figure fw x fh points, shown from (x0, y0) at w x h: its size
+    and view box changed, and the figure's background stretched over the whole view (what is
+    drawn outside the figure, e.g. a title above it, sits on the background as with savefig).
+    None if the SVG does not start as this expects."""
+    from matplotlib.backends.backend_svg import _short_float_fmt as _num   # as matplotlib writes SVG numbers
+
+    head = f'width="{_num(fw)}pt" height="{_num(fh)}pt" viewBox="0 0 {_num(fw)} {_num(fh)}"'
+    patch = f'<path d="M 0 {_num(fh)} \nL {_num(fw)} {_num(fh)} \nL {_num(fw)} 0 \nL 0 0 \nz'
+    if head not in svg[:2000] or patch not in svg[:4000]:
+        return None
+    x1, y1 = x0 + w, y0 + h
+    return (svg.replace(head, f'width="{_num(w)}pt" height="{_num(h)}pt" '
+                              f'viewBox="{_num(x0)} {_num(y0)} {_num(w)} {_num(h)}"', 1)
+            .replace(patch, f'<path d="M {_num(x0)} {_num(y1)} \nL {_num(x1)} {_num(y1)} \nL {_num(x1)} {_num(y0)} '
+                            f'\nL {_num(x0)} {_num(y0)} \nz', 1))
+
+
+def sweep_values(data, hw, model, names, var, values, unit, extra=None, to=""):
+    """Evaluate quantities ``names`` with input ``var`` swept over ``values``: name -> array in ``to``.
+
+    One scenario, evaluated over the whole array at once (the compiled, vectorised path)."""
+    from .compiled import base_factor, declared
+    from units import unit as parse_unit
+
+    base = Scenario(data, hw, model, dict(extra or {}))
+    out = base.sweep(names, var, values, unit or None)
+    return {n: v * declared(n)[1] / base_factor(parse_unit(to)) for n, v in out.items()}
+
+
+def shade_unfit(ax, base: Scenario, xmax: float) -> None:
+    """Hatch the batches whose weights and KV cache do not fit in the chips' HBM, and say so."""
+    try:
+        cap = base.value("max_batch_capacity").to("sequence").magnitude
+    except NotApplicable:
+        cap = 0.0
+    except MissingInput:
+        return
+    if cap >= xmax:
+        return
+    ax.axvspan(max(cap, 1e-9 if ax.get_xscale() == "log" else 0), xmax, facecolor="none", edgecolor="#b22",
+               hatch="///", lw=0, alpha=0.35,
+               label=f"does not fit in HBM (more than {cap:,.0f} sequences)" if cap >= 1
+               else "does not fit in HBM at any batch")
+    if cap >= 1:
+        ax.axvline(cap, color="#b22", lw=0.9)
+
+
+def legend_below(ax, ncol=2, **kw) -> None:
+    """The legend under the axes, on its own ground: no curve can run through its entries."""
+    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=ncol, frameon=False, **kw)
+
+
+def featured_batch(base: Scenario) -> tuple[float, str]:
+    """The scenario's batch and how to call it ("the lecture's batch" when it is the lecture's default)."""
+    b = base.value("batch").to("sequence").magnitude
+    src = str(base.records["batch"].source)
+    return b, ("the lecture's batch" if "lecture" in src and "--set" not in src else "the featured batch")

@@ -1,0 +1,205 @@
+"""The answer of a search: the cheapest candidate that meets the targets, the frontier of cost per
+million tokens against tokens per second per user, and why each chip loses; as text, JSON or CSV."""
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+import numpy as np
+
+from ..fmt import sig
+from .search import LEFT_OUT, TTFT, Search
+
+DEGREES = ("tp", "dp_attention", "ep", "pp", "chips")
+# the two readings of a candidate: (speed, cost, step) under each
+READING = {"expected": ("user_speed_expected_layout", "cost_per_token_expected_layout", "step_time_expected_layout"),
+           "bound": ("user_speed_layout", "cost_per_token_layout", "step_time_layout")}
+# the columns of a row: (key, the quantity it is, its unit)
+ROW = (("tokens_per_user", "user_speed", "token/s/sequence"), ("cost_per_mtoken", "cost_per_token", "USD/Mtoken"),
+       ("step_time", "step_time", "ms"))
+
+
+def _masks(s: Search):
+    c, t = s.columns, s.targets
+    speed, cost, _ = READING[t.by]
+    fits = c["hbm_fill_layout"] <= 1
+    fast = c[speed] >= t.min_tokens_per_user
+    if t.max_ttft is not None:
+        fast &= c[TTFT] <= t.max_ttft
+    priced = np.isfinite(c[cost])
+    return fits, fast, priced
+
+
+def _row(s: Search, i: int, data_args: str) -> dict:
+    c, t = s.columns, s.targets
+    r = {"hardware": c["hardware"][i], "weight_format": c["weight_format"][i],
+         "compute_format": c["compute_format"][i],
+         **{k: int(c[k][i]) for k in DEGREES}, "batch": int(c["batch"][i])}
+    for by, (speed, cost, step) in READING.items():
+        r[by] = {"tokens_per_user": _num(c[speed][i]), "cost_per_mtoken": _num(c[cost][i]),
+                 "step_time_ms": _num(c[step][i])}
+    r["expected"]["efficiency"] = _num(c["efficiency"][i])
+    r["hbm_fill"] = _num(c["hbm_fill_layout"][i])
+    r["ttft_s"] = _num(c[TTFT][i])
+    sets = [f"weight_format={r['weight_format']}", f"context={t.context:g}", *(f"{k}={r[k]}" for k in DEGREES),
+            f"batch={r['batch']}"]
+    quantity = "cost_per_token_expected" if t.by == "expected" else "cost_per_token"
+    r["command"] = (f"python3 build.py eval {quantity} --hardware {r['hardware']} --model {s.model}{data_args} "
+                    + " ".join(f"--set {x}" for x in sets))
+    return r
+
+
+def _num(x) -> float | None:
+    return None if not np.isfinite(x) else float(x)
+
+
+def frontier(s: Search, among: np.ndarray) -> list[int]:
+    """Indices of the candidates in ``among`` (a mask) that no other beats on both cost and speed,
+    fastest first."""
+    speed, cost, _ = READING[s.targets.by]
+    idx = np.flatnonzero(among & np.isfinite(s.columns[cost]) & np.isfinite(s.columns[speed]))
+    order = idx[np.lexsort((s.columns[cost][idx], -s.columns[speed][idx]))]
+    out, best = [], np.inf
+    for i in order:
+        if s.columns[cost][i] < best:
+            out.append(int(i))
+            best = s.columns[cost][i]
+    return out
+
+
+def as_json(s: Search, data_args: str = "") -> dict:
+    """The whole answer as one object."""
+    c, t = s.columns, s.targets
+    speed, cost, _ = READING[t.by]
+    fits, fast, priced = _masks(s) if c else (None, None, None)
+    ok = fits & fast & priced if c else None
+    best = None
+    if c is not None and c and ok.any():
+        best = _row(s, int(np.flatnonzero(ok)[np.argmin(c[cost][ok])]), data_args)
+    chips = {}
+    for hw, why in s.chips.items():
+        if why:
+            chips[hw] = {"verdict": "not searched", "why": why}
+            continue
+        mine = c["hardware"] == hw
+        chips[hw] = _chip_verdict(s, hw, mine, fits, fast, priced, best, data_args)
+        chips[hw]["frontier"] = [_row(s, i, data_args) for i in frontier(s, mine & fits)]
+    return {
+        "model": s.model, "context": t.context, "prompt": t.prompt or t.context,
+        "targets": {"min_tokens_per_user": t.min_tokens_per_user, "max_ttft_s": t.max_ttft},
+        "judged_by": t.by,
+        "efficiencies": s.efficiencies if t.by == "expected" else None,
+        "searched": s.searched,
+        "best": best,
+        "frontier": [_row(s, i, data_args) for i in frontier(s, fits)] if c else [],
+        "chips": chips,
+        "left_out": list(LEFT_OUT),
+    }
+
+
+def _chip_verdict(s, hw, mine, fits, fast, priced, best, data_args) -> dict:
+    c = s.columns
+    speed, cost, _ = READING[s.targets.by]
+    if not (mine & fits).any():
+        i = int(np.flatnonzero(mine)[np.argmin(c["hbm_fill_layout"][mine])])
+        return {"verdict": "does not fit",
+                "why": f"no layout searched holds the weights and KV cache: at best {c['hbm_fill_layout'][i]:.0%} "
+                       f"of HBM ({c['chips'][i]:g} chips, batch {c['batch'][i]:g})"}
+    if not (mine & fits & fast).any():
+        i = int(np.flatnonzero(mine & fits)[np.nanargmax(c[speed][mine & fits])])
+        return {"verdict": "too slow",
+                "why": f"at most {sig(c[speed][i])} token/s per user at any batch that fits"
+                       + (f" (time to first token {sig(c[TTFT][i])} s)" if s.targets.max_ttft is not None else ""),
+                "fastest": _row(s, i, data_args)}
+    ok = mine & fits & fast
+    if not (ok & priced).any():
+        i = int(np.flatnonzero(ok)[np.nanargmax(c[speed][ok])])
+        return {"verdict": "no price", "why": "meets the targets, but has no rental price: not ranked on cost",
+                "fastest": _row(s, i, data_args)}
+    ok &= priced
+    i = int(np.flatnonzero(ok)[np.argmin(c[cost][ok])])
+    row = _row(s, i, data_args)
+    if best is not None and row["command"] == best["command"]:
+        return {"verdict": "cheapest", "why": "the cheapest that meets the targets", "best": row}
+    ratio = c[cost][i] / best[s.targets.by]["cost_per_mtoken"] if best else np.nan
+    return {"verdict": "dearer", "why": f"{sig(c[cost][i])} USD/Mtoken at best, {sig(ratio)}x the cheapest",
+            "best": row}
+
+
+def _layout(r: dict) -> str:
+    return f"tp {r['tp']} · dp {r['dp_attention']} · ep {r['ep']} = {r['chips']}"
+
+
+def text(s: Search, data_args: str = "") -> str:
+    """A report a person reads: the question, the answer, the frontier, and each chip's verdict."""
+    d = as_json(s, data_args)
+    t, by = s.targets, s.targets.by
+    lines = [f"plan: {s.model}, context {t.context:,.0f} tokens, at least {sig(t.min_tokens_per_user)} token/s "
+             f"per user" + (f", first token within {sig(t.max_ttft)} s (prompt {d['prompt']:,.0f})"
+                             if t.max_ttft is not None else "")
+             + f"; judged by the {by} numbers; {d['searched']:,} candidates searched"]
+    if by == "expected":
+        lines.append("  expected = the bound at the median efficiency published measurements reach in the "
+                     "candidate's regime (validate): " + "; ".join(
+                         f"{g} {e:.0%}" if e is not None else f"{g} none" for g, e in d["efficiencies"].items()))
+    b = d["best"]
+    if b is None:
+        lines.append("no chip searched meets the targets (see each chip's verdict below)")
+    else:
+        lines.append(f"cheapest: {b['hardware']}, weights {b['weight_format']}, {_layout(b)} chips, batch "
+                     f"{b['batch']:,}: {sig(b[by]['tokens_per_user'])} token/s per user, "
+                     f"{sig(b[by]['cost_per_mtoken'])} USD/Mtoken, step {sig(b[by]['step_time_ms'])} ms, "
+                     f"first token {sig(b['ttft_s'])} s, {b['hbm_fill']:.0%} of HBM")
+        other = "bound" if by == "expected" else "expected"
+        if b[other]["cost_per_mtoken"] is not None:
+            lines.append(f"  ({other}: {sig(b[other]['tokens_per_user'])} token/s per user, "
+                         f"{sig(b[other]['cost_per_mtoken'])} USD/Mtoken)")
+        lines.append(f"  reproduce: {b['command']}")
+    lines.append("")
+    lines.append("frontier (no candidate is both cheaper and faster), fastest first:")
+    head = ("chip", "weights", "layout (chips)", "batch", "token/s/user", "USD/Mtoken", "step ms", "HBM")
+    body = [(r["hardware"], r["weight_format"], _layout(r), f"{r['batch']:,}", sig(r[by]["tokens_per_user"]),
+             sig(r[by]["cost_per_mtoken"]), sig(r[by]["step_time_ms"]), f"{r['hbm_fill']:.0%}")
+            for r in _thin(d["frontier"])]
+    lines += _aligned([head, *body])
+    lines.append("")
+    lines.append("by chip:")
+    w = max((len(h) for h in d["chips"]), default=0)
+    for hw, v in d["chips"].items():
+        lines.append(f"  {hw:<{w}}  {v['verdict']}: {v['why']}")
+    lines.append("left out: " + "; ".join(LEFT_OUT))
+    return "\n".join(lines)
+
+
+def _thin(rows: list[dict], most: int = 24) -> list[dict]:
+    """At most ``most`` frontier rows for the text, evenly through it (JSON and CSV carry all)."""
+    if len(rows) <= most:
+        return rows
+    keep = np.unique(np.linspace(0, len(rows) - 1, most).round().astype(int))
+    return [rows[i] for i in keep]
+
+
+def _aligned(rows: list[tuple]) -> list[str]:
+    widths = [max(len(str(r[i])) for r in rows) for i in range(len(rows[0]))]
+    return ["  " + "  ".join(str(v).ljust(w) if j < 3 else str(v).rjust(w) for j, (v, w) in enumerate(zip(r, widths)))
+            for r in rows]
+
+
+def as_csv(s: Search, data_args: str = "") -> str:
+    """The frontier, one row per candidate, units in the header."""
+    by = s.targets.by
+    d = as_json(s, data_args)
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(["hardware", "weight_format", *DEGREES, "batch [sequence]", "tokens_per_user [token/s/sequence]",
+                "cost_per_mtoken [USD/Mtoken]", "step_time [ms]", "hbm_fill [1]", "ttft [s]", "judged_by", "command"])
+    for r in d["frontier"]:
+        w.writerow([r["hardware"], r["weight_format"], *(r[k] for k in DEGREES), r["batch"],
+                    r[by]["tokens_per_user"], r[by]["cost_per_mtoken"], r[by]["step_time_ms"], r["hbm_fill"],
+                    r["ttft_s"], by, r["command"]])
+    return buf.getvalue()
+
+
+def dumps(d: dict) -> str:
+    return json.dumps(d, indent=2, ensure_ascii=False)
