@@ -134,7 +134,7 @@ def sweep_vs_numpy(points: int = 1_000_000) -> tuple[float, float]:
     data = load(ROOT)
     sc = Scenario(data, "gb200-nvl72", "deepseek-v3")
     batches = np.arange(1, points + 1, dtype=float)
-    from chalkboard.evaluate import FUSE_FROM
+    from chalkboard.dependence import FUSE_FROM
     sc.sweep(("step_time",), "batch", batches[:FUSE_FROM])  # compile once (imports SymPy's printer), untimed
     g = {n: sc._mag(n) for n in ("peak_flops", "hbm_bandwidth", "params_active", "context",
                                   "kv_bytes_per_token", "attention_flops_per_token", "bytes_per_weight",
@@ -167,7 +167,7 @@ def sweep_vs_numpy(points: int = 1_000_000) -> tuple[float, float]:
 def plan_rate(model: str = "deepseek-v3") -> tuple[float, int]:
     """(seconds, candidates) of plan's search for one model over every chip and three weight
     formats, after a first search warmed the compiled definitions: the search alone, in one process."""
-    from chalkboard import plan
+    from chalkboard import planner as plan
     from chalkboard.data import load
     from chalkboard.validation import evidence
 

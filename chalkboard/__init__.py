@@ -1,5 +1,17 @@
-"""chalkboard: loading, checking, evaluating, auditing and rendering the lecture's derivations."""
+"""chalkboard: loading, checking, evaluating, auditing and rendering the lecture's derivations.
+
+As a library (chalkboard/api.py): ``scenario``, ``compare``, ``audit``, ``plan``; loaded on first use,
+so importing chalkboard stays cheap for the command line."""
 
 # The lecture's own scenario (000@1:49, 004:33): a DeepSeek-like MoE on a Blackwell NVL72 rack.
 FEATURED_HARDWARE = "gb200-nvl72"
 FEATURED_MODEL = "deepseek-v3"
+
+_API = ("scenario", "compare", "audit", "plan", "Result", "Setup", "Table")
+
+
+def __getattr__(name):
+    if name in _API:
+        from . import api
+        return getattr(api, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

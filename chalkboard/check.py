@@ -16,7 +16,7 @@ from sympy.core.function import AppliedUndef
 
 from units import Quantity
 
-from .evaluate import DimensionMismatch, placeholders, walk
+from .walk import DimensionMismatch, placeholders, walk
 
 
 @dataclass

@@ -26,7 +26,8 @@ from derivations import REGISTRY
 
 from . import compiled
 from .errors import InputError, MissingInput
-from .evaluate import Scenario, _derived_below, read_shared, setup_dependence
+from .evaluate import Scenario
+from .dependence import _derived_below, read_shared, setup_dependence
 from .fmt import _PLURAL, _TIMES, _factor, _plan, _target
 
 # What the explorer shows, in this order: the numbers the report features for a set-up.

@@ -13,7 +13,9 @@ from derivations import (ATTENTION_FLOPS_BY_ATTENTION, ATTENTION_PARAMS_BY_ATTEN
 from derivations._core import CHAPTERS
 
 from . import explorer, printers
-from .evaluate import EVIDENCE, DimensionMismatch, MissingInput, NotApplicable, NotGiven, Scenario
+from .evaluate import MissingInput, NotApplicable, NotGiven, Scenario
+from .settings import EVIDENCE
+from .walk import DimensionMismatch
 from .fmt import fmt, sig, split
 from .figures import FIGURES
 

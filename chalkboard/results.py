@@ -10,10 +10,11 @@ from dataclasses import dataclass, field
 from derivations import REGISTRY
 from units import parse
 
-from . import printers
+from . import layouts, printers
 from .data import Data
-from .evaluate import (MEASURED_SECTIONS, TRAINING_CHAPTERS, DimensionMismatch, MissingInput, Scenario, flag_kind,
-                       read_shared, setup_dependence)
+from .evaluate import MissingInput, Scenario
+from .dependence import MEASURED_SECTIONS, TRAINING_CHAPTERS, flag_kind, read_shared, setup_dependence
+from .walk import DimensionMismatch
 from .fmt import fmt, split
 
 
@@ -331,6 +332,23 @@ def describe(sc: Scenario, name: str) -> dict:
         "how": q.how,
         "inputs": inputs,
     }
+
+
+def describe_as_asked(sc: Scenario, asked: str, layout: str = "deployed") -> dict:
+    """``describe`` of the quantity that answers ``asked`` under ``layout`` (layouts.resolve), with
+    what was asked, the lecture's even-spread value beside a layout's answer, the layout's degrees
+    and the terms of the definition (eval's text and JSON, and the library's Result)."""
+    name = layouts.resolve(asked, layout)
+    d = describe(sc, name)
+    if asked != name:   # answered under the layout: say so, with the lecture's even spread beside it
+        d["asked"] = asked
+        try:
+            d["even_spread"] = {"quantity": asked, "display": fmt(sc.value(asked))}
+        except MissingInput as e:
+            d["even_spread"] = {"quantity": asked, "not_applicable": str(e)}
+    d["layout"] = layouts.degrees(sc) if setup_dependence(name) in ("layout", "layout1") else {}
+    d["breakdown"] = layouts.breakdown(sc, name)
+    return d
 
 
 def list_quantities() -> list[dict]:

@@ -16,7 +16,9 @@ import numpy as np
 from derivations import REGISTRY
 
 from .errors import InputError, MissingInput
-from .evaluate import WHOLE_NUMBERS, Scenario
+from .dependence import flag_kind
+from .evaluate import Scenario
+from .settings import WHOLE_NUMBERS
 from .fmt import sig
 
 MAX_POINTS = 10_000_000
@@ -102,7 +104,7 @@ MAX_RECHOSEN = 20_000
 def _rechosen(swept: list[str], quantities: list[str]) -> bool:
     """Whether a swept input changes another input the quantities read: a workload default chosen
     by a rule from it (dp_attention from tp and chips), or a layout degree, which sets the chips."""
-    from .evaluate import LAYOUT_DEGREES
+    from .settings import LAYOUT_DEGREES
 
     if any(v in LAYOUT_DEGREES for v in swept):
         return True
@@ -232,6 +234,7 @@ def compare(data, hardware: list[str], models: list[str], quantities: list[str],
     for q in quantities:
         if q not in REGISTRY:
             raise InputError(f"unknown quantity {q!r} (see `python build.py list quantities`)")
+    laid_out = any(flag_kind(q) in ("layout", "layout1") for q in quantities)
     rows = []
     for hid in hardware:
         for mid in models:
@@ -242,7 +245,7 @@ def compare(data, hardware: list[str], models: list[str], quantities: list[str],
                     row["values"][q] = {"value": sc.mag(q), "unit": unit_of(q), "flag": sc.flag(q)}
                 except MissingInput as e:
                     row["values"][q] = {"value": None, "unit": unit_of(q), "why": str(e)}
-            why = sc.fit()
+            why = sc.fit_layout() if laid_out else sc.fit()   # the fit the quantities are judged by
             row["feasible"], row["feasibility"] = (why is None), why
             rows.append(row)
     return rows

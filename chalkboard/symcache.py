@@ -33,12 +33,14 @@ SHIPPED = Path("derivations") / "solved.pickle"   # {"key": ..., "results": {...
 # besides the derivations, the modules whose SymPy work is kept too: the audit's parses and
 # identity checks, the dimension check's identities, the generated code, and the printed forms
 # (and units/, whose definitions name the constants' units in the registry's snapshot)
-ALSO_KEYED = ("audit.py", "check.py", "compiled.py", "printers.py")
+ALSO_KEYED = ("audit", "check.py", "compiled.py", "printers.py")   # a folder: every module in it
 
 
 def _key(root: Path) -> str:
     h = hashlib.sha256()
-    for p in [*sorted((root / "derivations").glob("*.py")), *(root / "chalkboard" / f for f in ALSO_KEYED),
+    also = [q for f in ALSO_KEYED for q in ((sorted((root / "chalkboard" / f).glob("*.py")))
+                                         if (root / "chalkboard" / f).is_dir() else [root / "chalkboard" / f])]
+    for p in [*sorted((root / "derivations").glob("*.py")), *also,
               *sorted(p for p in (root / "units").iterdir() if p.is_file() and p.suffix in (".py", ".txt"))]:
         h.update(p.name.encode())
         h.update(p.read_bytes())

@@ -48,7 +48,7 @@ def test_sweep_marks_values_outside_the_domain_as_nan(data):
 
 
 def test_a_long_sweep_is_fused_and_still_equals_pointwise_evaluation(data):
-    from chalkboard.evaluate import FUSE_FROM
+    from chalkboard.dependence import FUSE_FROM
 
     base = Scenario(data, "gb200-nvl72", "deepseek-v3")
     batches = np.arange(1, FUSE_FROM + 1, dtype=float)
@@ -85,7 +85,7 @@ def test_an_input_is_read_once_per_chip_model_or_evaluation_it_depends_on(data):
     """evaluate_all and the explorer read an input once per chip if it is the chip's, once per model
     if the model's, once in all if neither's (evaluate.read_shared), and per pair for the FLOP/s,
     whose format the chip and the model choose together."""
-    from chalkboard.evaluate import read_shared
+    from chalkboard.dependence import read_shared
 
     pairs = [(h, m) for h in data.hardware for m in data.models]
     scenarios = [Scenario(data, h, m) for h, m in pairs]

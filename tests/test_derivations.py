@@ -3,7 +3,7 @@ import pytest
 import sympy as sp
 
 from chalkboard.check import check_all, check_definition
-from chalkboard.evaluate import DimensionMismatch
+from chalkboard.walk import DimensionMismatch
 from derivations import REGISTRY as R
 from derivations._core import Registry
 

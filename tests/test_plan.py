@@ -1,4 +1,4 @@
-"""`plan`: the cheapest deployment that meets a speed target (chalkboard/plan/).
+"""`plan`: the cheapest deployment that meets a speed target (chalkboard/planner/).
 
 Every row of the answer must be reproducible with the `eval` command it carries, the frontier
 must be a frontier (each row cheaper than every faster one), and a chip is kept out of the

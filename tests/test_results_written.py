@@ -1,5 +1,5 @@
 """results.json is written as it is made, while the PDF compiles on the other core
-(chalkboard/build.py: ``results_json_parts`` into ``Staging.write``): 300 MB at 6,400 pairs are
+(chalkboard/build.py: ``results_json_parts`` into ``Staging.write``, chalkboard/staging.py): 300 MB at 6,400 pairs are
 never held whole. The file must be the text ``results_json`` gives, its recorded hash must let
 the next build find the output up to date, and a build that fails after writing it (the PDF
 failing) must leave the previous output as it was and nothing beside it."""
@@ -10,10 +10,10 @@ from conftest import ROOT, run_cli
 
 # the PDF made to fail once results.json has been written beside it
 FAIL_IN_PDF = (
-    "import sys, runpy; sys.path.insert(0, {root!r}); import chalkboard.build as b\n"
+    "import sys, runpy; sys.path.insert(0, {root!r}); import chalkboard.build as b, chalkboard.pdf as pdf\n"
     "def fail(*a, **k):\n"
     "    raise b.BuildError('stopped on purpose while compiling the PDF')\n"
-    "b.compile_pdf = fail\n"
+    "pdf.compile_pdf = fail\n"
     "b.pdfcache.get = lambda *a: None\n"   # a PDF kept from an earlier build would skip the compile
     "sys.argv = ['build.py', *{argv!r}]\n"
     "runpy.run_path({script!r}, run_name='__main__')")
@@ -24,7 +24,7 @@ def leftovers(parent, name):
 
 
 def test_results_written_in_parts_are_the_results_text_and_its_hash_is_recorded(tmp_path, data):
-    from chalkboard.build import results_json
+    from chalkboard.results_json import results_json
     from chalkboard.results import evaluate_all
     from derivations import REGISTRY
 

@@ -131,7 +131,7 @@ def test_check_verifies_and_counts_the_inverse_identities():
 
 def test_check_fails_a_wrong_inverse_and_a_unit_mismatch():
     from chalkboard.check import check_equation
-    from chalkboard.evaluate import DimensionMismatch
+    from chalkboard.walk import DimensionMismatch
     from derivations._core import Equation
     x, y = sp.symbols("x y")
     with sp.evaluate(False):

@@ -51,7 +51,7 @@ def test_an_unreadable_cache_is_ignored(project):
 
 
 def test_an_edited_audit_is_never_served_its_old_identity_checks(project):
-    """The audit's parses and identity checks are kept too: editing chalkboard/audit.py (here, the
+    """The audit's parses and identity checks are kept too: editing chalkboard/audit/verdicts.py (here, the
     message of a failed check) gives a new cache, and the audit's verdicts come from the edited code."""
     def audit():
         r = run_cli("audit", "--json", root=project)
@@ -59,7 +59,7 @@ def test_an_edited_audit_is_never_served_its_old_identity_checks(project):
         return r.stdout
     first = audit()
     (old,) = (project / ".cache").glob("sympy-*.pickle")
-    mod = project / "chalkboard" / "audit.py"
+    mod = project / "chalkboard" / "audit" / "verdicts.py"
     text = mod.read_text()
     assert 'f"{text}: the difference is {printers.text(diff)}, not 0"' in text
     mod.write_text(text.replace('f"{text}: the difference is {printers.text(diff)}, not 0"',

@@ -1,0 +1,172 @@
+"""chalkboard as a library: the numbers of the command line, in a notebook or a script.
+
+    import chalkboard as cb
+    s = cb.scenario("h100-sxm", "llama-3-70b", tp=8, batch=1, context=2048, weight_format="bf16")
+    r = s.evaluate("step_time")       # under the deployed layout, as `eval` answers it
+    float(r), r.unit, r.display       # 7.5, 'ms', '7.5 ms'
+    r                                 # in Jupyter: the definition, the numbers in it, the result
+    s.sweep("step_time", batch=[1, 8, 64]).to_csv()
+    cb.compare(["step_time"], hardware=["h100-sxm", "b200"], models=["llama-3-70b"])
+    cb.audit()                        # every claim's verdict, as `audit --json`
+    cb.plan("llama-3-70b", min_tokens_per_user=30)
+
+Each call reads the project's bundled data files (or ``root=``, a folder holding its own), goes
+through the same Scenario, layouts and printers as `build.py`, and returns plain values: a
+``Result`` (a number with its unit, formula and inputs), a ``Table`` (a list of dicts, with
+``to_csv``), or the dicts the commands print as JSON.
+"""
+from __future__ import annotations
+
+import csv
+import io
+from pathlib import Path
+
+from . import FEATURED_HARDWARE, FEATURED_MODEL
+
+ROOT = Path(__file__).resolve().parents[1]
+_LOADED: dict = {}
+
+
+def _data(root: Path | None = None, model_config: str | None = None):
+    """The data files of ``root`` (default: the project's), read once, and SymPy's kept work."""
+    from . import symcache
+    from .data import load
+
+    root = Path(root or ROOT)
+    key = (root, model_config)
+    if key not in _LOADED:
+        symcache.load(root)
+        data = load(root)
+        if model_config:
+            from .configmodel import add_config_model
+            add_config_model(data, model_config)
+        _LOADED[key] = data
+    return _LOADED[key]
+
+
+class Table(list):
+    """Rows as dicts; ``to_csv()`` writes them with a header of their keys."""
+
+    def to_csv(self) -> str:
+        keys = list(dict.fromkeys(k for row in self for k in row))
+        buf = io.StringIO()
+        w = csv.DictWriter(buf, keys, lineterminator="\n")
+        w.writeheader()
+        w.writerows(self)
+        return buf.getvalue()
+
+
+class Result:
+    """One evaluated quantity: ``value`` (a float in ``unit``), ``display``, the definition and closed
+    form as text, each input with its value and source, and the fit; shown in Jupyter as the
+    report shows it (MathML from the same printers)."""
+
+    def __init__(self, described: dict, html: str):
+        self.__dict__.update(described)
+        self.name = described["quantity"]
+        self._html = html
+
+    def __float__(self) -> float:
+        return float(self.value)
+
+    def __repr__(self) -> str:
+        return f"{self.name} = {self.display}"
+
+    def to_dict(self) -> dict:
+        return {k: v for k, v in self.__dict__.items() if not k.startswith("_")}
+
+    def _repr_html_(self) -> str:
+        return self._html
+
+
+class Setup:
+    """One chip x model x workload (and layout); ``evaluate`` and ``sweep`` read it."""
+
+    def __init__(self, data, hardware: str, model: str, layout: str, sets: dict, root: Path):
+        from .evaluate import Scenario
+        from .layouts import resolve
+
+        resolve("step_time", layout)   # an unknown layout fails here
+        self.data, self.hardware, self.model, self.layout, self.sets = data, hardware, model, layout, sets
+        self._scenario = Scenario(data, hardware, model, sets)
+        if (root / "measurements.yaml").exists():   # the evidence for expected efficiencies, as eval reads it
+            from .validation import evidence
+            self._scenario.evidence = evidence(root, data)
+
+    def evaluate(self, name: str) -> Result:
+        from derivations import REGISTRY
+
+        from . import printers
+        from .layouts import resolve
+        from .report import substituted
+        from .results import describe_as_asked
+
+        answered = resolve(name, self.layout)
+        if answered not in REGISTRY:
+            raise KeyError(f"unknown quantity {name!r} (see `python build.py list quantities`)")
+        d = describe_as_asked(self._scenario, name, self.layout)
+        q = REGISTRY[answered]
+        parts = [f"<p>{d['meaning']}</p>"]
+        if q.expr is not None:
+            parts.append(printers.mathml(q.expr, lhs=q))
+            parts.append(substituted(self._scenario, answered)[1])
+        parts.append(f"<p><b>{d['quantity']} = {d['display']}</b> on {d['hardware']} × {d['model']}"
+                     + ("" if d["feasible"] in (True, None) else f" (does not fit: {d['feasibility']})") + "</p>")
+        return Result(d, "\n".join(parts))
+
+    def sweep(self, *names: str, **axes) -> Table:
+        """``names`` over the grid of ``axes`` (input name -> values), one row per point."""
+        import numpy as np
+
+        from . import sweep as sw
+        from .layouts import resolve
+
+        names = [resolve(n, self.layout) for n in names]
+        result = sw.sweep(self._scenario, names, [(k, np.asarray(v, dtype=float)) for k, v in axes.items()])
+        return Table(sw.sweep_records(result, names))
+
+
+def scenario(hardware: str = FEATURED_HARDWARE, model: str = FEATURED_MODEL, *, layout: str = "deployed",
+             model_config: str | None = None, root: str | Path | None = None, **sets) -> Setup:
+    """A chip x model x workload, with ``--set``-style inputs as keywords (``batch=64``,
+    ``context="8k token"``, ``tp=8``, ``weight_format="fp8"``); ``layout="even"`` for the lecture's
+    even spread."""
+    root = Path(root or ROOT)
+    data = _data(root, model_config)
+    return Setup(data, hardware, model if not model_config or model != FEATURED_MODEL else data.config_model,
+                 layout, {k: str(v) for k, v in sets.items()}, root)
+
+
+def compare(quantities: list[str], hardware: list[str] | None = None, models: list[str] | None = None, *,
+            layout: str = "deployed", root: str | Path | None = None, **sets) -> Table:
+    """``quantities`` for each chip x model, one row each, as `compare --json`."""
+    from . import sweep as sw
+    from .layouts import resolve
+
+    data = _data(root)
+    names = [resolve(q, layout) for q in quantities]
+    return Table(sw.compare(data, hardware or list(data.hardware), models or [FEATURED_MODEL], names,
+                            {k: str(v) for k, v in sets.items()}))
+
+
+def audit(claims_file: str = "claims.yaml", root: str | Path | None = None) -> list[dict]:
+    """Every claim of ``claims_file`` with its verdict and evidence, as `audit --json`."""
+    from .audit import run_audit
+
+    root = Path(root or ROOT)
+    return run_audit(_data(root), root / claims_file, claims_file).as_json()
+
+
+def plan(model: str, min_tokens_per_user: float, context: float = 4096.0, *, hardware: list[str] | None = None,
+         formats: list[str] | None = None, by: str = "expected", max_ttft: float | None = None,
+         root: str | Path | None = None) -> dict:
+    """The cheapest deployment that meets the speed, as `plan --json` (``max_ttft`` in seconds)."""
+    from . import planner as pl
+    from .validation import evidence
+
+    root = Path(root or ROOT)
+    data = _data(root)
+    chips = hardware or [h for h, e in data.hardware.items() if e.get("rental_price") is not None]
+    found = pl.plan(data, model, chips, pl.Targets(context, min_tokens_per_user, max_ttft, None, by), formats,
+                    evidence(root, data) if (root / "measurements.yaml").exists() else None)
+    return pl.as_json(found)

@@ -1,0 +1,366 @@
+"""claims.yaml read and checked: each claim's place, quote, kind, expression and claimed value (one-line errors)."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import sympy as sp
+import yaml
+
+from derivations import REGISTRY
+from units import Quantity, UnitParseError, parse
+
+from .. import seeds
+from ..data import Data, DataError, UniqueKeyLoader
+from ..evaluate import InputError, MissingInput, Scenario
+from ..walk import placeholders, walk
+from ..fmt import fmt
+from .. import FEATURED_HARDWARE as DEFAULT_HARDWARE, FEATURED_MODEL as DEFAULT_MODEL
+
+from .rules import _PLACEHOLDER, DEFAULT_BAND, DEFAULT_TOLERANCE, KINDS
+from .scope import _load_chips, _serving, Chips
+
+# -- claims -------------------------------------------------------------------------------------
+@dataclass
+class Part:
+    """One number a claim is judged on: an expression in quantities, and what was claimed."""
+    expr: sp.Expr
+    label: str                    # the quantity's name or the expression as written
+    quantity: str | None          # set when the expression is one declared quantity
+    claimed: tuple                # (low, high) Pint quantities
+    claimed_text: str
+    compare: str | None
+    tolerance: float
+    band: float
+
+    @property
+    def low(self):
+        return self.claimed[0].magnitude
+
+    @property
+    def high(self):
+        return self.claimed[1].magnitude
+
+    @property
+    def unit(self):
+        return self.claimed[0].units
+
+
+@dataclass
+class Claim:
+    id: str
+    where: list[str]
+    quote: str
+    claim: str
+    kind: str
+    parts: list[Part] = field(default_factory=list)
+    checks: list[tuple[str, sp.Expr, sp.Expr]] = field(default_factory=list)  # identity: (text, lhs, rhs)
+    scope_name: str = "one chip"
+    hardware: list[str] = field(default_factory=list)
+    models: list[str] = field(default_factory=list)
+    relative_to: dict | None = None
+    set: dict = field(default_factory=dict)
+    given: dict = field(default_factory=dict)
+    cited: dict | None = None     # sourced: label -> Pint quantity
+    also_on: list[str] = field(default_factory=list)
+    inherits: str | None = None
+    reading: str | None = None
+    source: str | None = None
+    why: str | None = None
+    note: str | None = None
+
+    @property
+    def quantity(self):
+        return self.parts[0].quantity if len(self.parts) == 1 else None
+
+    @property
+    def claimed_text(self):
+        return "; ".join(p.claimed_text for p in self.parts)
+
+
+def _locals():
+    return {name: q.sym for name, q in REGISTRY.quantities.items()}
+
+
+def _expand(e):
+    return REGISTRY.expand(sp.sympify(e))
+
+
+def _parse_expr(label, cid, fld, text: str, with_helpers: bool = False) -> sp.Expr:
+    """A claim's expression in quantities. Identity checks may also use d(e, q) (the derivative
+    of e, expanded to inputs, by the quantity q), at(e, q, v) (e with q replaced by v) and
+    lhs(EQ) / rhs(EQ) (the sides of the declared equation EQ, whose own free symbols, such as
+    the halves of a reversible map, are then allowed)."""
+    loc = _locals()
+    local_symbols = set()   # the free symbols of equations named by lhs()/rhs(): not quantities
+    if with_helpers:
+        loc["d"] = lambda e, x: sp.diff(_expand(e), x)
+        loc["at"] = lambda e, x, v: _expand(e).xreplace({x: _expand(v)})
+
+        def side(which):
+            def get(name):
+                eq = REGISTRY.equations.get(str(name))
+                if eq is None:
+                    raise DataError(label, cid, fld, f"{text!r}: {which}({name}) names no declared equation")
+                local_symbols.update(eq.free)
+                return getattr(eq, which)
+            return get
+        loc["lhs"], loc["rhs"] = side("lhs"), side("rhs")
+    def read():
+        try:
+            return sp.sympify(text, locals=loc), frozenset(local_symbols)
+        except (sp.SympifyError, SyntaxError, TypeError, AttributeError) as e:
+            raise DataError(label, cid, fld, f"cannot read {text!r}: {e}") from None
+    # SymPy's parse (and the derivatives d() takes) kept between runs, like the derivations' solves
+    expr, local_symbols = REGISTRY.kept(("claim expression", text, with_helpers), read)
+    unknown = [str(s) for s in expr.free_symbols if s not in REGISTRY.by_symbol and s not in local_symbols]
+    if unknown:
+        raise DataError(label, cid, fld, f"{text!r}: unknown quantity {', '.join(sorted(unknown))}")
+    return expr
+
+
+def _resolve_name(label, cid, fld, name: str) -> str:
+    """A quantity name, or 'a|b': the first of them that is declared."""
+    for n in str(name).split("|"):
+        if n.strip() in REGISTRY:
+            return n.strip()
+    raise DataError(label, cid, fld, f"unknown quantity {name!r}")
+
+
+def _positive_factor(label, cid, c, key, default):
+    v = c.get(key, default)
+    try:
+        v = float(v)
+    except (TypeError, ValueError):
+        raise DataError(label, cid, key, f"expected a factor such as 1.3, got {v!r}") from None
+    if not v > 1:
+        raise DataError(label, cid, key, f"a factor ×/÷ above 1 (e.g. 1.3 for 'about'), got {v:g}")
+    return v
+
+
+def _parse_claimed(label, cid, raw):
+    try:
+        if isinstance(raw, list):
+            if len(raw) != 2:
+                raise DataError(label, cid, "claimed", "a range is [low, high]")
+            lo, hi = parse(str(raw[0])), parse(str(raw[1]))
+            if lo.dimensionality != hi.dimensionality:
+                raise DataError(label, cid, "claimed", "the two ends of the range differ in dimension")
+            hi = hi.to(lo.units)
+            if not 0 < lo.magnitude <= hi.magnitude:
+                raise DataError(label, cid, "claimed", "a range needs 0 < low <= high")
+            return (lo, hi), f"{fmt(lo)} – {fmt(hi)}", None
+        text = str(raw).strip()
+        compare = None
+        if text[:1] in "<>":
+            compare, text = text[0], text[1:].strip()
+        q = parse(text)
+        if compare is None and not q.magnitude > 0:
+            raise DataError(label, cid, "claimed", "a value claim is judged by ratio: it must be positive")
+        shown = fmt(q, f"{q.units:~P}" if not q.dimensionless else None)
+        return (q, q), (f"{compare} {shown}" if compare else shown), compare
+    except UnitParseError as e:
+        raise DataError(label, cid, "claimed", str(e)) from None
+
+
+def _mapping(label, cid, c, key):
+    v = c.get(key)
+    if v is None:
+        return {}
+    if not isinstance(v, dict):
+        raise DataError(label, cid, key, "expected a mapping (name: value)")
+    return v
+
+
+def _dimension_of(expr):
+    return walk(expr, placeholders(), where="claim").dimensionality
+
+
+def _part(label, cid, c, relative: bool, fld_prefix="") -> Part:
+    if c.get("quantity") is not None and c.get("expr") is not None:
+        raise DataError(label, cid, fld_prefix + "quantity", "give a quantity or an expr, not both")
+    if c.get("quantity") is not None:
+        name = _resolve_name(label, cid, fld_prefix + "quantity", c["quantity"])
+        expr, shown, qname = REGISTRY[name].sym, name, name
+    elif c.get("expr") is not None:
+        expr = _parse_expr(label, cid, fld_prefix + "expr", str(c["expr"]))
+        shown, qname = str(c["expr"]), None
+    else:
+        raise DataError(label, cid, fld_prefix + "quantity", "needed: the quantity (or expr) that tests the claim")
+    if c.get("claimed") is None:
+        raise DataError(label, cid, fld_prefix + "claimed", "needed: what the lecture claimed")
+    claimed, claimed_text, compare = _parse_claimed(label, cid, c["claimed"])
+    try:
+        dim = _dimension_of(expr)
+    except Exception as e:  # a dimension error in an expression
+        raise DataError(label, cid, fld_prefix + "expr", f"{shown}: {e}") from None
+    want = Quantity(1, "").dimensionality if relative else dim
+    if claimed[0].dimensionality != want:
+        what = "a ratio (bare number)" if relative else f"{shown} ({dim or 'a bare number'})"
+        raise DataError(label, cid, fld_prefix + "claimed", f"{c['claimed']!r} does not have the dimension of {what}")
+    tol = _positive_factor(label, cid, c, "tolerance", DEFAULT_TOLERANCE)
+    band = _positive_factor(label, cid, c, "band", DEFAULT_BAND if tol >= DEFAULT_TOLERANCE else tol ** 2)
+    if band < tol:
+        raise DataError(label, cid, fld_prefix + "band", "the 'roughly' band must be at least the tolerance")
+    return Part(expr, shown, qname, claimed, claimed_text, compare, tol, band)
+
+
+def load_claims(path: Path, label: str, data: Data, seed_places: dict | None = None,
+                chips: Chips | None = None, doc: dict | None = None) -> list[Claim]:
+    doc = _read(path, label) if doc is None else doc   # ``doc``: the file already read
+    chips = chips or _load_chips(label, data, doc)
+    out, seen = [], set()
+    for i, c in enumerate(doc["claims"]):
+        if not isinstance(c, dict) or "id" not in c:
+            raise DataError(label, f"claims[{i}]", "id", "missing")
+        cid = str(c["id"])
+        if cid in seen:
+            raise DataError(label, cid, "id", "duplicate id")
+        seen.add(cid)
+        claim = _load_claim(label, data, chips, c, cid, seed_places)
+        out.append(claim)
+    ids = {c.id for c in out}
+    for c in out:
+        if c.inherits is not None and c.inherits not in ids:
+            raise DataError(label, c.id, "inherits", f"unknown claim id {c.inherits!r}")
+    for c in out:
+        _check_scenario(data, chips, c, label)
+    return out
+
+
+def _read(path: Path, label: str) -> dict:
+    try:
+        doc = yaml.load(path.read_text(encoding="utf-8"), Loader=UniqueKeyLoader)
+    except FileNotFoundError:
+        raise DataError(label, None, None, "file not found") from None
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f"line {mark.line + 1}: " if mark else ""
+        raise DataError(label, None, None, f"YAML syntax error at {where}{getattr(e, 'problem', e)}") from None
+    return _claims_document(doc, label)
+
+
+def _claims_document(doc, label: str) -> dict:
+    if not isinstance(doc, dict) or not isinstance(doc.get("claims"), list):
+        raise DataError(label, None, "claims", "expected a list under 'claims'")
+    return doc
+
+
+def _load_claim(label, data, chips: Chips, c: dict, cid: str, seed_places) -> Claim:
+    for f in ("where", "quote", "claim", "kind"):
+        if not c.get(f):
+            raise DataError(label, cid, f, "missing")
+    kind = c["kind"]
+    if kind not in KINDS:
+        raise DataError(label, cid, "kind", f"{kind!r} is not one of {', '.join(KINDS)}")
+    where = c["where"] if isinstance(c["where"], list) else [c["where"]]
+    for f in ("quote", "claim"):
+        if not isinstance(c[f], str):
+            raise DataError(label, cid, f, f"expected text, got a {type(c[f]).__name__}")
+    for w in where:
+        if not seeds.WHERE.match(str(w)):
+            raise DataError(label, cid, "where", f"{w!r} is not 'FILE.txt:LINE', 'FILE.txt@M:SS' or "
+                                                 "'chapters-3-7.md#ID'")
+        if seed_places is not None and str(w) not in seed_places:
+            raise DataError(label, cid, "where", f"{w!r} is not a line or speaker turn of the seeds")
+    if seed_places is not None and not any(seeds.normalise(c["quote"]) in seeds.normalise(seed_places[str(w)])
+                                           for w in where):
+        raise DataError(label, cid, "quote", f"not found in the cited seed text ({', '.join(map(str, where))})")
+    scope = c.get("scope", DEFAULT_HARDWARE)
+    if not isinstance(scope, (str, list)):
+        raise DataError(label, cid, "scope", "expected a scope name, a hardware id or a list of ids")
+    if isinstance(scope, str) and scope not in chips.scopes and scope not in data.hardware:
+        raise DataError(label, cid, "scope", f"{scope!r} is neither a declared scope "
+                        f"({', '.join(chips.scopes)}) nor a hardware id")
+    scope_name, hw = chips.resolve(data, scope)
+    for h in hw:
+        if h not in data.hardware:
+            raise DataError(label, cid, "scope", f"unknown hardware id {h!r}")
+    model = c.get("model", DEFAULT_MODEL)
+    models = list(model) if isinstance(model, list) else [model]
+    for m in models:
+        if m not in data.models:
+            raise DataError(label, cid, "model", f"unknown model id {m!r}")
+    rel = c.get("relative_to")
+    if rel is not None:
+        if not isinstance(rel, dict) or not set(rel) <= {"hardware", "model", "set"}:
+            raise DataError(label, cid, "relative_to", "expected {hardware: ID|previous, model: ID, set: {...}}")
+        h = rel.get("hardware")
+        if h is not None and h != "previous" and h not in data.hardware:
+            raise DataError(label, cid, "relative_to", f"unknown hardware id {h!r}")
+        if rel.get("model") is not None and rel["model"] not in data.models:
+            raise DataError(label, cid, "relative_to", f"unknown model id {rel['model']!r}")
+        rel = {**rel, "set": {k: str(v) for k, v in (rel.get("set") or {}).items()}}
+    for f in ("note", "why", "reading"):
+        for name in _PLACEHOLDER.findall(str(c.get(f) or "")):
+            if name not in REGISTRY:
+                raise DataError(label, cid, f, f"placeholder {{{name}}} is not a quantity")
+    claim = Claim(
+        id=cid, where=[str(w) for w in where], quote=str(c["quote"]), claim=str(c["claim"]), kind=kind,
+        scope_name=scope_name, hardware=hw, models=models, relative_to=rel,
+        set={k: str(v) for k, v in _mapping(label, cid, c, "set").items()},
+        given={k: str(v) for k, v in _mapping(label, cid, c, "given").items()},
+        also_on=[str(h) for h in (c.get("also_on") or [])], inherits=c.get("inherits"),
+        reading=c.get("reading"), source=c.get("source"), why=c.get("why"), note=c.get("note"))
+    for h in claim.also_on:
+        if h not in data.hardware:
+            raise DataError(label, cid, "also_on", f"unknown hardware id {h!r}")
+    if kind == "identity":
+        checks = c.get("checks")
+        if not isinstance(checks, list) or not checks:
+            raise DataError(label, cid, "checks", "an identity lists the relations SymPy verifies ('a == b')")
+        for text in checks:
+            if not isinstance(text, str) or text.count("==") != 1:
+                raise DataError(label, cid, "checks", f"{text!r}: expected 'expression == expression'")
+            lhs, rhs = (s.strip() for s in text.split("=="))
+            claim.checks.append((text, _parse_expr(label, cid, "checks", lhs, True),
+                                 _parse_expr(label, cid, "checks", rhs, True)))
+    elif kind == "qualitative":
+        if not c.get("why"):
+            raise DataError(label, cid, "why", "a qualitative claim says why it is not judged")
+    elif kind == "sourced":
+        if not c.get("source"):
+            raise DataError(label, cid, "source", "a sourced claim names its source")
+        cited = c.get("cited")
+        if cited is None:
+            raise DataError(label, cid, "cited", "a sourced claim gives the cited figure(s) it is judged against")
+        cited = cited if isinstance(cited, dict) else {"cited": cited}
+        claimed, claimed_text, compare = _parse_claimed(label, cid, c.get("claimed"))
+        vals = {}
+        for k, v in cited.items():
+            try:
+                q = parse(str(v))
+            except UnitParseError as e:
+                raise DataError(label, cid, "cited", f"{k}: {e}") from None
+            if q.dimensionality != claimed[0].dimensionality:
+                raise DataError(label, cid, "cited", f"{k}: {v!r} does not have the dimension of the claim")
+            vals[str(k)] = q.to(claimed[0].units)
+        claim.cited = vals
+        claim.parts = [Part(sp.Integer(1), "cited figure", None, claimed, claimed_text, compare,
+                            _positive_factor(label, cid, c, "tolerance", DEFAULT_TOLERANCE),
+                            _positive_factor(label, cid, c, "band", DEFAULT_BAND))]
+    else:
+        specs = c.get("parts") or [c]
+        for j, spec in enumerate(specs):
+            if not isinstance(spec, dict):
+                raise DataError(label, cid, "parts", "each part is {quantity|expr, claimed, tolerance?}")
+            merged = {**{k: c[k] for k in ("tolerance", "band") if k in c}, **spec}
+            claim.parts.append(_part(label, cid, merged, rel is not None,
+                                     f"parts[{j}]." if "parts" in c else ""))
+    return claim
+
+
+def _check_scenario(data, chips, claim: Claim, label: str) -> None:
+    """Build the claim's first scenario now, so a bad `set` or `given` names claims.yaml."""
+    if claim.kind in ("identity", "sourced", "qualitative"):
+        return
+    hid, mid = claim.hardware[0], claim.models[0]
+    try:
+        sc = Scenario(data, hid, mid, {**_serving(chips, data, hid, mid, claim), **claim.set})
+    except (InputError, UnitParseError, MissingInput) as e:
+        raise DataError(label, claim.id, "set", str(e)) from None
+    for name, text in claim.given.items():
+        try:
+            sc.fix(name, text)
+        except (InputError, UnitParseError) as e:
+            raise DataError(label, claim.id, "given", str(e)) from None

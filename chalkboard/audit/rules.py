@@ -1,0 +1,108 @@
+"""The judging rules: kinds and verdicts, the tolerance and the band, a rule of thumb over many chips."""
+from __future__ import annotations
+
+import re
+import statistics
+
+
+from units import parse
+
+from ..fmt import sig
+
+
+KINDS = ("derived", "arithmetic", "identity", "input", "sourced", "qualitative")
+KIND_TEXT = {
+    "derived": "tested against hardware and model data",
+    "arithmetic": "the lecture's own numbers recomputed",
+    "identity": "verified symbolically by SymPy",
+    "input": "a datum read back from the data files",
+    "sourced": "judged against a cited external figure",
+    "qualitative": "not judged, with the reason",
+}
+HOLDS, ROUGHLY, FAILS, ND = "holds", "holds roughly", "does not hold", "not judged"
+VERDICTS = (HOLDS, ROUGHLY, FAILS, ND)
+CSS = {HOLDS: "v-holds", ROUGHLY: "v-roughly", FAILS: "v-fails", ND: "v-nd"}
+DEFAULT_TOLERANCE = 1.3      # "about X": within ×/÷ 1.3
+DEFAULT_BAND = 2.0           # "roughly": within ×/÷ 2 (for tolerances of 1.3 or more)
+TWO_THIRDS = 2 / 3
+GIB_PER_GB = (parse("1 GiB") / parse("1 GB")).to("").magnitude
+SPARSE_HEADLINE_FACTOR = 2   # 2:4 structured sparsity: the headline FLOP/s is twice the dense rate
+FORMATS = ("fp4", "fp8", "int8", "bf16")
+CONTEXTS = (1024, 8192, 32768, 131072)
+BATCHES = (1, 64, 512, 2000, 16384)
+_EDGE = 1e-9                 # a value exactly on a band edge counts as inside it
+_PLACEHOLDER = re.compile(r"\{([a-z0-9_]+)\}")
+
+
+# -- judging ------------------------------------------------------------------------------------
+def judge(value: float, low: float, high: float, tolerance: float = DEFAULT_TOLERANCE,
+          band: float = DEFAULT_BAND, compare: str | None = None) -> str:
+    """One number against a claim. ``tolerance`` and ``band`` are factors (×/÷), both > 1.
+
+    A value claim (low = high) or a range [low, high] holds within [low/tolerance,
+    high·tolerance] and holds roughly within [low/band, high·band]; a non-positive value
+    never holds. A bound ('>' or '<' low) holds on the claimed side and otherwise does not.
+    """
+    if compare == ">":
+        return HOLDS if value > low else FAILS
+    if compare == "<":
+        return HOLDS if value < low else FAILS
+    if not value > 0:
+        return FAILS
+    if low / tolerance * (1 - _EDGE) <= value <= high * tolerance * (1 + _EDGE):
+        return HOLDS
+    if low / band * (1 - _EDGE) <= value <= high * band * (1 + _EDGE):
+        return ROUGHLY
+    return FAILS
+
+
+def judge_rule(values: list[float], low: float, high: float, tolerance: float = DEFAULT_TOLERANCE,
+               band: float = DEFAULT_BAND, compare: str | None = None) -> tuple[str, float, int]:
+    """A rule of thumb over several distinct chips: (verdict, median, number within tolerance).
+
+    Holds when the median holds and at least two thirds of the values do; holds roughly when
+    the median holds but fewer values do, or when the median is only within the band; does not
+    hold when the median is outside the band.
+    """
+    med = statistics.median(values)
+    inside = sum(1 for v in values if judge(v, low, high, tolerance, band, compare) == HOLDS)
+    on_median = judge(med, low, high, tolerance, band, compare)
+    if on_median != HOLDS:
+        return on_median, med, inside
+    return (HOLDS if inside >= TWO_THIRDS * len(values) - _EDGE else ROUGHLY), med, inside
+
+
+def miss_text(value: float, low: float, high: float, compare: str | None) -> str:
+    """How far a value that does not hold is from the claim."""
+    if compare in (">", "<"):
+        if low == 0:
+            return f"on the wrong side of {sig(low)}"
+        return f"does not hold by {abs(value / low - 1) * 100:.0f}%"
+    if not value > 0:
+        return "not a positive number"
+    factor = value / high if value > high else low / value
+    return f"off by ×{sig(factor)}"
+
+
+def band_text(part) -> str:
+    lo, hi = part.low, part.high
+    if part.compare:
+        return f"{part.compare} {sig(lo)} (the claimed side only)"
+    t, b = part.tolerance, part.band
+    return (f"×/÷{sig(t)}: {sig(lo / t)}–{sig(hi * t)}; roughly ×/÷{sig(b)}: "
+            f"{sig(lo / b)}–{sig(hi * b)}")
+
+
+_PLURAL = {"chip": "chips", "sequence": "sequences", "token": "tokens", "die": "dies", "cable": "cables",
+           "parameter": "parameters"}
+
+
+def rule_of_thumb(claims: list, quantity: str):
+    """The claimed value of the rule of thumb about ``quantity`` (a claim about it over many chips,
+    e.g. "a drain time of about 20 ms"), for reference lines; None if the claims make none. It
+    needs the claims only, not their evaluation."""
+    for c in claims:
+        if (c.kind in ("derived", "input") and c.quantity == quantity and len(c.hardware) > 1
+                and not c.relative_to and not c.parts[0].compare):
+            return c.parts[0].claimed[0]
+    return None

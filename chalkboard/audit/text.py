@@ -1,0 +1,160 @@
+"""The audit as a whole: counts by kind, the headline, the list of lecture errors; as text, JSON and the report's rows."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..fmt import sig, unit_words
+
+from .rules import _PLURAL, CSS, FAILS, HOLDS, KIND_TEXT, KINDS, ND, ROUGHLY, rule_of_thumb, VERDICTS
+from .verdicts import Verdict
+
+# -- the audit ------------------------------------------------------------------------------------
+@dataclass
+class Audit:
+    verdicts: list[Verdict]
+
+    def __post_init__(self):
+        by_id = {v.claim.id: v for v in self.verdicts}
+        for v in self.verdicts:
+            if v.claim.inherits and v.claim.inherits in by_id:
+                by_id[v.claim.inherits].inherited_by.append(v.claim.id)
+
+    def rule_of_thumb(self, quantity: str):
+        """The claimed value of the rule of thumb about ``quantity`` (for reference lines), or None."""
+        return rule_of_thumb([v.claim for v in self.verdicts], quantity)
+
+    def counts(self):
+        return [(k, sum(1 for x in self.verdicts if x.verdict == k)) for k in VERDICTS]
+
+    def counts_by_kind(self) -> list[tuple[str, list[tuple[str, int]]]]:
+        return [(kind, [(k, sum(1 for x in self.verdicts if x.claim.kind == kind and x.verdict == k))
+                        for k in VERDICTS]) for kind in KINDS]
+
+    def errors(self) -> list[dict]:
+        """Distinct lecture errors: claims that do not hold and inherit no failed claim's error."""
+        by_id = {v.claim.id: v for v in self.verdicts}
+        out = []
+        for v in self.verdicts:
+            if v.verdict != FAILS:
+                continue
+            parent = by_id.get(v.claim.inherits) if v.claim.inherits else None
+            if parent is not None and parent.verdict == FAILS:
+                continue
+            out.append({"id": v.claim.id, "kind": v.claim.kind, "miss": v.miss,
+                        "inherited_by": [i for i in v.inherited_by if by_id[i].verdict == FAILS]})
+        return out
+
+    def headline(self) -> str:
+        d = dict((k, n) for k, n in dict(self.counts_by_kind())["derived"])
+        n = sum(d[k] for k in (HOLDS, ROUGHLY, FAILS))
+        errs = self.errors()
+        inherited = sum(len(e["inherited_by"]) for e in errs)
+        return (f"{n} derived verdicts (tested against hardware and model data): {d[HOLDS]} hold, "
+                f"{d[ROUGHLY]} hold roughly, {d[FAILS]} do not hold; {len(errs)} distinct lecture errors "
+                f"over all kinds" + (f" ({inherited} further claims inherit one)" if inherited else ""))
+
+    def as_json(self) -> list[dict]:
+        out = []
+        for v in self.verdicts:
+            c = v.claim
+            claimed = None
+            if c.parts:
+                claimed = []
+                for p in c.parts:
+                    lo, hi = p.claimed
+                    unit = f"{lo.units:~P}"
+                    d = ({"value": lo.magnitude, "unit": unit} if lo.magnitude == hi.magnitude
+                         else {"min": lo.magnitude, "max": hi.magnitude, "unit": unit})
+                    d.update(expression=p.label, compare=p.compare, tolerance=p.tolerance, band=p.band)
+                    claimed.append(d)
+                claimed = claimed[0] if len(claimed) == 1 else claimed
+            out.append({
+                "id": c.id, "where": c.where, "kind": c.kind, "quote": c.quote, "claim": c.claim,
+                "quantity": c.quantity, "claimed": claimed, "computed": v.computed, "verdict": v.verdict,
+                "miss": v.miss or None, "band": v.band or None, "scope": v.scope or None,
+                "values": v.values, "inputs": v.inputs, "flips_if": v.flips_if, "sensitivity": v.sensitivity,
+                "formula": v.formula[0] if v.formula else None, "fit": v.fit or None, "detail": v.detail,
+                "inherits": c.inherits, "inherited_by": v.inherited_by or None,
+                **({"reading": v.reading} if v.reading else {}),
+                **({"source": c.source} if c.source else {}), **({"note": v.note} if v.note else {})})
+        return out
+
+    def as_text(self) -> str:
+        lines = [f"chalkboard audit: {len(self.verdicts)} claims"]
+        w = max(len(k) for k in KINDS)
+        lines.append(f"  {'kind':<{w}}  " + "  ".join(f"{k:>13}" for k in VERDICTS))
+        for kind, row in self.counts_by_kind():
+            lines.append(f"  {kind:<{w}}  " + "  ".join(f"{n:>13}" for _, n in row))
+        lines.append(f"  {'all':<{w}}  " + "  ".join(f"{n:>13}" for _, n in self.counts()))
+        lines.append("headline: " + self.headline())
+        for e in self.errors():
+            inh = f" (inherited by {', '.join(e['inherited_by'])})" if e["inherited_by"] else ""
+            lines.append(f"  error  {e['id']} [{e['kind']}]{': ' + e['miss'] if e['miss'] else ''}{inh}")
+        lines.append("")
+        idw = max(len(v.claim.id) for v in self.verdicts)
+        for v in self.verdicts:
+            c = v.claim
+            lines.append(f"{v.verdict:<13} {c.kind:<11} {c.id:<{idw}}  claimed {c.claimed_text or '–'}  "
+                         f"computed {v.computed_text}  {c.where[0]}")
+            pad = " " * 26
+            if v.verdict == ND:
+                lines.append(f"{pad}why: {v.detail}")
+                continue
+            if v.miss:
+                lines.append(f"{pad}{v.miss}")
+            lines.append(f"{pad}band: {v.band}   scope: {v.scope}")
+            if len(v.values) > 1:
+                lines.append(f"{pad}values: " + ", ".join(
+                    f"{k} {_vshow(x)}" + (f" ({x['mark']})" if x.get("mark") else "") for k, x in v.values.items()))
+            if c.inherits:
+                lines.append(f"{pad}inherits the error of {c.inherits}")
+            if v.fit:
+                lines.append(f"{pad}set-up does not fit: " + "; ".join(v.fit))
+            if v.flips_if:
+                lines.append(f"{pad}flips if " + "; ".join(v.flips_if))
+        return "\n".join(lines)
+
+    def for_report(self) -> dict:
+        claims = []
+        for v in self.verdicts:
+            c = v.claim
+            short = ", ".join(w.split("_", 1)[0] + w[w.index(".txt") + 4:] if ".txt" in w else w
+                              for w in c.where)
+            claims.append({
+                "id": c.id, "where": short, "quote": c.quote, "claim": c.claim, "kind": c.kind,
+                "claimed_text": c.claimed_text or "–", "computed_text": v.computed_text, "verdict": v.verdict,
+                "detail": v.detail, "band": v.band, "scope": v.scope, "miss": v.miss,
+                "per_chip": [{"key": k, "value": _vshow(x), "verdict": x["verdict"], "mark": x.get("mark") or "",
+                            "format": x.get("format") or ""} for k, x in v.values.items()],
+                "inputs": v.inputs, "flips_if": v.flips_if, "sensitivity": v.sensitivity, "fit": v.fit,
+                "formula_text": v.formula[0] if v.formula else None,
+                "mathml": v.formula[1] if v.formula else None, "typst": v.formula[2] if v.formula else None,
+                "inherits": c.inherits, "inherited_by": v.inherited_by, "reading": v.reading,
+                "source": c.source, "note": v.note, "why": v.why if c.kind != "qualitative" else None})
+        return {"intro": f"{len(self.verdicts)} checkable statements from the two seed transcripts "
+                         "(places as 004:LINE and 000@M:SS in lecture/seeds/), each with its corrected "
+                         "reading. Each verdict says what it tested (its kind). \"About X\" holds within a "
+                         "factor (×/÷1.3 unless stated) and holds roughly within a wider factor (×/÷2 unless "
+                         "stated); a bound holds on the claimed side only. A claim over several chips holds "
+                         "when the median and at least two thirds of its distinct chips are within the band; "
+                         "holds roughly when only the median is. Each chip is evaluated at its serving format.",
+                "kinds": [{"kind": k, "text": KIND_TEXT[k], "counts": row} for k, row in self.counts_by_kind()],
+                "verdict_names": list(VERDICTS), "headline": self.headline(), "errors": self.errors(),
+                "counts": self.counts(), "css": CSS, "claims": claims}
+
+
+def _vshow(x) -> str:
+    val = x["value"]
+    if isinstance(val, bool):
+        return "holds" if val else "fails"
+    return _num(val, x.get("unit") or "")
+
+
+def _num(val: float, unit: str) -> str:
+    """A value in the claim's unit, plural where a count reads that way ('72 chips')."""
+    text = sig(val)
+    if not unit or unit == "dimensionless":
+        return text
+    if text != "1" and unit in _PLURAL:
+        unit = _PLURAL[unit]
+    return f"{text} {unit_words(unit)}"

@@ -1,0 +1,567 @@
+"""Each claim evaluated: every chip in its scope, the formula with numbers, the inputs, and what can flip the verdict."""
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass, field
+
+import sympy as sp
+
+from derivations import REGISTRY
+
+from .. import printers
+from ..data import DataError
+from ..evaluate import InputError, MissingInput, Scenario
+from ..dependence import PIPELINE_CHAPTERS
+from ..walk import walk
+from ..fmt import fmt, sig, unit_words
+from .. import FEATURED_HARDWARE as DEFAULT_HARDWARE, FEATURED_MODEL as DEFAULT_MODEL
+
+from .rules import (_EDGE, _PLACEHOLDER, _PLURAL, band_text, BATCHES, CONTEXTS, FAILS, FORMATS, GIB_PER_GB,
+                    HOLDS, judge, judge_rule, miss_text, ND, ROUGHLY, SPARSE_HEADLINE_FACTOR, TWO_THIRDS)
+from .scope import _default_chips, _serving, Chips
+from .claims import _expand, Claim, Part
+
+# -- evaluating ---------------------------------------------------------------------------------
+
+
+def _scenario(ctx, claim: Claim, hid: str, mid: str, extra: dict | None = None, tweak=None) -> Scenario:
+    data = ctx.data
+    sc = Scenario(data, hid, mid, {**_serving(ctx.chips, data, hid, mid, claim, extra), **claim.set, **(extra or {})})
+    for name, text in claim.given.items():
+        sc.fix(name, text)
+    if tweak is not None:
+        tweak(sc, hid)
+    return sc
+
+
+def _eval(sc: Scenario, expr) -> object:
+    return walk(expr, lambda s: sc.value(REGISTRY.q(s).name), where="claim")
+
+
+@dataclass
+class Entry:
+    key: str
+    hardware: str
+    model: str
+    reference: tuple | None = None     # (hardware, model) of a ratio's denominator
+    counted: bool = True
+    mark: str | None = None            # "announced", "same silicon as X, counted once"
+    group: str | None = None           # the same-silicon group's counted chip, if any
+
+
+def _entries(ctx, claim: Claim, hardware: list[str] | None = None) -> list[Entry]:
+    hw = list(hardware if hardware is not None else claim.hardware)
+    models = claim.models
+    rel = claim.relative_to or {}
+    out = []
+    pairs = []
+    if rel.get("hardware") == "previous":
+        for prev, h in zip(hw, hw[1:]):
+            for m in models:
+                pairs.append((f"{h} / {prev}", h, m, (prev, rel.get("model", m))))
+    else:
+        for h in hw:
+            for m in models:
+                key = h if len(models) == 1 else (m if len(hw) == 1 else f"{h} × {m}")
+                ref = (rel.get("hardware", h), rel.get("model", m)) if rel else None
+                pairs.append((key, h, m, ref))
+    for key, h, m, ref in pairs:
+        e = Entry(key, h, m, ref)
+        if rel.get("hardware") != "previous":
+            e.group = ctx.chips.group_of(h)
+        out.append(e)
+    _mark(ctx, out, {e.key: 1.0 for e in out})
+    return out
+
+
+def _mark(ctx, entries: list[Entry], vals: dict) -> None:
+    """Count one entry per distinct chip among those evaluated: of a same-silicon group, its
+    representative if it has a value, else the first member that does."""
+    chosen = {}
+    for e in entries:
+        if e.group is not None and e.key in vals:
+            if e.group not in chosen or e.hardware == e.group:
+                chosen[e.group] = e
+    for e in entries:
+        e.counted, e.mark = True, None
+        if e.group is not None and e.key in vals and chosen.get(e.group) is not e:
+            other = chosen[e.group]
+            e.counted, e.mark = False, f"same silicon as {other.hardware}, counted once"
+        elif e.hardware in ctx.chips.announced:
+            e.mark = "announced"
+
+
+def _value(ctx, claim: Claim, part: Part, e: Entry, extra=None, tweak=None) -> float:
+    sc = _scenario(ctx, claim, e.hardware, e.model, extra, tweak)
+    q = _eval(sc, part.expr)
+    if e.reference is not None:
+        rh, rm = e.reference
+        rel_set = (claim.relative_to or {}).get("set") or {}
+        rsc = _scenario(ctx, claim, rh, rm, {**(extra or {}), **rel_set}, tweak)
+        q = q / _eval(rsc, part.expr)
+    return float(q.to(part.unit).magnitude)
+
+
+@dataclass
+class Verdict:
+    claim: Claim
+    verdict: str
+    computed: dict | None = None
+    computed_text: str = "–"
+    detail: str = ""
+    band: str = ""
+    scope: str = ""
+    values: dict = field(default_factory=dict)      # key -> {"value", "verdict", "counted", "mark", ...}
+    inputs: list = field(default_factory=list)      # [{"name","value","source"}]
+    formula: tuple | None = None                    # (text, mathml, typst), numbers substituted
+    flips_if: list = field(default_factory=list)
+    sensitivity: list = field(default_factory=list)
+    fit: list = field(default_factory=list)         # set-ups that do not fit in HBM
+    miss: str = ""
+    inherited_by: list = field(default_factory=list)
+    note: str | None = None
+    why: str | None = None
+    reading: str | None = None
+
+
+class _Ctx:
+    def __init__(self, data, chips):
+        self.data, self.chips = data, chips
+
+
+def _judge_entries(claim: Claim, part: Part, vals: dict, entries: list[Entry]):
+    """(verdict, summary) for one part over its evaluated entries."""
+    counted = [vals[e.key] for e in entries if e.key in vals and e.counted]
+    if not counted:
+        return None, None
+    args = (part.low, part.high, part.tolerance, part.band, part.compare)
+    if len(counted) == 1:
+        return judge(counted[0], *args), counted[0]
+    verdict, med, _ = judge_rule(counted, *args)
+    return verdict, med
+
+
+def _evaluate_part(ctx, claim, part, entries, extra=None, tweak=None):
+    vals, skipped = {}, {}
+    for e in entries:
+        try:
+            vals[e.key] = _value(ctx, claim, part, e, extra, tweak)
+        except (MissingInput, InputError) as err:
+            skipped[e.key] = str(err)
+    _mark(ctx, entries, vals)
+    return vals, skipped
+
+
+def _worst(verdicts):
+    order = {HOLDS: 0, ROUGHLY: 1, FAILS: 2}
+    vs = [v for v in verdicts if v is not None]
+    return max(vs, key=order.get) if vs else None
+
+
+def _overall(ctx, claim, entries, extra=None, tweak=None):
+    """The claim's verdict (all parts) for a variant, or None when nothing evaluates."""
+    out = []
+    for part in claim.parts:
+        vals, _ = _evaluate_part(ctx, claim, part, entries, extra, tweak)
+        v, _ = _judge_entries(claim, part, vals, entries)
+        if v is None:
+            return None, None
+        out.append((v, vals))
+    return _worst([v for v, _ in out]), out
+
+
+def _inputs_used(sc: Scenario, claim: Claim, expr) -> list[dict]:
+    """The inputs an expression read, stopping at values the claim fixes."""
+    seen, out = set(), []
+
+    def visit(name):
+        if name in seen:
+            return
+        seen.add(name)
+        q = REGISTRY[name]
+        if name in claim.given:
+            src = f"fixed by the claim (the lecture's {claim.given[name]})"
+            out.append({"name": name, "value": fmt(sc.value(name)), "source": src, "short": src})
+            return
+        if q.is_input:
+            sc.input(name)
+            r = sc.records.get(name)
+            out.append({"name": name, "value": fmt(sc.value(name)) if not sc.value(name).dimensionless else sig(sc.value(name).magnitude),
+                        "source": r.source if r else "", "url": getattr(r, "url", None),
+                        "short": ": ".join((r.source if r else "").split(": ")[:2])})
+            return
+        for s in sorted(q.expr.free_symbols, key=str):
+            visit(REGISTRY.q(s).name)
+    for s in sorted(sp.sympify(expr).free_symbols, key=str):
+        visit(REGISTRY.q(s).name)
+    return out
+
+
+def _formula(sc: Scenario, part: Part):
+    """The part's definition with each symbol's value substituted: (text, mathml, typst)."""
+    expr = REGISTRY[part.quantity].expr if part.quantity and not REGISTRY[part.quantity].is_input else part.expr
+    if part.quantity and REGISTRY[part.quantity].is_input:
+        return None
+    values = {s: sc.value(REGISTRY.q(s).name) for s in expr.free_symbols}
+    lhs = REGISTRY[part.quantity] if part.quantity else None
+    text, ml, ty = printers.with_values(expr, values)
+    if lhs is not None:
+        sym = printers.text_symbol(lhs)
+        text = f"{sym} = {text}"
+    return text, ml, ty
+
+
+def _leaves(claim: Claim) -> set[str]:
+    names = set()
+    for part in claim.parts:
+        for s in part.expr.free_symbols:
+            names.add(REGISTRY.q(s).name)
+    leaves = set()
+    for n in names - set(claim.given):
+        leaves |= {q.name for q in REGISTRY.leaves(n)} if not REGISTRY[n].is_input else {n}
+    return leaves
+
+
+def _depends_on(claim: Claim, names) -> bool:
+    """Whether a part's value still depends on any of ``names`` once common factors cancel
+    (a ratio of two KV reads does not depend on the batch)."""
+    for part in claim.parts:
+        free = REGISTRY.kept(("claim part inputs", str(part.expr), tuple(sorted(claim.given))),
+                             lambda: _free_names(part.expr, claim.given))
+        if set(names) & free:
+            return True
+    return False
+
+
+def _free_names(expr, given) -> frozenset:
+    """The quantities an expression still depends on once common factors cancel."""
+    e = _expand(expr).xreplace({REGISTRY[k].sym: sp.Symbol(k + "_given", positive=True) for k in given})
+    try:
+        free = e.free_symbols if e.has(sp.Max, sp.Min, sp.floor) else sp.cancel(e).free_symbols
+    except Exception:
+        free = e.free_symbols
+    return frozenset(REGISTRY.q(s).name for s in free if s in REGISTRY.by_symbol)
+
+
+def _gib_flip(sc, hid):
+    """Read the chip's HBM capacity in the other binary/decimal unit than its source wrote."""
+    text = sc.data.hardware[hid].values["hbm_capacity"].text
+    cap = sc.input("hbm_capacity")
+    sc.fix("hbm_capacity", cap / GIB_PER_GB if "GiB" in text else cap * GIB_PER_GB)
+
+
+def _sparse(sc, hid):
+    sc.fix("peak_flops", sc.input("peak_flops") * SPARSE_HEADLINE_FACTOR)
+
+
+def _variants(ctx, claim: Claim, entries: list[Entry]):
+    """(label, extra overrides, tweak, hardware list or None) that may move the verdict."""
+    leaves = _leaves(claim)
+    base = _scenario(ctx, claim, entries[0].hardware, entries[0].model)
+    out = []
+
+    def current(name):
+        try:
+            return base.value(name).magnitude
+        except (MissingInput, InputError):
+            return None
+    if "context" in leaves and "context" not in claim.given:
+        now = current("context")
+        for L in CONTEXTS:
+            if now is None or abs(L - now) > 0.5:
+                out.append((f"context {L:,} tokens", {"context": f"{L} token/sequence"}, None, None))
+    if "batch" in leaves and "batch" not in claim.given:
+        now = current("batch")
+        for b in BATCHES:
+            if now is None or abs(b - now) > 0.5:
+                out.append((f"batch {b:,}", {"batch": f"{b} sequence"}, None, None))
+    if {"peak_flops", "bytes_per_weight"} & leaves and "format" not in claim.set:
+        have = set()
+        for e in entries:
+            have |= {f for f in FORMATS if f"flops_{f}" in ctx.data.hardware[e.hardware].values}
+        for f in FORMATS:
+            if f in have:
+                out.append((f"format {f}" + (" (chips with that rate)" if len(entries) > 1 else ""), {"format": f}, None, None))
+    if "bytes_per_kv_number" in leaves or "kv_bytes_per_token" in leaves:
+        out.append(("KV cache in fp8", {"kv_format": "fp8"}, None, None))
+    if "bytes_per_activation" in leaves:
+        out.append(("fp8 activations in the all-to-all (1 byte)", {"bytes_per_activation": "1 byte"}, None, None))
+    if "hbm_capacity" in leaves:
+        out.append(("HBM capacity read as GiB for GB (or back)", {}, _gib_flip, None))
+    if "peak_flops" in leaves:
+        out.append(("2:4-sparse headline FLOP/s instead of dense", {}, _sparse, None))
+    multi = sum(1 for e in entries if e.counted) > 1
+    if multi and claim.relative_to is None or (multi and (claim.relative_to or {}).get("hardware") != "previous"):
+        present = set(claim.hardware)
+        if claim.scope_name != "nvidia" and any(ctx.data.hardware[h].tags.get("vendor") != "NVIDIA" for h in present):
+            out.append(("NVIDIA chips only", {}, None,
+                        [h for h in claim.hardware if ctx.data.hardware[h].tags.get("vendor") == "NVIDIA"]))
+        if claim.scope_name not in ("all", "named chips"):
+            out.append(("every chip in hardware.yaml", {}, None, list(ctx.data.hardware)))
+        if any(h in ctx.chips.announced for h in present):
+            out.append(("without announced parts", {}, None, [h for h in claim.hardware if h not in ctx.chips.announced]))
+    for h in claim.also_on:
+        out.append((f"on {h}", {}, None, [h]))
+    return out
+
+
+def _sweep(ctx, claim: Claim, entries: list[Entry], verdict: str, base_vals: list[dict]):
+    flips, moves = [], []
+    part0 = claim.parts[0]
+    base_key = next((e.key for e in entries if e.counted and e.key in base_vals[0]), None)
+    for label, extra, tweak, hw in _variants(ctx, claim, entries):
+        ents = entries if hw is None else _entries(ctx, claim, hw)
+        try:
+            v, per_part = _overall(ctx, claim, ents, extra, tweak)
+        except (MissingInput, InputError):
+            continue
+        if v is None:
+            continue
+        vals = per_part[0][1]
+        counted = [vals[e.key] for e in ents if e.counted and e.key in vals]
+        shown = (sig(counted[0]) if len(counted) == 1 else f"median {sig(statistics.median(counted))}") + _unit_suffix(part0)
+        if v != verdict:
+            flips.append(f"{label}: {v} ({shown})")
+        elif hw is None and base_key is not None and base_key in vals and base_vals[0][base_key]:
+            change = vals[base_key] / base_vals[0][base_key] - 1
+            if abs(change) >= 0.01:
+                moves.append(f"{label}: {sig(vals[base_key])}{_unit_suffix(part0)} ({change * 100:+.0f}%)")
+    return flips, moves
+
+
+def _unit_suffix(part: Part) -> str:
+    u = f"{part.unit:~P}"
+    return f" {unit_words(_PLURAL.get(u, u))}" if u and u != "dimensionless" else ""
+
+
+def evaluate_claim(data, claim: Claim, chips: Chips | None = None) -> Verdict:
+    ctx = _Ctx(data, chips or _default_chips(data))
+    if claim.kind == "qualitative":
+        why = claim.why + (f" Source: {claim.source}" if claim.source else "")
+        v = Verdict(claim, ND, detail=why, scope=_scope_text(ctx, claim, _entries(ctx, claim)) if claim.parts else "")
+    elif claim.kind == "identity":
+        v = _identity(claim)
+    elif claim.kind == "sourced":
+        v = _sourced(claim)
+    else:
+        v = _numeric(ctx, claim)
+    v.note = _fill(ctx, claim, claim.note, "note")
+    v.why = _fill(ctx, claim, claim.why, "why")
+    v.reading = _fill(ctx, claim, claim.reading, "reading")
+    if claim.kind == "qualitative":
+        v.detail = v.why + (f" Source: {claim.source}" if claim.source else "")
+    return v
+
+
+def _symbolic_check(text: str, lhs, rhs) -> tuple[bool, str | None]:
+    """Whether lhs = rhs once both are expanded to inputs; if not, what the difference is."""
+    a, b = _expand(lhs), _expand(rhs)
+    diff = sp.simplify(a - b)
+    ok = diff == 0
+    if not ok and not diff.has(sp.Max, sp.Min):
+        ok = sp.simplify(sp.expand(a) - sp.expand(b)) == 0
+    if ok:
+        return True, None
+    try:
+        return False, f"{text}: the difference is {printers.text(diff)}, not 0"
+    except Exception:
+        return False, f"{text}: the difference does not simplify to 0"
+
+
+def _identity(claim: Claim) -> Verdict:
+    results, failed = [], []
+    for text, lhs, rhs in claim.checks:
+        ok, why = REGISTRY.kept(("claim identity", text), lambda: _symbolic_check(text, lhs, rhs))
+        results.append({"check": text, "holds": ok})
+        if not ok:
+            failed.append(why)
+    verdict = HOLDS if not failed else FAILS
+    detail = "SymPy expands both sides to inputs and simplifies the difference: " + (
+        "0 for every relation" if not failed else "; ".join(failed))
+    text = "; ".join(("✓ " if r["holds"] else "✗ ") + r["check"] for r in results)
+    return Verdict(claim, verdict, {"checks": results}, text, detail, band="exact (symbolic)",
+                   scope="every chip and model (symbolic)",
+                   values={r["check"]: {"value": r["holds"], "verdict": HOLDS if r["holds"] else FAILS,
+                                        "counted": True, "mark": None} for r in results},
+                   miss="" if not failed else f"{len(failed)} of {len(results)} relations fail")
+
+
+def _sourced(claim: Claim) -> Verdict:
+    part = claim.parts[0]
+    vals = {k: float(q.magnitude) for k, q in claim.cited.items()}
+    args = (part.low, part.high, part.tolerance, part.band, part.compare)
+    if len(vals) == 1:
+        val = next(iter(vals.values()))
+        verdict, summary = judge(val, *args), {"value": val}
+        text = f"{sig(val)}{_unit_suffix(part)} (cited)"
+    else:
+        verdict, med, inside = judge_rule(list(vals.values()), *args)
+        lo_, hi_ = min(vals.values()), max(vals.values())
+        summary = {"median": med, "min": lo_, "max": hi_}
+        text = (f"{sig(med)}{_unit_suffix(part)} ({len(vals)} cited figures)" if lo_ == hi_ else
+                f"median {sig(med)} ({sig(lo_)}–{sig(hi_)}){_unit_suffix(part)}, {len(vals)} cited figures")
+    summary["unit"] = f"{part.unit:~P}"
+    values = {k: {"value": v, "verdict": judge(v, *args), "counted": True, "mark": None} for k, v in vals.items()}
+    miss = ""
+    if verdict == FAILS:
+        miss = miss_text(summary.get("median", summary.get("value")), part.low, part.high, part.compare)
+    return Verdict(claim, verdict, summary, text, f"claimed {part.claimed_text} against the cited "
+                   f"{'figure' if len(vals) == 1 else 'figures'}: {claim.source}", band=band_text(part),
+                   scope="the cited source", values=values, miss=miss)
+
+
+def _scope_text(ctx, claim: Claim, entries: list[Entry], evaluated: int | None = None) -> str:
+    counted = [e for e in entries if e.counted]
+    names = {"all": "all chips", "gpus": "GPUs", "nvidia": "NVIDIA chips", "named chips": "named chips",
+             "one chip": "one chip"}
+    desc = ctx.chips.scopes.get(claim.scope_name, {}).get("text")
+    head = names.get(claim.scope_name, claim.scope_name) + (f" ({desc})" if desc else "")
+    what = "distinct chips" if len(claim.models) == 1 else "chip × model pairs" if len(claim.hardware) > 1 else "models"
+    if len(entries) == 1 and not claim.relative_to:
+        bits = [f"{entries[0].hardware}" + (f" × {entries[0].model}" if entries[0].model != DEFAULT_MODEL else "")]
+    else:
+        bits = [f"{head}: {len(counted)} {what}" + (f", {evaluated} evaluated" if evaluated is not None and evaluated != len(counted) else "")]
+    grouped = [f"{e.key} ({e.mark})" for e in entries if not e.counted and e.mark]
+    if grouped:
+        bits.append("not counted again: " + ", ".join(grouped))
+    ann = [e.key for e in entries if e.mark == "announced"]
+    if ann:
+        bits.append("announced, not shipping: " + ", ".join(ann))
+    if claim.relative_to:
+        r = claim.relative_to
+        ref = "the previous chip in the list" if r.get("hardware") == "previous" else " × ".join(
+            str(r[k]) for k in ("hardware", "model") if r.get(k))
+        if r.get("set"):
+            ref = (ref + " " if ref else "the same chip ") + "with " + ", ".join(f"{k}={v}" for k, v in r["set"].items())
+        bits.append(f"each value relative to {ref}")
+    fmts = sorted({ctx.chips.serving_format(ctx.data.hardware[e.hardware], e.model) or "?" for e in entries})
+    if "format" in claim.set:
+        bits.append(f"format {claim.set['format']} (set by the claim)")
+    elif fmts:
+        bits.append("serving format " + "/".join(fmts))
+    return "; ".join(bits)
+
+
+def _numeric(ctx, claim: Claim) -> Verdict:
+    entries = _entries(ctx, claim)
+    part_results = []
+    all_skipped = {}
+    for part in claim.parts:
+        vals, skipped = _evaluate_part(ctx, claim, part, entries)
+        all_skipped.update(skipped)
+        v, summ = _judge_entries(claim, part, vals, entries)
+        part_results.append((part, vals, v, summ))
+    vals0 = part_results[0][1]
+    _mark(ctx, entries, vals0)
+    n_all = len({e.group or e.hardware for e in entries}) if len(claim.models) == 1 else len(entries)
+    scope = _scope_text(ctx, claim, entries, sum(1 for e in entries if e.counted and e.key in vals0))
+    if n_all != sum(1 for e in entries if e.counted):
+        scope = scope.replace(f": {sum(1 for e in entries if e.counted)} ", f": {n_all} ", 1)
+    if any(v is None for _, _, v, _ in part_results):
+        why = "; ".join(f"{k}: {m}" for k, m in all_skipped.items())
+        return Verdict(claim, ND, detail=f"no chip in scope has the inputs: {why}", scope=scope)
+    verdict = _worst([v for _, _, v, _ in part_results])
+    e0 = next(e for e in entries if e.key in part_results[0][1])
+    sc0 = _scenario(ctx, claim, e0.hardware, e0.model)
+    values, texts, details, misses, inputs, fit = {}, [], [], [], [], []
+    for part, vals, v, summ in part_results:
+        args = (part.low, part.high, part.tolerance, part.band, part.compare)
+        multi = sum(1 for e in entries if e.counted and e.key in vals) > 1
+        for e in entries:
+            if e.key not in vals:
+                continue
+            key = e.key if len(claim.parts) == 1 else f"{part.label} · {e.key}"
+            values[key] = {"value": vals[e.key], "unit": f"{part.unit:~P}", "verdict": judge(vals[e.key], *args),
+                           "counted": e.counted, "mark": e.mark, "hardware": e.hardware, "model": e.model,
+                           "format": _format_of(ctx, claim, e)}
+        u = _unit_suffix(part)
+        if multi:
+            counted = sorted(vals[e.key] for e in entries if e.counted and e.key in vals)
+            inside = sum(1 for x in counted if judge(x, *args) == HOLDS)
+            texts.append(f"median {sig(summ)} ({sig(counted[0])}–{sig(counted[-1])}){u}")
+            details.append(f"{part.label}: median {sig(summ)}{u} over {len(counted)} distinct chips; "
+                           f"{inside} of {len(counted)} within the band "
+                           f"({'at least' if inside >= TWO_THIRDS * len(counted) - _EDGE else 'fewer than'} two thirds)")
+        else:
+            texts.append(f"{sig(summ)}{u}")
+            details.append(f"{part.label} on {e0.hardware} with {e0.model}" + (
+                f" relative to {' × '.join(str(x) for x in e0.reference)}" if e0.reference else ""))
+        if v == FAILS:
+            misses.append(miss_text(summ, part.low, part.high, part.compare))
+        for rec in _inputs_used(sc0, claim, part.expr):
+            if rec["name"] not in {r["name"] for r in inputs}:
+                inputs.append(rec)
+    if all_skipped:
+        details.append("not evaluated: " + "; ".join(f"{k} ({m})" for k, m in all_skipped.items()))
+    if _depends_on(claim, ("batch", "context")):
+        for e in entries:
+            if e.key not in part_results[0][1]:
+                continue
+            reason = _fit(ctx, claim, e)
+            if reason:
+                fit.append(f"{e.key}: {reason}")
+    formula = None
+    try:
+        formula = _formula(sc0, claim.parts[0])
+    except (MissingInput, InputError):
+        pass
+    flips, moves = _sweep(ctx, claim, entries, verdict, [r[1] for r in part_results])
+    p0 = part_results[0][0]
+    _mark(ctx, entries, vals0)
+    summary = {"unit": f"{p0.unit:~P}"}
+    counted0 = [vals0[e.key] for e in entries if e.counted and e.key in vals0]
+    if len(counted0) == 1 and len(claim.parts) == 1:
+        summary.update(value=counted0[0], hardware=e0.hardware, model=e0.model)
+    elif len(claim.parts) == 1:
+        summary.update(min=min(counted0), median=statistics.median(counted0), max=max(counted0),
+                       outside=sorted(k for k, x in values.items() if x["counted"] and x["verdict"] != HOLDS),
+                       values={k: x["value"] for k, x in sorted(values.items())})
+    else:
+        summary["parts"] = [{"label": p.label, "value": s, "unit": f"{p.unit:~P}", "verdict": v}
+                            for p, _, v, s in part_results]
+    return Verdict(claim, verdict, summary, "; ".join(texts), "; ".join(details),
+                   band="; ".join((f"{p.label}: " if len(claim.parts) > 1 else "") + band_text(p) for p in claim.parts),
+                   scope=scope, values=values, inputs=inputs, formula=formula, flips_if=flips, sensitivity=moves,
+                   fit=fit, miss="; ".join(misses))
+
+
+def _format_of(ctx, claim, e: Entry) -> str | None:
+    if "format" in claim.set:
+        return claim.set["format"]
+    return ctx.chips.serving_format(ctx.data.hardware[e.hardware], e.model)
+
+
+def _fit(ctx, claim, e: Entry) -> str | None:
+    try:
+        sc = _scenario(ctx, claim, e.hardware, e.model)
+        q = REGISTRY[claim.quantity] if claim.quantity is not None else None
+        if q is not None and q.section and REGISTRY.sections[q.section].chapter in PIPELINE_CHAPTERS:
+            return sc.flag(q.name)  # a pipelined set-up: its own fit, or none for a non-set-up
+        return sc.fit()
+    except (MissingInput, InputError):
+        return None
+    return None
+
+
+def _fill(ctx, claim: Claim, text: str | None, fld: str) -> str | None:
+    """Fill {quantity} placeholders with values from the claim's first scenario; a placeholder
+    that cannot be filled is an error naming the claim, never printed as a brace."""
+    if not text or "{" not in text:
+        return text
+    hid = claim.hardware[0] if claim.hardware else DEFAULT_HARDWARE
+    mid = claim.models[0] if claim.models else DEFAULT_MODEL
+    try:
+        sc = _scenario(ctx, claim, hid, mid)
+    except (MissingInput, InputError) as e:
+        raise DataError("claims.yaml", claim.id, fld, f"cannot fill its placeholders on {hid} × {mid}: {e}") from None
+
+    def rep(m):
+        try:
+            return fmt(sc.value(m.group(1)))
+        except (MissingInput, InputError) as e:
+            raise DataError("claims.yaml", claim.id, fld,
+                            f"placeholder {{{m.group(1)}}} cannot be filled on {hid} × {mid}: {e}") from None
+    out = _PLACEHOLDER.sub(rep, text)
+    if _PLACEHOLDER.search(out):
+        raise DataError("claims.yaml", claim.id, fld, "a placeholder is left unfilled")
+    return out

@@ -1,0 +1,40 @@
+"""What every command shares: the project's folder, the one-line error a user can fix, reading
+--set pairs, and loading the data files (with a model from a config.json)."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from .. import FEATURED_MODEL as DEFAULT_MODEL
+from ..errors import InputError
+
+ROOT = Path(__file__).resolve().parents[2]
+EXIT_BAD_INPUT = 2
+
+
+class UserError(InputError):
+    """Something the user can fix; printed as one line, exit status 2."""
+
+
+def parse_sets(pairs):
+    out = {}
+    for p in pairs or []:
+        if "=" not in p:
+            raise UserError(f"--set {p}: expected NAME=VALUE, e.g. --set batch=128")
+        k, v = p.split("=", 1)
+        out[k.strip()] = v.strip()
+    return out
+
+
+def load(args):
+    from chalkboard.data import load
+    data = load(ROOT, args.hardware_file, args.models_file, args.prices_file)
+    if getattr(args, "model_config", None):
+        from chalkboard.configmodel import add_config_model
+        add_config_model(data, args.model_config)
+    if data.config_model:  # what reading the config assumed, said once
+        m = data.models[data.config_model]
+        print(f"note: {m.file}: read as model {m.id}: {'; '.join(m.assumed)}", file=sys.stderr)
+    if getattr(args, "model", "") is None:  # --model not given: the config's model, else the featured one
+        args.model = data.config_model or DEFAULT_MODEL
+    return data

@@ -1,0 +1,175 @@
+"""`eval` (one number, a choice, or a sweep over a grid) and `compare` (chips and models side by side)."""
+from __future__ import annotations
+
+import json
+import sys
+
+from .common import ROOT, UserError, load, parse_sets
+
+
+def cmd_eval(args) -> int:
+    from chalkboard import layouts
+    from chalkboard.data import check_counts
+    from chalkboard.evaluate import Scenario
+    from chalkboard.dependence import unused_overrides
+    from chalkboard.results import describe_as_asked
+    from derivations import REGISTRY
+
+    from chalkboard.results import choices
+
+    for name in args.quantity:
+        _known_quantity(name, REGISTRY)
+    if any(name in choices() for name in args.quantity):
+        return _eval_choice(args)
+    if args.sweep:
+        return _eval_sweep(args)
+    if len(args.quantity) > 1:
+        raise UserError("give one quantity (several can be evaluated together with --sweep, or with `compare`)")
+    if args.csv:
+        raise UserError("--csv goes with --sweep (one number prints as text or --json)")
+    asked = args.quantity[0]
+    args.quantity = layouts.resolve(asked, args.layout)
+    data = load(args)
+    sc = Scenario(data, args.hardware, args.model, parse_sets(args.set))
+    check_counts(sc.overrides)
+    if (ROOT / "measurements.yaml").exists():   # the evidence for expected efficiencies, read if asked
+        from chalkboard.validation import evidence
+        sc.evidence = evidence(ROOT, data)
+    d = describe_as_asked(sc, asked, args.layout)
+    unused = unused_overrides(sc)
+    if unused:
+        d["unused_overrides"] = unused
+        print(f"note: --set {', '.join(unused)} not used by {args.quantity} "
+              f"(computing in {sc.compute_format})", file=sys.stderr)
+    if args.json:
+        print(json.dumps(d, indent=2, ensure_ascii=False))
+        return 0
+    print(f"{d['quantity']} = {d['display']}   ({d['meaning']})")
+    print(f"  on {d['hardware']} x {d['model']}; {sc.formats_text()}")
+    if d["layout"]:
+        print(f"  layout     : {layouts.text(d['layout'])}")
+    if "asked" in d:
+        e = d["even_spread"]
+        print(f"  asked      : {asked}, answered under the deployed layout; the lecture's even spread "
+              f"over {sc.mag('chips'):g} chips (--layout even): {e.get('display') or e['not_applicable']}")
+    fit = {True: "yes", False: "NO", None: "n/a"}[d["feasible"]]
+    print(f"  feasible   : {fit} ({d['feasibility']})")
+    if d["breakdown"]:
+        print("  breakdown  : " + ", ".join(f"{b['name']} {b['display']}" for b in d["breakdown"]))
+    print(f"  definition : {d['symbol']} = {d['definition']}")
+    print(f"  closed form: {d['symbol']} = {d['expression']}")
+    if d["board_form"] != d["expression"]:
+        print(f"  board form : {d['symbol']} = {d['board_form']}")
+    print("  inputs:")
+    w = max(len(i["name"]) for i in d["inputs"]) if d["inputs"] else 0
+    for i in d["inputs"]:
+        print(f"    {i['name']:<{w}} = {i['display']:<22} {i['source']}")
+    return 0
+
+
+def _eval_choice(args) -> int:
+    """eval of a choice (e.g. best_kv_tier): the option chosen, and each option's value."""
+    from chalkboard.data import check_counts
+    from chalkboard.evaluate import Scenario
+    from chalkboard.fmt import sig
+    from chalkboard.results import describe_choice
+
+    if len(args.quantity) > 1 or args.sweep or args.csv:
+        raise UserError(f"{args.quantity[0]} names an option, not a number: give it alone, without "
+                        "--sweep or --csv")
+    data = load(args)
+    sc = Scenario(data, args.hardware, args.model, parse_sets(args.set))
+    check_counts(sc.overrides)
+    d = describe_choice(sc, args.quantity[0])
+    if args.json:
+        print(json.dumps(d, indent=2, ensure_ascii=False))
+        return 0
+    print(f"{d['quantity']} = {d['display']}   ({d['meaning']})")
+    print(f"  on {d['hardware']} x {d['model']}; {d['against']['quantity']} = {d['against']['value']}")
+    w = max(len(o["label"]) for o in d["options"])
+    for o in d["options"]:
+        mark = "->" if o["option"] == d["value"] else "  "
+        if o["value"] is None:
+            print(f"  {mark} {o['label']:<{w}}  not applicable: {o['not_applicable']}")
+        else:
+            print(f"  {mark} {o['label']:<{w}}  {o['quantity']} = {o['value']} "
+                  f"({sig(o['ratio'])} x the {d['against']['quantity']})")
+    return 0
+
+
+def _known_quantity(name, registry) -> None:
+    from chalkboard.results import choices
+
+    if name not in registry and name not in choices():
+        close = [n for n in registry.quantities if name.lower() in n]
+        hint = f" (did you mean: {', '.join(close[:5])}?)" if close else " (see `python build.py list quantities`)"
+        raise UserError(f"unknown quantity {name!r}{hint}")
+
+
+def _under_layout(names, layout):
+    """The names that answer ``names`` under --layout, and a note naming each one answered by its
+    form under the deployed layout (printed once the answer is out)."""
+    from chalkboard import layouts
+
+    out = [layouts.resolve(n, layout) for n in names]
+    moved = [f"{a} as {b}" for a, b in zip(names, out) if a != b]
+    note = (f"note: answered under the deployed layout: {', '.join(moved)} (--layout even: the lecture's "
+            "even spread)") if moved else ""
+    return out, note
+
+
+def _eval_sweep(args) -> int:
+    from chalkboard import sweep as sw
+    from chalkboard.data import check_counts
+    from chalkboard.evaluate import Scenario
+
+    if len(args.sweep) > 3:
+        raise UserError("--sweep: at most three inputs at once")
+    axes = [sw.parse_axis(a) for a in args.sweep]
+    args.quantity, note = _under_layout(args.quantity, args.layout)
+    data = load(args)
+    sc = Scenario(data, args.hardware, args.model, parse_sets(args.set))
+    check_counts(sc.overrides)
+    result = sw.sweep(sc, list(args.quantity), axes)
+    if args.json:
+        print(sw.as_json({"hardware": sc.hw.id, "model": sc.model.id, "formats": sc.formats,
+                          "units": {n: sw.unit_of(n) for n in [*result["axes"], *args.quantity]},
+                          "points": sw.sweep_records(result, list(args.quantity))}))
+    elif args.csv:
+        sys.stdout.writelines(sw.sweep_csv(result, list(args.quantity)))
+    else:
+        print(f"{', '.join(args.quantity)} on {sc.hw.id} x {sc.model.id}; {sc.formats_text()}")
+        print(sw.aligned(sw.sweep_table(result, list(args.quantity))))
+    if note:
+        print(note, file=sys.stderr)
+    return 0
+
+
+def cmd_compare(args) -> int:
+    from chalkboard import sweep as sw
+    from derivations import REGISTRY
+
+    for name in args.quantity:
+        _known_quantity(name, REGISTRY)
+    args.quantity, note = _under_layout(args.quantity, args.layout)
+    given = args.model
+    data = load(args)
+    hardware = [h.strip() for h in args.hardware.split(",") if h.strip()] if args.hardware else list(data.hardware)
+    models = [m.strip() for m in given.split(",") if m.strip()] if given else [args.model]
+    if data.config_model and data.config_model not in models:
+        models.append(data.config_model)
+    rows = sw.compare(data, hardware, models, list(args.quantity), parse_sets(args.set))
+    if args.json:
+        print(sw.as_json(rows))
+    elif args.csv:
+        head = ["hardware", "model", *[f"{q} [{sw.unit_of(q)}]" for q in args.quantity], "feasible", "formats"]
+        body = [[r["hardware"], r["model"], *[("" if r["values"][q]["value"] is None else r["values"][q]["value"])
+                                              for q in args.quantity], r["feasible"], r["formats"]] for r in rows]
+        print(sw.as_csv([head, *body]), end="")
+    else:
+        print(sw.aligned(sw.compare_table(rows, list(args.quantity))))
+        if any(not r["feasible"] for r in rows):
+            print("† the set-up does not fit in the chips' HBM (see `eval ... ` for the reason)")
+    if note:
+        print(note, file=sys.stderr)
+    return 0

@@ -1,0 +1,161 @@
+"""The command line, declared once: every command, its options and its help."""
+from __future__ import annotations
+
+import argparse
+
+from .. import FEATURED_HARDWARE as DEFAULT_HARDWARE, FEATURED_MODEL as DEFAULT_MODEL
+from .common import EXIT_BAD_INPUT
+
+# the commands and where each lives (module, function), imported only when run
+COMMANDS = {"build": ("build", "cmd_build"), "check": ("chalkboard.cli.tables", "cmd_check"),
+            "eval": ("chalkboard.cli.numbers", "cmd_eval"), "compare": ("chalkboard.cli.numbers", "cmd_compare"),
+            "plan": ("chalkboard.cli.plan", "cmd_plan"), "list": ("chalkboard.cli.tables", "cmd_list"),
+            "audit": ("chalkboard.cli.tables", "cmd_audit"), "validate": ("chalkboard.cli.tables", "cmd_validate")}
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, except that a bad argument is one line (not the usage), exit status 2."""
+
+    def error(self, message):
+        self.exit(EXIT_BAD_INPUT, f"error: {self.prog}: {message} (see `{self.prog} --help`)\n")
+
+
+def make_parser() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--hardware-file", default="hardware.yaml", help="hardware data (default: %(default)s)")
+    common.add_argument("--models-file", default="models.yaml", help="model data (default: %(default)s)")
+    common.add_argument("--prices-file", default="prices.yaml",
+                        help="API price snapshots and memory tiers (default: %(default)s)")
+
+    p = _Parser(
+        prog="build.py", parents=[common],
+        description="chalkboard: the math of Reiner Pope's lecture on LLM training and serving, as "
+                    "unit-checked SymPy derivations evaluated for every chip and model.",
+        epilog="With no command, builds the report (same as `build.py build`). "
+               "Examples: `build.py eval balance_batch --hardware h100-sxm --model deepseek-v3`, "
+               "`build.py eval step_time --hardware b200 --model llama-3-70b --set batch=64`, "
+               "`build.py list hardware`.",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+
+    def model_config(parser):
+        parser.add_argument("--model-config", metavar="CONFIG.JSON",
+                            help="add a model read from a Hugging Face config.json (Llama, Mistral, Qwen, "
+                                 "Mixtral, Qwen-MoE, DeepSeek); it is the model used unless --model is given")
+
+    def layout_option(parser):
+        parser.add_argument(
+            "--layout", choices=("deployed", "even"), default="deployed",
+            help="deployed (default): step_time, latency_floor, cost_per_token, kv_per_chip and the other "
+                 "names with a form under a layout are answered for one copy laid out as deployed (tp, "
+                 "dp_attention, ep, pp: set them with --set; the default is the practitioner's layout on "
+                 "the chip's scale-up domain), communication in the step; even: the lecture's picture, "
+                 "one copy spread evenly over the chips, no communication")
+
+    b = sub.add_parser("build", parents=[common], help="write build/report.html, report.pdf, figures and results.json")
+    b.add_argument("--hardware", default=DEFAULT_HARDWARE, help="featured hardware id (default: %(default)s)")
+    b.add_argument("--model", help=f"featured model id (default: the --model-config model, else {DEFAULT_MODEL})")
+    b.add_argument("--out", default="build", help="output folder (default: %(default)s)")
+    b.add_argument("--claims-file", default="claims.yaml", help="claims to audit (default: %(default)s)")
+    b.add_argument("--set", action="append", metavar="NAME=VALUE",
+                   help="override a workload or data input for the featured scenario (e.g. --set context=4096)")
+    b.add_argument("--no-pdf", action="store_true", help="skip the PDF")
+    b.add_argument("--all-hardware", action="store_true",
+                   help="also write one report per chip with the featured model and workload, "
+                        "OUT/hardware/CHIP/report.html, and an index of them, OUT/hardware/index.html, "
+                        "with each chip's balance batch, latency floor and cost floor (--set applies to every chip)")
+    b.add_argument("--chip-pdf", action="store_true",
+                   help="with --all-hardware: also a PDF per chip, OUT/hardware/CHIP/report.pdf (slower)")
+    b.add_argument("--force", action="store_true",
+                   help="build even when nothing changed since the last build into --out (a figure "
+                        "whose inputs did not change is still taken from .cache/figures/; remove "
+                        ".cache/ to draw every figure)")
+    model_config(b)
+    b.set_defaults(command="build")
+
+    c = sub.add_parser("check", parents=[common], help="dimension-check all equations; evaluate every hardware x model")
+    c.set_defaults(command="check")
+
+    e = sub.add_parser(
+        "eval", parents=[common], help="evaluate one quantity",
+        description="Evaluate one quantity for one hardware and model. --set overrides any input "
+                    "(a hardware or model field, a workload parameter, format=bf16|fp8|fp4|int8|int4, "
+                    "or price=SNAPSHOT) with a value and unit, so chips and models not in the files can "
+                    "be evaluated; --hardware custom or --model custom takes every field from --set. A "
+                    "bare number takes the input's declared unit (--set batch=128). A choice names an "
+                    "option instead of a number: best_kv_tier is the memory tier a cached KV should "
+                    "wait in for --set hold_time=...")
+    e.add_argument("quantity", nargs="+", help="quantity name (see `build.py list quantities`); "
+                                              "several with --sweep")
+    e.add_argument("--hardware", default=DEFAULT_HARDWARE, help="hardware id (default: %(default)s)")
+    e.add_argument("--model", help=f"model id (default: the --model-config model, else {DEFAULT_MODEL})")
+    e.add_argument("--set", action="append", metavar="NAME=VALUE",
+                   help='override an input, e.g. --set hbm_bandwidth="8.1e11 B/s" --set batch=128')
+    e.add_argument("--json", action="store_true", help="print one JSON object")
+    e.add_argument("--sweep", action="append", metavar="NAME=SPEC",
+                   help="sweep an input over a grid (up to three, crossed): a,b,c | start:stop:log (every "
+                        "doubling) | start:stop:N[:log] | start:stop (whole numbers); e.g. --sweep batch=1:65536:log")
+    e.add_argument("--csv", action="store_true", help="with --sweep: print CSV")
+    layout_option(e)
+    model_config(e)
+    e.set_defaults(command="eval")
+
+    cp = sub.add_parser(
+        "compare", parents=[common], help="one table of quantities across chips and models",
+        description="Evaluate quantities for several chips and models side by side, with their number "
+                    "formats, and flag set-ups whose weights and KV cache do not fit in HBM.")
+    cp.add_argument("quantity", nargs="+", help="quantity names (see `build.py list quantities`)")
+    cp.add_argument("--hardware", help="comma-separated hardware ids (default: every chip)")
+    cp.add_argument("--model", help=f"comma-separated model ids (default: {DEFAULT_MODEL})")
+    cp.add_argument("--set", action="append", metavar="NAME=VALUE", help="override an input for every row")
+    cp.add_argument("--json", action="store_true", help="print JSON")
+    cp.add_argument("--csv", action="store_true", help="print CSV")
+    layout_option(cp)
+    model_config(cp)
+    cp.set_defaults(command="compare")
+
+    pn = sub.add_parser(
+        "plan", parents=[common], help="the cheapest deployment that meets a speed target",
+        description="Search every chip x layout (tp, dp_attention, ep within the scale-up domain) x batch x "
+                    "weight format for the cheapest way to serve a model at a speed each user must get, "
+                    "and print the frontier of cost per million tokens against tokens per second per user, "
+                    "and why each chip loses. Every row carries the `eval` command that reproduces it.")
+    pn.add_argument("--model", help=f"model id (default: the --model-config model, else {DEFAULT_MODEL})")
+    pn.add_argument("--context", type=float, default=4096.0,
+                    help="tokens of context each sequence holds while decoding (default: %(default)g)")
+    pn.add_argument("--min-tokens-per-user", type=float, required=True, metavar="TOKEN/S",
+                    help="the least decode speed each sequence must get, in tokens per second")
+    pn.add_argument("--max-ttft", metavar="TIME", help='the longest time to first token, e.g. "2 s" or "500 ms"')
+    pn.add_argument("--prompt", type=float, help="tokens of the prompt the time to first token is for "
+                                                 "(default: the context)")
+    pn.add_argument("--hardware", help="comma-separated hardware ids (default: every chip with a rental price)")
+    pn.add_argument("--formats", help="comma-separated weight formats to try, e.g. bf16,fp8,fp4 (default: the "
+                                      "model's own)")
+    pn.add_argument("--by", choices=("expected", "bound"), default="expected",
+                    help="which numbers the targets judge: expected (default: the bound at the efficiency "
+                         "published measurements reach in each candidate's regime) or bound (100%% efficiency)")
+    pn.add_argument("--set", action="append", metavar="NAME=VALUE", help="override an input for every candidate")
+    pn.add_argument("--measurements-file", default="measurements.yaml",
+                    help="the published measurements the expected efficiencies come from (default: %(default)s)")
+    pn.add_argument("--json", action="store_true", help="print one JSON object")
+    pn.add_argument("--csv", action="store_true", help="print the frontier as CSV, units in the header")
+    model_config(pn)
+    pn.set_defaults(command="plan")
+
+    ls = sub.add_parser("list", parents=[common], help="list quantities, hardware or models")
+    ls.add_argument("what", nargs="?", default="quantities", choices=["quantities", "hardware", "models"])
+    ls.add_argument("--json", action="store_true", help="print JSON")
+    ls.set_defaults(command="list")
+
+    a = sub.add_parser("audit", parents=[common], help="audit the lecture's claims")
+    a.add_argument("--claims-file", default="claims.yaml", help="claims to audit (default: %(default)s)")
+    a.add_argument("--json", action="store_true", help="print a JSON list of claims")
+    a.set_defaults(command="audit")
+
+    v = sub.add_parser("validate", parents=[common],
+                       help="published measurements against the strict step-time bound")
+    v.add_argument("--measurements-file", default="measurements.yaml",
+                   help="measurements to check (default: %(default)s)")
+    v.add_argument("--json", action="store_true", help="print one JSON object")
+    v.set_defaults(command="validate")
+    return p

@@ -1,0 +1,48 @@
+"""The process around a command: output that never fails on encoding, and SIGTERM that stops
+forked workers and unwinds like Ctrl-C (half-written output is removed)."""
+from __future__ import annotations
+
+import codecs
+import os
+import sys
+
+
+def _escape_unencodable(err):
+    """Characters the output encoding lacks, written as JSON-style \\uXXXX escapes (ASCII-safe)."""
+    out = []
+    for ch in err.object[err.start:err.end]:
+        c = ord(ch)
+        if c > 0xFFFF:
+            c -= 0x10000
+            out.append(f"\\u{0xD800 + (c >> 10):04x}\\u{0xDC00 + (c & 0x3FF):04x}")
+        else:
+            out.append(f"\\u{c:04x}")
+    return "".join(out), err.end
+
+
+codecs.register_error("chalkboard-escape", _escape_unencodable)
+
+
+def safe_streams() -> None:
+    """Output never fails on encoding: UTF-8 where the locale has it, else escapes (PYTHONIOENCODING=ascii)."""
+    for stream in (sys.stdout, sys.stderr):
+        if hasattr(stream, "reconfigure"):
+            try:
+                stream.reconfigure(errors="chalkboard-escape")
+            except (ValueError, OSError):
+                pass
+
+
+_MAIN_PID = os.getpid()
+
+
+def terminate(signum, frame):
+    mp = sys.modules.get("multiprocessing")
+    if os.getpid() != _MAIN_PID:  # a forked worker: end at once with the workers it started
+        for child in (mp.active_children() if mp is not None else []):
+            child.terminate()
+        os._exit(128 + signum)
+    if mp is not None:  # stop the workers first, so that nothing waits on a worker that waits on us
+        for child in mp.active_children():
+            child.terminate()
+    raise SystemExit(128 + signum)  # unwinds like Ctrl-C: half-written output is removed

@@ -1,0 +1,98 @@
+"""What --set accepts and what a set-up must keep coherent: the format keys, the counts that
+are whole numbers, the degrees a layout divides, the inputs with an upper limit or an order, and
+the compute format a chip and a weight format choose together."""
+from __future__ import annotations
+
+from derivations import (ATTENTION_FLOPS_BY_ATTENTION, ATTENTION_PARAMS_BY_ATTENTION, KV_BYTES_BY_ATTENTION,
+                         KV_SHARDS_BY_ATTENTION)
+
+from .data import (FORMATS_ORDER, HARDWARE_WHOLE_NUMBER_FIELDS, RATE_FORMATS,
+                   WHOLE_NUMBER_FIELDS, Data)
+from .errors import MissingInput
+
+
+FORMAT_KEYS = ("format", "weight_format", "kv_format", "compute_format")
+SELECT_KEYS = ("price",)   # --set price=ID picks a price snapshot of prices.yaml
+# --hardware / --model id of an entry given wholly with --set (a chip or model not in the files)
+INLINE_ID = "custom"
+DENSE_MOE_DEFAULTS = {"experts": 1.0, "experts_per_token": 1.0, "moe_layers": 0.0, "d_expert": 0.0,
+                      "shared_experts": 0.0}
+BY_ATTENTION = {"kv_bytes_per_token": KV_BYTES_BY_ATTENTION,
+                "attention_flops_per_token": ATTENTION_FLOPS_BY_ATTENTION,
+                "attention_params_per_layer": ATTENTION_PARAMS_BY_ATTENTION,
+                "kv_shards": KV_SHARDS_BY_ATTENTION}
+# counts an override must give as whole numbers: the model's, the hardware's and the workload's
+WHOLE_NUMBERS = (*WHOLE_NUMBER_FIELDS, *HARDWARE_WHOLE_NUMBER_FIELDS, "batch", "chips", "racks",
+                 "index_heads", "index_head_dim", "ring_chips", "ring_directions", "collective_axes",
+                 "optimizer_moments", "matmul_m", "matmul_k", "matmul_n", "tp", "pp", "ep", "dp_attention",
+                 "train_tp", "train_pp", "train_dp", "zero_stage", "virtual_stages")
+# a layout's degree and what it must divide: (degree, the model's count, why)
+DIVIDES = (("tp", "n_heads", "each tensor-parallel rank holds whole query heads"),
+           ("ep", "experts", "each chip of the expert-parallel group holds whole experts"),
+           ("pp", "layers", "each pipeline stage holds whole layers"),
+           ("train_tp", "n_heads", "each tensor-parallel rank holds whole query heads"),
+           ("train_pp", "layers", "each pipeline stage holds whole layers"))
+# the degrees that state a layout (derivations/layout.py): setting any of them sets the chips
+LAYOUT_DEGREES = ("tp", "dp_attention", "pp")
+# a workload default read from the published measurements of the set-up's regime (Scenario.evidence)
+EVIDENCE = "=evidence"
+# inputs with a largest meaningful value: (the value, what it means)
+AT_MOST = {"zero_stage": (3, "ZeRO stage 3 partitions everything: the parameters, gradients and optimizer state"),
+           "sequence_parallel": (1, "a switch: 1 with sequence parallelism, 0 without")}
+# pairs (smaller, larger) that a coherent model keeps in order, with what breaking it means
+ORDERED = (("params_active", "params_total", "the sparsity N_total/N_active would be below 1"),
+           ("experts_per_token", "experts", "a token cannot use more experts than there are"),
+           ("moe_layers", "layers", "more MoE layers than layers"),
+           ("n_kv_heads", "n_heads", "more KV heads than query heads"))
+
+
+def _has_rate(hw, f: str, overrides) -> bool:
+    return f"flops_{f}" in hw.values or f"flops_{f}" in overrides
+
+
+def _rates(hw) -> list[str]:
+    return [f for f in RATE_FORMATS if f"flops_{f}" in hw.values]
+
+
+def _compute_format(hw, weight_format: str, explicit: str | None, overrides=()) -> tuple[str, str | None]:
+    """The format the chip computes in and, when it is not the one asked for, a note saying so.
+
+    Asked for explicitly (--set compute_format / format), the chip must publish that rate (or
+    --set gives it). By default: the weight format if the chip has a rate for it (integer
+    weights are dequantised to bf16, the usual weight-only quantisation), else the next wider
+    float format it has -- an explicit fallback, carried in the note.
+    """
+    have = _rates(hw)
+    if explicit is not None:
+        if _has_rate(hw, explicit, overrides):
+            return explicit, None
+        raise MissingInput(f"{hw.id} lists no {explicit} FLOP/s (it lists {', '.join(have) or 'none'}); "
+                           f"use --set compute_format={have[-1] if have else 'bf16'}, or give the rate "
+                           f"with --set flops_{explicit}=...")
+    wanted = weight_format if weight_format in FORMATS_ORDER else "bf16"
+    if _has_rate(hw, wanted, overrides):
+        note = None if wanted == weight_format else f"{weight_format} weights dequantised to bf16 for compute"
+        return wanted, note
+    for f in FORMATS_ORDER[FORMATS_ORDER.index(wanted):]:
+        if _has_rate(hw, f, overrides):
+            return f, f"{hw.id} has no {wanted} rate: computing at its {f} rate"
+    if not have:
+        raise MissingInput(f"{hw.id} lists no FLOP/s: give the rate with --set flops_{wanted}=...")
+    raise MissingInput(f"{hw.id} lists no FLOP/s for {wanted} or wider (it lists {', '.join(have)}); "
+                       f"use --set compute_format={have[-1]}, or give the rate with --set flops_{wanted}=...")
+
+
+def _with_inline(data: Data, kind: str) -> Data:
+    """``data`` with an empty entry ``custom`` of ``kind`` ("hardware" or "models"): every value it
+    is asked for comes from --set (else the evaluation says which input to give)."""
+    import dataclasses
+
+    from .data import Entry
+
+    if kind == "hardware":
+        entry = Entry(INLINE_ID, "a chip given with --set", "hardware")
+    else:  # number formats as for a model published in bf16; --set weight_format=... changes them
+        entry = Entry(INLINE_ID, "a model given with --set", "model",
+                      tags={"weight_format": "bf16", "kv_format": "bf16"})
+    table = {**getattr(data, kind), INLINE_ID: entry}
+    return dataclasses.replace(data, **{kind: table})

@@ -1,0 +1,48 @@
+"""chalkboard as a library (chalkboard/api.py): the same numbers as the command line."""
+import json
+
+import pytest
+
+import chalkboard as cb
+
+SETS = {"tp": 8, "batch": 1, "context": 2048, "weight_format": "bf16", "kv_format": "bf16"}
+
+
+def test_evaluate_is_eval(cli):
+    r = cb.scenario("h100-sxm", "llama-3-70b", **SETS).evaluate("step_time")
+    argv = [a for k, v in SETS.items() for a in ("--set", f"{k}={v}")]
+    d = json.loads(cli("eval", "step_time", "--hardware", "h100-sxm", "--model", "llama-3-70b", *argv, "--json").stdout)
+    assert r.name == d["quantity"] == "step_time_layout" and r.asked == "step_time"
+    assert float(r) == d["value"] and r.unit == d["unit"] == "ms" and r.display == d["display"]
+    # Megatron's two ring all-reduces a layer on 8 H100s (tests/test_layout.py works them out by hand)
+    assert {b["name"] for b in r.breakdown} >= {"tp_comm_time"}
+    html = r._repr_html_()
+    assert html.count("<math") == 2 and "step_time_layout = 7.5 ms" in html
+    even = cb.scenario("h100-sxm", "llama-3-70b", layout="even", **SETS).evaluate("step_time")
+    assert even.name == "step_time" and float(even) < float(r)
+
+
+def test_sweep_compare_audit_plan_are_tables_and_dicts():
+    s = cb.scenario("h100-sxm", "llama-3-70b", **SETS)
+    t = s.sweep("step_time", batch=[1, 8, 64])
+    assert [row["batch"] for row in t] == [1, 8, 64]
+    assert t[0]["step_time_layout"] == pytest.approx(float(s.evaluate("step_time")) / 1e3, rel=1e-12)   # seconds
+    assert t.to_csv().splitlines()[0] == "batch,step_time_layout,feasible"
+    rows = cb.compare(["kv_per_chip"], hardware=["h200"], models=["deepseek-v3"], tp=8, batch=16, context=4096,
+                      kv_format="bf16")
+    # DeepSeek-V3's MLA latent (61 layers x 576 numbers x 2 bytes a token) sits whole on each of the 8 ranks
+    assert rows[0]["values"]["kv_per_chip_layout"]["value"] == pytest.approx(16 * 4096 * 61 * 576 * 2, rel=1e-9)
+    claims = cb.audit()
+    assert len(claims) > 100 and {"id", "verdict"} <= set(claims[0])
+    best = cb.plan("llama-3-70b", min_tokens_per_user=30)["best"]
+    assert best["expected"]["tokens_per_user"] >= 30
+
+
+def test_bad_names_fail_clearly():
+    from chalkboard.errors import InputError
+    with pytest.raises(KeyError, match="unknown quantity"):
+        cb.scenario("h100-sxm", "llama-3-70b").evaluate("nonsense")
+    with pytest.raises(InputError, match="--layout diagonal"):
+        cb.scenario("h100-sxm", "llama-3-70b", layout="diagonal")
+    with pytest.raises(InputError, match="unknown hardware id"):
+        cb.scenario("h999", "llama-3-70b")
