@@ -7,7 +7,7 @@
     r                                 # in Jupyter: the definition, the numbers in it, the result
     s.sweep("step_time", batch=[1, 8, 64]).to_csv()
     cb.compare(["step_time"], hardware=["h100-sxm", "b200"], models=["llama-3-70b"])
-    cb.audit()                        # every claim's verdict, as `audit --json`
+    cb.verdicts()                     # every claim's verdict, as `audit --json`
     cb.plan("llama-3-70b", min_tokens_per_user=30)
 
 Each call reads the project's bundled data files (or ``root=``, a folder holding its own), goes
@@ -149,8 +149,9 @@ def compare(quantities: list[str], hardware: list[str] | None = None, models: li
                             {k: str(v) for k, v in sets.items()}))
 
 
-def audit(claims_file: str = "claims.yaml", root: str | Path | None = None) -> list[dict]:
-    """Every claim of ``claims_file`` with its verdict and evidence, as `audit --json`."""
+def verdicts(claims_file: str = "claims.yaml", root: str | Path | None = None) -> list[dict]:
+    """Every claim of ``claims_file`` with its verdict and evidence, as `audit --json` (named so
+    that it is not the package chalkboard.audit)."""
     from .audit import run_audit
 
     root = Path(root or ROOT)

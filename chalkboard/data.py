@@ -198,8 +198,10 @@ MODEL_FIELDS = {
 # FLOPs set aside (an estimate that leaves them out); no per-hop latency (a bandwidth-only
 # collective time); no fp32 master copy or no gradient buffer kept; ZeRO stage 0 (none) and no
 # sequence parallelism (switches that are 0 or more)
+# inputs that may be 0 where the formula allows it: a pure matmul has no context and no KV cache
 MAY_BE_ZERO = ("shared_experts", "moe_layers", "attention_flops_per_token", "ring_hop_latency",
-               "bytes_per_master_weight", "bytes_per_gradient", "zero_stage", "sequence_parallel")
+               "bytes_per_master_weight", "bytes_per_gradient", "zero_stage", "sequence_parallel",
+               "context", "kv_bytes_per_token")
 HARDWARE_WHOLE_NUMBER_FIELDS = ("launch_year", "dies_per_package", "scaleup_domain")
 SAFE_URL = re.compile(r"^https?://[^\s]+$", re.I)
 WHOLE_NUMBER_FIELDS = ("layers", "d_model", "n_heads", "n_kv_heads", "d_head", "kv_latent_dim", "kv_rope_dim",
@@ -468,12 +470,12 @@ def _check_model(label, m: Entry):
             raise DataError(label, m.id, small, f"exceeds {large}")
 
 
-WORKLOAD_COUNTS = ("batch", "chips", "racks", "context", "pipeline_stages", "micro_batches",
-                   "moe_layers_per_stage")
+# (context is not among them: a measurement's mean context is an average, e.g. 145.6 tokens)
+WORKLOAD_COUNTS = ("batch", "chips", "racks", "pipeline_stages", "micro_batches", "moe_layers_per_stage")
 
 
 def check_counts(overrides) -> None:
-    """InputError if a --set workload count (batch, chips, racks, context, ...) is not a whole number."""
+    """InputError if a --set workload count (batch, chips, racks, ...) is not a whole number."""
     from .errors import InputError
     for name in WORKLOAD_COUNTS:
         v = overrides.get(name)

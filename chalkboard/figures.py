@@ -11,6 +11,7 @@ import numpy as np
 from .drawing import bars, C, featured_batch, legend_below, plt, points_right, shade_unfit, svg, sweep_values, unmeasured_row_labels
 from .evaluate import MissingInput, NotApplicable, Scenario
 from .figures_chapters import lifecycle_compute_vs_tokens, pipelining_by_chip, token_latency_vs_stages
+from .figures_layout import layout_breakdown, plan_frontier
 from .figures_pipeline import memory_vs_stages
 from .figures_prices import cost_vs_context
 
@@ -269,6 +270,16 @@ FIGURES = {
                            "all-to-all, for every chip by launch year, against the layers each stage holds at "
                            "the featured depth", pipelining_by_chip, "pipeline_boundary"),
     "memory_vs_stages": ("Memory per chip vs pipeline stages", memory_vs_stages, "pipeline_memory"),
+    "layout_breakdown": ("Where a laid-out decode step's time goes as the copy is spread wider: compute, the "
+                         "weights and KV cache each chip reads, the tensor-parallel all-reduces and the expert "
+                         "all-to-all, with the step they make (black); left, a dense model over more "
+                         "tensor-parallel chips, right, the featured model over more expert-parallel chips",
+                         layout_breakdown, "layout"),
+    "plan_frontier": ("The lecture's first picture for every chip with a rental price: the cheapest cost per "
+                      "million tokens at each speed per user, over the layouts within the chip's scale-up "
+                      "domain and every batch that fits (plan's search, at the bound: full efficiency; "
+                      "`build.py plan` gives the expected numbers and the cheapest for a target)",
+                      plan_frontier, "layout"),
     "token_latency_vs_stages": ("Time per token vs pipeline stages: one micro-batch's step plus one hop per "
                                 "stage, at the featured hop latency and with each hop only the transfer of one "
                                 "micro-batch's activations", token_latency_vs_stages, "pipeline_latency"),

@@ -183,3 +183,18 @@ def test_negative_bandwidth(tmp_path, cli):
 ])
 def test_bad_cli_input(cli, args, must):
     _one_line_error(cli(*args), *must)
+
+
+def test_a_mean_context_and_a_pure_matmul_are_accepted(cli):
+    # A measurement's mean context (145.6 tokens) is an average, not a count; a pure weight read has no
+    # context and no KV cache. Llama 3 8B on one H100 at batch 1, bf16 (8e9 parameters: the Llama 3
+    # paper's "8B"; 3.35 TB/s: H100 datasheet; 32 layers x 8 KV heads x 128 x 2 (K, V) x 2 bytes a token)
+    base = ("eval", "step_time", "--hardware", "h100-sxm", "--model", "llama-3-8b", "--layout", "even", "--json",
+            "--set", "chips=1", "--set", "batch=1", "--set", "weight_format=bf16", "--set", "kv_format=bf16")
+    weights = 8e9 * 2 / 3.35e12
+    kv = 32 * 8 * 128 * 2 * 2 / 3.35e12
+    for sets, expected in ((("context=145.6",), weights + 145.6 * kv), (("context=0",), weights),
+                           (("kv_bytes_per_token=0", "context=4096"), weights)):
+        r = cli(*base, *[a for s in sets for a in ("--set", s)])
+        assert r.returncode == 0, r.stderr
+        assert json.loads(r.stdout)["value"] * 1e-3 == pytest.approx(expected, rel=1e-6), sets

@@ -1,0 +1,119 @@
+"""The figures of the layout section: where a laid-out step's time goes as tensor or expert
+parallelism grows, and the frontier of cost per token against each user's speed over every chip
+(the lecture's first picture, turned into `plan`'s question). Each returns SVG text."""
+from __future__ import annotations
+
+import numpy as np
+
+from .drawing import C, legend_below, plt, svg
+from .errors import InputError, MissingInput
+from .evaluate import Scenario
+
+DENSE_REFERENCE = "llama-3-70b"   # the dense model beside the featured one (as the report's summary)
+DENSE_BATCH = "64"                # sequences: a batch every chip's HBM holds for it at a few thousand tokens
+TERMS = (("compute_time_layout", "compute", "compute"), ("weight_fetch_time_layout", "weights", "weights"),
+         ("kv_fetch_time_layout", "KV", "kv"), ("tp_comm_time", "TP all-reduce", "comm"),
+         ("ep_comm_time", "EP all-to-all", "out"))
+
+
+def _divisors_up_to(n: int, most: int) -> list[int]:
+    return [d for d in range(1, most + 1) if n % d == 0]
+
+
+def _panel(ax, rows: list[tuple[str, Scenario]], title: str) -> None:
+    y = np.arange(len(rows))
+    h = 0.8 / len(TERMS)
+    for i, (name, label, color) in enumerate(TERMS):
+        vals = []
+        for _, sc in rows:
+            try:
+                vals.append(sc.value(name).to("ms").magnitude)
+            except MissingInput:
+                vals.append(0.0)
+        ax.barh(y + (i - (len(TERMS) - 1) / 2) * h, vals, height=h, color=C[color], label=label)
+    for j, (_, sc) in enumerate(rows):
+        try:
+            step = sc.value("step_time_layout").to("ms").magnitude
+        except MissingInput:
+            continue
+        ax.plot([step, step], [j - 0.45, j + 0.45], color="#111", lw=1.4)
+    ax.set_yticks(y, [label + ("" if sc.fit_layout() is None else " †") for label, sc in rows])
+    ax.set_xlabel("time per decode step (ms); black: the step")
+    ax.set_title(title, fontsize=8)
+
+
+def layout_breakdown(data, hw, model, overrides=None) -> str:
+    """Left: a dense model's step as the tensor-parallel degree grows on the chip's scale-up domain
+    (the reads shrink, the all-reduces grow); right: the featured model's as the expert-parallel
+    degree grows (attention data-parallel over the same chips)."""
+    overrides = dict(overrides or {})
+    base = Scenario(data, hw, model, overrides)
+    domain = int(base.mag("chips"))
+    panels = []
+    dense_sets = {**{k: v for k, v in overrides.items() if k != "batch"}, "batch": DENSE_BATCH}
+    try:
+        heads = int(Scenario(data, hw, DENSE_REFERENCE, dense_sets).mag("n_heads"))
+        rows = [(f"tp {t}", Scenario(data, hw, DENSE_REFERENCE, {**dense_sets, "tp": str(t), "dp_attention": "1",
+                                                                  "chips": str(t)}))
+                for t in _divisors_up_to(heads, domain) if t > 1]
+        panels.append((rows, f"{DENSE_REFERENCE}, batch {DENSE_BATCH}"))
+    except (KeyError, InputError, MissingInput):
+        pass
+    if not base.is_dense:
+        experts = int(base.mag("experts"))
+        sizes = [n for n in (8, 16, 32, 64, 128, 256) if n <= domain and experts % n == 0]
+        rows = [(f"ep {n}", Scenario(data, hw, model, {**overrides, "ep": str(n), "tp": "1",
+                                                       "dp_attention": str(n), "chips": str(n)}))
+                for n in sizes]
+        panels.append((rows, f"{model}, batch {base.mag('batch'):,.0f}"))
+    panels = [p for p in panels if p[0]]
+    if not panels:
+        raise MissingInput("no layout to draw")
+    fig, axes = plt.subplots(1, len(panels), figsize=(7.0 if len(panels) > 1 else 4.2, 3.4), squeeze=False)
+    for ax, (rows, title) in zip(axes[0], panels):
+        _panel(ax, rows, title)
+    axes[0][0].legend(fontsize=7, loc="upper center", bbox_to_anchor=(1.1 if len(panels) > 1 else 0.5, -0.26),
+                      ncol=5, frameon=False)   # below both panels, clear of the axis labels
+    fig.suptitle(f"Where a laid-out step's time goes on {hw} († does not fit)", fontsize=9)
+    return svg(fig)
+
+
+def plan_frontier(data, hw, model, overrides=None) -> str:
+    """Cost per million tokens against tokens per second per user: for each chip with a rental
+    price, the frontier over its layouts, batches and the model's weight format (`plan`'s search,
+    judged at the bound: full efficiency); the featured chip drawn heavier."""
+    from .planner import Targets, answer, plan
+
+    overrides = dict(overrides or {})
+    context = float(Scenario(data, hw, model, overrides).mag("context"))
+    chips = [h for h, e in data.hardware.items() if e.get("rental_price") is not None]
+    found = plan(data, model, chips, Targets(context, 1.0, by="bound"), None, None,
+                 {k: v for k, v in overrides.items() if k not in ("batch", "context")})
+    fits = found.columns["hbm_fill_layout"] <= 1
+    fig, ax = plt.subplots(figsize=(6.4, 3.6))
+    colors = plt.get_cmap("tab10")
+    drawn = 0
+    for i, chip in enumerate(chips):
+        idx = answer.frontier(found, fits & (found.columns["hardware"] == chip))
+        if not idx:
+            continue
+        speed = found.columns["user_speed_layout"][idx]
+        cost = found.columns["cost_per_token_layout"][idx]
+        heavy = chip == hw
+        ax.plot(speed, cost, color="#111" if heavy else colors(i % 10), lw=2.2 if heavy else 1.1,
+                marker="." if len(idx) < 4 else None, label=chip)
+        drawn += 1
+    if not drawn:
+        raise MissingInput("no priced chip fits the model")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    import matplotlib.ticker as mt   # speeds as plain numbers: 10, 20, 50, ... (the range is about a decade)
+
+    ax.xaxis.set_major_locator(mt.FixedLocator([v * 10.0 ** e for e in range(-1, 5) for v in (1, 2, 5)]))
+    ax.xaxis.set_major_formatter(mt.FuncFormatter(lambda x, _: f"{x:g}"))
+    ax.xaxis.set_minor_formatter(mt.NullFormatter())
+    ax.set_xlabel("tokens per second per user (one sequence)")
+    ax.set_ylabel("USD per million tokens")
+    ax.set_title(f"The cheapest way to each speed: {model}, context {context:,.0f}, at the bound", fontsize=9)
+    legend_below(ax, ncol=5)
+    return svg(fig)
