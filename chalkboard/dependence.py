@@ -69,6 +69,7 @@ def _fields_to_inputs(_declared: int) -> dict[str, str]:
             if q.field and not q.field.startswith("<") and q.field != q.name}
 
 
+LAYOUT_INPUTS = {"tp", "dp_attention", "ep", "pp"}   # a quantity reading one is of a laid-out set-up
 TRAINING_CHAPTERS = ("training", "crypto")  # training runs: not judged by the serving fit
 PIPELINE_CHAPTERS = ("pipeline", "memory")  # pipelined set-ups: judged by the pipelined fit
 MEASURED_SECTIONS = ("measured_serving",)   # a measured system's efficiency and cost: it ran, so no fit is judged
@@ -86,7 +87,8 @@ def setup_dependence(name: str) -> str | None:
     if chapter in TRAINING_CHAPTERS or q.section in MEASURED_SECTIONS:
         return None
     leaves = {q.name for q in REGISTRY.leaves(name)}
-    if q.section == "layout" or any(REGISTRY[d].section == "layout" for d in _derived_below(name)):
+    if q.section == "layout" or leaves & LAYOUT_INPUTS or any(REGISTRY[d].section == "layout"
+                                                               for d in _derived_below(name)):
         # a set-up laid out by tp, dp_attention, ep, pp: judged by its own fit
         return "layout" if "batch" in leaves else "layout1"
     if chapter in PIPELINE_CHAPTERS and leaves & {"batch", "chips"}:

@@ -17,7 +17,10 @@ prefill's time (queueing apart).
 """
 import sympy as sp
 
-from .inputs import R, B, S, F, W, E, k, tau, delta, beta_w, a_attn
+from .inputs import R, B, S, F, W, W_up, E, k, tau, delta, beta_w, a_attn, c_F, n_layers, n_moe
+from .layout import dp, ep, pp, tp
+from .moe_rack import a2a_tok, c_a2a
+from .textbook import alpha, b_tp, c_1, c_AR, c_tp
 from .prices import n_pass, t_pass_c
 from .roofline import N_always, N_routed
 from .textbook import fwd_params
@@ -68,3 +71,35 @@ t_pre = R.derived(
     "prompt's KV is written, not read)", "t", "pre")
 R.derived("time_to_first_token", t_pre, "s",
           "time to the first token: the prefill, whose last position gives it (queueing apart)", "t", "TTFT")
+
+# -- under a layout (layout.py): one chip of one stage ------------------------------------------
+# The prompt's tokens go through the chip's share of the weights as a decode step's do, each a
+# pass_tokens times over: the compute and the collectives grow with the prompt, the weight reads
+# do not (an expert any of the B·pass_tokens tokens touches is read once).
+t_c_l = R.derived(
+    "prefill_compute_time_layout",
+    (B / dp * (c_F * n_pass * N_always + att) / tp + c_F * n_pass * B * k / E * N_routed / ep) / (pp * F * c_1), "s",
+    "compute of one chip in one stage during a prefill: its group's prompts through its share of the attention "
+    "and dense layers (with the causal attention), and the prompt tokens routed to its experts", "t", "compute,pre,layout")
+t_w_l = R.derived(
+    "prefill_weight_fetch_time_layout",
+    (N_always / tp + sp.Max(E * f_pre / ep, 1) * N_routed / E) * beta_w / (pp * W * c_1), "s",
+    "time for one chip of one stage to read its share of the always-read weights and the experts it holds "
+    "that the prompts' tokens touch", "t", "weights,pre,layout")
+t_tp_l = R.derived(
+    "prefill_tp_comm_time",
+    n_layers / pp * c_AR * (tp - 1) * (c_tp * tau * alpha + B / dp * n_pass * b_tp / (tp * W_up * c_1)), "s",
+    "tensor-parallel all-reduces of one stage during a prefill: two a layer over every prompt token's "
+    "residual vector (the decode step's, pass_tokens times the bytes)", "t", "TP,pre")
+t_ep_l = R.derived(
+    "prefill_ep_comm_time",
+    n_moe / pp * (c_a2a * tau * alpha + B * n_pass * R.expand(a2a_tok) / (ep * W_up * c_1)), "s",
+    "expert dispatch and combine of one stage during a prefill: every prompt token sent to its experts and back",
+    "t", "EP,pre")
+t_pre_l = R.derived(
+    "prefill_time_layout", pp * (sp.Max(t_c_l, t_w_l) + t_tp_l + t_ep_l), "s",
+    "prefill under the layout: in each stage compute and weight reads overlapped, then the all-reduces and the "
+    "all-to-all, stage after stage", "t", "pre,layout")
+R.derived("time_to_first_token_layout", t_pre_l, "s",
+          "time to the first token under the layout: the prefill, whose last position gives it (queueing apart)",
+          "t", "TTFT,layout")

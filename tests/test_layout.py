@@ -195,3 +195,20 @@ def test_sweeping_a_layout_degree_chooses_the_layout_at_each_point(cli):
     allreduces = 80 * 2 * (2 * 7 * HOP + 2 * (7 / 8) * 8192 * 2 / NVLINK)
     assert pts[8]["step_time_layout"] == pytest.approx((70e9 * 2 + 2048 * LLAMA70_KV) / 8 / H100_W + allreduces,
                                                        rel=1e-9)
+
+
+def test_a_prefill_under_tensor_parallelism_adds_its_all_reduces(data):
+    # One 2,048-token prompt of Llama 3 70B over 8 H100s (tp 8), bf16: every prompt token through 1/8 of
+    # the 70e9 weights at 2 FLOP each, plus the causal attention, half the 2048² (query, key) pairs at
+    # 4 · 80 layers · 64 heads · 128 FLOP a pair (Kaplan et al. 2020, Table 1), on 989.5 TFLOP/s dense
+    # bf16 each (H100 datasheet); then Megatron's two all-reduces a layer, now of 2,048 residual vectors.
+    sc = _sc(data, "h100-sxm", "llama-3-70b", "tp=8", "batch=1", "pass_tokens=2048", "weight_format=bf16")
+    attention = 0.5 * 2048 ** 2 * 4 * 80 * 64 * 128
+    compute = (2 * 70e9 * 2048 + attention) / 8 / 989.5e12
+    reads = 70e9 * 2 / 8 / H100_W
+    allreduces = 80 * 2 * 7 * (2 * HOP + 2048 * 2 * 8192 * 2 / (8 * NVLINK))
+    assert compute > reads   # a prompt this long is compute-bound
+    assert sc.mag("prefill_tp_comm_time", "s") == pytest.approx(allreduces, rel=1e-9)
+    assert sc.mag("time_to_first_token_layout", "s") == pytest.approx(compute + allreduces, rel=1e-9)
+    # the even spread has the same compute and no all-reduces
+    assert sc.mag("time_to_first_token", "s") == pytest.approx(compute, rel=1e-9)

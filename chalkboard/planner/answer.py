@@ -150,7 +150,7 @@ def text(s: Search, data_args: str = "") -> str:
         lines.append(f"cheapest: {b['hardware']}, weights {b['weight_format']}, {_layout(b)} chips, batch "
                      f"{b['batch']:,}: {sig(b[by]['tokens_per_user'])} token/s per user, "
                      f"{sig(b[by]['cost_per_mtoken'])} USD/Mtoken, step {sig(b[by]['step_time_ms'])} ms, "
-                     f"first token {sig(b['ttft_s'])} s, {b['hbm_fill']:.0%} of HBM")
+                     f"first token {sig(b['ttft_s'])} s (its bound), {b['hbm_fill']:.0%} of HBM")
         other = "bound" if by == "expected" else "expected"
         if b[other]["cost_per_mtoken"] is not None:
             lines.append(f"  ({other}: {sig(b[other]['tokens_per_user'])} token/s per user, "

@@ -20,8 +20,8 @@ BATCHES = np.unique(np.round(2.0 ** (np.arange(0, 16 * 8 + 1) / 8)))
 LEFT_OUT = (
     "copies larger than one scale-up domain (tensor or expert parallelism over the scale-out network) and "
     "pipeline stages (pp = 1): their traffic crosses the scale-out network, which not every chip publishes",
-    "prefill under a layout: the time to first token is one prompt's prefill spread evenly over the "
-    "layout's chips (time_to_first_token), queueing apart",
+    "queueing: the time to first token is one prompt's prefill alone on the layout "
+    "(time_to_first_token_layout), as if no other prompt or step waited",
     "weight formats other than those given with --formats (default: the model's own)",
 )
 # (quantity, unit shown) read for every candidate; the expected ones after the efficiencies are known
@@ -30,7 +30,7 @@ BOUND = {"step_time_layout": "ms", "user_speed_layout": "token/s/sequence", "hbm
          "kv_fetch_time": "s"}
 EXPECTED = {"step_time_expected_layout": "ms", "user_speed_expected_layout": "token/s/sequence",
             "cost_per_token_expected_layout": "USD/Mtoken"}
-TTFT = "time_to_first_token"
+TTFT = "time_to_first_token_layout"
 
 
 @dataclass
