@@ -198,3 +198,23 @@ def test_a_mean_context_and_a_pure_matmul_are_accepted(cli):
         r = cli(*base, *[a for s in sets for a in ("--set", s)])
         assert r.returncode == 0, r.stderr
         assert json.loads(r.stdout)["value"] * 1e-3 == pytest.approx(expected, rel=1e-6), sets
+
+
+def test_list_short_is_one_line_an_entry(cli):
+    import yaml
+    chips = yaml.safe_load((ROOT / "hardware.yaml").read_text())["hardware"]
+    lines = cli("list", "hardware", "--short").stdout.splitlines()
+    assert len(lines) == len(chips)
+    h100 = next(ln for ln in lines if ln.startswith("h100-sxm "))
+    assert "flops_bf16 989.5 TFLOP/s" in h100 and "hbm_bandwidth 3.35 TB/s" in h100   # the datasheet's dense bf16
+
+
+def test_audit_filters_keep_only_what_matches(cli):
+    every = json.loads(cli("audit", "--json").stdout)
+    fails = json.loads(cli("audit", "--json", "--verdict", "fails").stdout)
+    assert fails and len(fails) < len(every) and {c["verdict"] for c in fails} == {"does not hold"}
+    assert {c["id"] for c in fails} == {c["id"] for c in every if c["verdict"] == "does not hold"}
+    moe = json.loads(cli("audit", "--json", "--chapter", "moe", "--kind", "derived").stdout)
+    assert moe and all(c["chapter"] == "moe" and c["kind"] == "derived" for c in moe)
+    text = cli("audit", "--grep", "lower bound on latency").stdout
+    assert text.startswith("chalkboard audit: 1 claim\n") and "latency-lower-bound-read-all-weights" in text

@@ -91,7 +91,7 @@ def test_compare_flags_what_does_not_fit(cli):
     (("eval", "step_time", "--sweep", "batch"), "NAME=SPEC"),
     (("eval", "step_time", "--sweep", "step_time=1:3"), "not an input"),
     (("eval", "step_time", "--sweep", "batch=1:x"), "start:stop"),
-    (("eval", "step_time", "throughput"), "one quantity"),
+    (("eval", "step_time", "throughput", "--csv"), "--csv goes with --sweep"),
     (("compare", "nope", "--hardware", "h100-sxm"), "unknown quantity"),
     (("compare", "step_time", "--hardware", "nope"), "unknown hardware"),
 ])
@@ -122,3 +122,14 @@ def test_csv_written_column_by_column_equals_one_record_per_point():
     recs = sw.sweep_records(no_fill, ["cost"])
     assert "".join(sw.sweep_csv(no_fill, ["cost"])) == sw.as_csv(
         [list(recs[0])] + [["" if v is None else v for v in r.values()] for r in recs])
+
+
+def test_eval_of_several_quantities_is_each_one(cli):
+    sets = ("--hardware", "h100-sxm", "--model", "llama-3-70b", "--set", "batch=8", "--json")
+    both = json.loads(cli("eval", "step_time", "throughput", *sets).stdout)
+    one = [json.loads(cli("eval", q, *sets).stdout) for q in ("step_time", "throughput")]
+    assert [d["quantity"] for d in both] == ["step_time_layout", "throughput_layout"]
+    assert [d["value"] for d in both] == [d["value"] for d in one]
+    # throughput is the batch over the step: 8 sequences x 1 token / step
+    assert both[1]["value"] == pytest.approx(8 / (both[0]["value"] * 1e-3), rel=1e-12)
+

@@ -77,6 +77,18 @@ class Claim:
     def claimed_text(self):
         return "; ".join(p.claimed_text for p in self.parts)
 
+    @property
+    def chapter(self) -> str | None:
+        """The lecture chapter of what the claim is judged on: the section of its quantity, or of the
+        first derived quantity its expression or identity names (None for a sourced or qualitative one)."""
+        exprs = [p.expr for p in self.parts] + [e for _, lhs, rhs in self.checks for e in (lhs, rhs)]
+        for e in exprs:
+            for s in sorted(getattr(e, "free_symbols", ()), key=str):
+                q = REGISTRY.by_symbol.get(s)
+                if q is not None and q.section:
+                    return REGISTRY.sections[q.section].chapter
+        return None
+
 
 def _locals():
     return {name: q.sym for name, q in REGISTRY.quantities.items()}

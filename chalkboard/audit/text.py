@@ -41,7 +41,7 @@ class Audit:
             if parent is not None and parent.verdict == FAILS:
                 continue
             out.append({"id": v.claim.id, "kind": v.claim.kind, "miss": v.miss,
-                        "inherited_by": [i for i in v.inherited_by if by_id[i].verdict == FAILS]})
+                        "inherited_by": [i for i in v.inherited_by if i in by_id and by_id[i].verdict == FAILS]})
         return out
 
     def headline(self) -> str:
@@ -52,6 +52,17 @@ class Audit:
         return (f"{n} derived verdicts (tested against hardware and model data): {d[HOLDS]} hold, "
                 f"{d[ROUGHLY]} hold roughly, {d[FAILS]} do not hold; {len(errs)} distinct lecture errors "
                 f"over all kinds" + (f" ({inherited} further claims inherit one)" if inherited else ""))
+
+    def only(self, verdict: str | None = None, kind: str | None = None, chapter: str | None = None,
+             text: str | None = None) -> "Audit":
+        """The audit of the claims that match every filter given (a verdict, a kind, a lecture chapter,
+        words in the id or the quote)."""
+        def keep(v):
+            c = v.claim
+            return ((verdict is None or v.verdict == verdict) and (kind is None or c.kind == kind)
+                    and (chapter is None or c.chapter == chapter)
+                    and (text is None or text.lower() in f"{c.id} {c.quote} {c.claim}".lower()))
+        return Audit([v for v in self.verdicts if keep(v)])
 
     def as_json(self) -> list[dict]:
         out = []
@@ -69,7 +80,7 @@ class Audit:
                     claimed.append(d)
                 claimed = claimed[0] if len(claimed) == 1 else claimed
             out.append({
-                "id": c.id, "where": c.where, "kind": c.kind, "quote": c.quote, "claim": c.claim,
+                "id": c.id, "where": c.where, "chapter": c.chapter, "kind": c.kind, "quote": c.quote, "claim": c.claim,
                 "quantity": c.quantity, "claimed": claimed, "computed": v.computed, "verdict": v.verdict,
                 "miss": v.miss or None, "band": v.band or None, "scope": v.scope or None,
                 "values": v.values, "inputs": v.inputs, "flips_if": v.flips_if, "sensitivity": v.sensitivity,
@@ -80,7 +91,8 @@ class Audit:
         return out
 
     def as_text(self) -> str:
-        lines = [f"chalkboard audit: {len(self.verdicts)} claims"]
+        n = len(self.verdicts)
+        lines = [f"chalkboard audit: {n} claim{'' if n == 1 else 's'}"]
         w = max(len(k) for k in KINDS)
         lines.append(f"  {'kind':<{w}}  " + "  ".join(f"{k:>13}" for k in VERDICTS))
         for kind, row in self.counts_by_kind():

@@ -23,34 +23,40 @@ def cmd_eval(args) -> int:
         return _eval_choice(args)
     if args.sweep:
         return _eval_sweep(args)
-    if len(args.quantity) > 1:
-        raise UserError("give one quantity (several can be evaluated together with --sweep, or with `compare`)")
     if args.csv:
-        raise UserError("--csv goes with --sweep (one number prints as text or --json)")
-    asked = args.quantity[0]
-    args.quantity = layouts.resolve(asked, args.layout)
+        raise UserError("--csv goes with --sweep (numbers print as text or --json)")
     data = load(args)
     sc = Scenario(data, args.hardware, args.model, parse_sets(args.set))
     check_counts(sc.overrides)
     if (ROOT / "measurements.yaml").exists():   # the evidence for expected efficiencies, read if asked
         from chalkboard.validation import evidence
         sc.evidence = evidence(ROOT, data)
-    d = describe_as_asked(sc, asked, args.layout)
+    answers = [describe_as_asked(sc, asked, args.layout) for asked in args.quantity]
     unused = unused_overrides(sc)
     if unused:
-        d["unused_overrides"] = unused
-        print(f"note: --set {', '.join(unused)} not used by {args.quantity} "
+        for d in answers:
+            d["unused_overrides"] = unused
+        print(f"note: --set {', '.join(unused)} not used by {', '.join(d['quantity'] for d in answers)} "
               f"(computing in {sc.compute_format})", file=sys.stderr)
     if args.json:
-        print(json.dumps(d, indent=2, ensure_ascii=False))
+        print(json.dumps(answers[0] if len(answers) == 1 else answers, indent=2, ensure_ascii=False))
         return 0
+    for n, d in enumerate(answers):
+        if n:
+            print()
+        _print_one(d, sc, layouts)
+    return 0
+
+
+def _print_one(d: dict, sc, layouts) -> None:
+    """One evaluated quantity as text: the value, the set-up, the fit, the formula and its inputs."""
     print(f"{d['quantity']} = {d['display']}   ({d['meaning']})")
     print(f"  on {d['hardware']} x {d['model']}; {sc.formats_text()}")
     if d["layout"]:
         print(f"  layout     : {layouts.text(d['layout'])}")
     if "asked" in d:
         e = d["even_spread"]
-        print(f"  asked      : {asked}, answered under the deployed layout; the lecture's even spread "
+        print(f"  asked      : {d['asked']}, answered under the deployed layout; the lecture's even spread "
               f"over {sc.mag('chips'):g} chips (--layout even): {e.get('display') or e['not_applicable']}")
     fit = {True: "yes", False: "NO", None: "n/a"}[d["feasible"]]
     print(f"  feasible   : {fit} ({d['feasibility']})")
@@ -64,7 +70,6 @@ def cmd_eval(args) -> int:
     w = max(len(i["name"]) for i in d["inputs"]) if d["inputs"] else 0
     for i in d["inputs"]:
         print(f"    {i['name']:<{w}} = {i['display']:<22} {i['source']}")
-    return 0
 
 
 def _eval_choice(args) -> int:

@@ -145,11 +145,19 @@ def make_parser() -> argparse.ArgumentParser:
     ls = sub.add_parser("list", parents=[common], help="list quantities, hardware or models")
     ls.add_argument("what", nargs="?", default="quantities", choices=["quantities", "hardware", "models"])
     ls.add_argument("--json", action="store_true", help="print JSON")
+    ls.add_argument("--short", action="store_true", help="one line per chip or model: its headline figures")
     ls.set_defaults(command="list")
 
     a = sub.add_parser("audit", parents=[common], help="audit the lecture's claims")
     a.add_argument("--claims-file", default="claims.yaml", help="claims to audit (default: %(default)s)")
     a.add_argument("--json", action="store_true", help="print a JSON list of claims")
+    a.add_argument("--verdict", choices=("holds", "roughly", "fails", "not-judged"),
+                   help="only the claims with this verdict (fails: does not hold)")
+    a.add_argument("--kind", choices=("derived", "arithmetic", "identity", "input", "sourced", "qualitative"),
+                   help="only the claims of this kind")
+    a.add_argument("--chapter", choices=("batch", "moe", "pipeline", "memory", "training", "prices", "crypto"),
+                   help="only the claims judged on a quantity of this lecture chapter")
+    a.add_argument("--grep", metavar="WORDS", help="only the claims whose id, quote or claim contains WORDS")
     a.set_defaults(command="audit")
 
     v = sub.add_parser("validate", parents=[common],

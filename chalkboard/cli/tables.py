@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import sys
 import time
 
 from .common import ROOT, load
@@ -67,6 +68,12 @@ def cmd_list(args) -> int:
     if args.json:
         print(json.dumps(rows, indent=2, ensure_ascii=False))
         return 0
+    if args.short:
+        for eid, fields in rows.items():
+            shown = [f"{k} {v['text']}" for k, v in fields.items() if k in SHORT_FIELDS and isinstance(v, dict)
+                     and "text" in v]
+            print(f"{eid:<16} {fields['name']['value']:<36} " + ", ".join(shown))
+        return 0
     for eid, fields in rows.items():
         name = fields.pop("name")
         print(f"{eid}  {name['value']}")
@@ -78,13 +85,24 @@ def cmd_list(args) -> int:
     return 0
 
 
+# what `list hardware --short` and `list models --short` show of each entry
+SHORT_FIELDS = ("flops_bf16", "flops_fp8", "hbm_capacity", "hbm_bandwidth", "rental_price", "params_total",
+                "params_active", "layers", "d_model")
+
+
 def cmd_audit(args) -> int:
-    from chalkboard.audit import run_audit
+    from chalkboard.audit import FAILS, HOLDS, ND, ROUGHLY, run_audit
     from chalkboard.data import read_yaml
 
     data = load(args)
     read_yaml(ROOT / args.claims_file, args.claims_file)  # encoding, size, nesting, aliases: one line each
     audit = run_audit(data, ROOT / args.claims_file, args.claims_file)
+    verdict = {"holds": HOLDS, "roughly": ROUGHLY, "fails": FAILS, "not-judged": ND}.get(args.verdict)
+    if verdict or args.kind or args.chapter or args.grep:
+        audit = audit.only(verdict, args.kind, args.chapter, args.grep)
+        if not audit.verdicts:
+            print("chalkboard audit: no claim matches", file=sys.stderr)
+            return 0
     if args.json:
         print(json.dumps(audit.as_json(), indent=2, ensure_ascii=False))
         return 0
