@@ -22,14 +22,14 @@ stages, activations under tensor and sequence parallelism, and both bubble conve
 import sympy as sp
 
 from . import rules
-from .inputs import R, L, N_total, N_active, n_layers, d_model, n_heads, a_attn, delta
+from .inputs import R, F as F_train, L, S, N_total, N_active, n_layers, d_model, n_heads, a_attn, delta
 from .pipeline import P, m
 from .prefill import c_causal
 from .reversible import beta_a, c_train_re, n_re
 from .textbook import W_l, c_1, c_AR
 from .textbook_training import (C_tok, D_b, L_1, a_ck, b_opt, beta_g, beta_mask, beta_p, n_msk, n_msk_s,
                                 n_num, n_num_s)
-from .training import c_F, c_train
+from .training import D_pre, c_F, c_train
 
 R.section(
     "training_layout", "How is a training run laid out, and what does each choice cost?",
@@ -147,3 +147,28 @@ R.derived("training_bubble_ratio", (P - 1) / m, "",
           "pipeline bubble time over the ideal step time (the Megatron papers' convention)", "b", "PP")
 R.derived("training_bubble_ratio_interleaved", (P - 1) / (v * m), "",
           "bubble time over ideal time with v model chunks per chip (interleaved 1F1B)", "b", "PP,v")
+
+# -- the recompute setting, and a run's time at the FLOP/s it achieved ------------------------------
+# Narayanan et al. 2021 (Megatron-LM, sec. 5.1, eq. 4) time a run as 8·T·P/(n·X): T tokens, P
+# parameters, n GPUs each achieving X FLOP/s of hardware work, recomputation included (8 = 6 + 2, the
+# forward pass re-run). The model FLOPs are 6·T·P whatever the recompute setting: MFU counts those,
+# HFU the ones executed.
+r_set = R.workload("recompute", "", "activation recomputation of the training run: 0 none or selective "
+                   "(attention's cheap parts only: no weight FLOPs), 1 full (the forward pass re-run in the "
+                   "backward)", "r", "re", default="0",
+                   source="none unless given; Korthikanti et al. 2022, sec. 5: selective recomputation adds "
+                          "2.7% of the FLOPs at 175B, full adds a forward pass")
+c_hw = R.derived("train_hardware_flop_per_param_token", c_train + r_set * c_F, "FLOP/parameter/token",
+                 "FLOP per parameter per training token the chips execute: 6, and 2 more with full "
+                 "recomputation", "c", "hw")
+X = R.workload("achieved_train_flops", "FLOP/s/chip", "hardware FLOP/s each chip achieved in training, "
+               "recomputation included (Megatron-LM's X): a measurement, given with --set", "X", "train")
+R.derived("training_time_achieved", c_hw * N_active * D_pre / (S * X), "day",
+          "wall-clock pre-training time at an achieved hardware FLOP/s per chip: Megatron-LM's 8·T·P/(n·X) "
+          "with full recomputation, 6·T·P/(n·X) without", "t", "X",
+          note="Narayanan et al. 2021, sec. 5.1, eq. 4")
+R.derived("training_hfu_achieved", X / F_train, "",
+          "hardware FLOP utilisation of the run: achieved over peak FLOP/s", "HFU", "X")
+R.derived("training_mfu_achieved", X * c_train / (c_hw * F_train), "",
+          "model FLOP utilisation of the run: the model's 6 FLOP per parameter per token, at the achieved "
+          "rate, over peak FLOP/s (below the HFU by the recomputation)", "MFU", "X")

@@ -12,6 +12,8 @@
   iteration with recomputation (V = 51200 for GPT-3); sec. 2.2: bubble time over ideal time
   (p − 1)/m, and (p − 1)/(v·m) interleaved.
 """
+import json
+
 import pytest
 
 from chalkboard.evaluate import Scenario
@@ -93,3 +95,30 @@ def test_both_bubble_conventions(data):
 def test_a_zero_stage_past_3_is_one_line(cli):
     r = cli("eval", "train_state_per_chip_zero", "--set", "zero_stage=4")
     assert r.returncode == 2 and "Traceback" not in r.stderr and "at most 3" in r.stderr
+
+
+@pytest.mark.parametrize("params, tokens, gpus, tflops, days", [
+    (175e9, 300e9, 1024, 140, 34),    # GPT-3 175B: "34 days"
+    (1e12, 450e9, 3072, 163, 84),     # the 1T model: "84 days"
+])
+def test_megatron_training_time_formula(cli, params, tokens, gpus, tflops, days):
+    # Narayanan et al. 2021 (Megatron-LM on GPU clusters), sec. 5.1, eq. 4: 8·T·P/(n·X), full
+    # recomputation, X the achieved FLOP/s per A100; only the paper's stated inputs are given
+    r = cli("eval", "training_time_achieved", "--model", "custom", "--hardware", "a100-80gb", "--json",
+            "--set", f"params_active={params}", "--set", f"pretrain_tokens={tokens}", "--set", f"chips={gpus}",
+            "--set", f"achieved_train_flops={tflops} TFLOP/s", "--set", "recompute=1")
+    assert r.returncode == 0, r.stderr
+    d = json.loads(r.stdout)
+    assert d["unit"] == "day" and d["value"] == pytest.approx(8 * tokens * params / (gpus * tflops * 1e12) / 86400)
+    assert round(d["value"]) == days or abs(d["value"] - days) < 1
+
+
+def test_mfu_is_below_hfu_by_the_recomputation(data):
+    from chalkboard.evaluate import Scenario
+    # 140 TFLOP/s on an A100's 312 TFLOP/s dense bf16 (datasheet): HFU 44.9%; with full
+    # recomputation 6 of every 8 FLOPs are the model's, so MFU is 3/4 of it
+    sc = Scenario(data, "a100-80gb", "llama-3-70b", {"achieved_train_flops": "140 TFLOP/s", "recompute": "1"})
+    assert sc.mag("training_hfu_achieved", "") == pytest.approx(140 / 312)
+    assert sc.mag("training_mfu_achieved", "") == pytest.approx(140 / 312 * 6 / 8)
+    sc = Scenario(data, "a100-80gb", "llama-3-70b", {"achieved_train_flops": "140 TFLOP/s"})
+    assert sc.mag("training_mfu_achieved", "") == pytest.approx(sc.mag("training_hfu_achieved", ""))
