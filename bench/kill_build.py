@@ -49,7 +49,7 @@ def build(out: Path, *extra: str) -> None:
 
 def arm(kill_at: int, log) -> None:
     """In a child: count filesystem steps, SIGKILL just before step number ``kill_at``."""
-    import chalkboard.build as cb
+    import chalkboard.staging as staging
 
     count = [0]
 
@@ -70,7 +70,7 @@ def arm(kill_at: int, log) -> None:
 
     for attr in ("mkdir", "rmdir", "unlink", "rename", "replace", "chmod", "fsync"):
         wrap(os, attr)
-    wrap(cb, "_exchange", "exchange")
+    wrap(staging, "_exchange", "exchange")
     wrap(builtins, "open", "open", writes=lambda f, mode="r", *a, **k: any(c in mode for c in "wxa+"))
 
 
@@ -90,9 +90,9 @@ def main() -> int:
     spec = importlib.util.spec_from_file_location("chalkboard_cli", ROOT / "build.py")
     cli = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(cli)
-    import chalkboard.build as cb
+    from chalkboard.staging import Staging
 
-    orig_enter = cb.Staging.__enter__
+    orig_enter = Staging.__enter__
     rows, failures = [], []
 
     def forking_enter(self):
@@ -141,7 +141,7 @@ def main() -> int:
         sys.stdout.flush()
         os._exit(1 if failures else 0)
 
-    cb.Staging.__enter__ = forking_enter
+    Staging.__enter__ = forking_enter
     status = cli.main(["build", "--force", "--out", str(out)])
     sys.stdout.flush()
     os._exit(status)  # only a child that finished its build gets here

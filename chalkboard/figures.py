@@ -324,7 +324,7 @@ def draw_all(data, hw, model, overrides=None, refs=None, only=None) -> dict[str,
 
 # The figures that draw one row per chip: their work grows with the chips, the others' does not.
 # Measured: such a figure costs about as much as another figure per this many chips.
-PER_CHIP = ("hardware_by_year", "pipelining_by_chip")
+PER_CHIP = ("hardware_by_year", "pipelining_by_chip", "plan_frontier")
 CHIPS_PER_FIGURE = 16
 
 
