@@ -13,8 +13,9 @@ its verdict tested:
 
 Judging rules. "About X" holds within a factor (×/÷ tolerance, 1.3 unless the claim says
 otherwise) and holds roughly within a wider factor (the band, ×/÷ 2 by default), so no band
-ever reaches 0. A bound ("> X", "< X") holds on the claimed side only; otherwise it does not
-hold, by the stated percentage. A claim over several chips (a rule of thumb) holds when the
+ever reaches 0. A bound ("> X", "< X") holds on the claimed side, holds roughly when it misses by no
+more than the tolerance (the band does not widen it), and otherwise does not hold, by the stated
+percentage. A claim over several chips (a rule of thumb) holds when the
 median is within the tolerance and at least two thirds of the distinct chips in its scope
 are too; holds roughly when the median is but fewer chips are, or when the median is only
 within the band; does not hold when the median is outside the band.

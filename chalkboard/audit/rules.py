@@ -41,12 +41,18 @@ def judge(value: float, low: float, high: float, tolerance: float = DEFAULT_TOLE
 
     A value claim (low = high) or a range [low, high] holds within [low/tolerance,
     high·tolerance] and holds roughly within [low/band, high·band]; a non-positive value
-    never holds. A bound ('>' or '<' low) holds on the claimed side and otherwise does not.
+    never holds. A bound ('>' or '<' low) holds on the claimed side, holds roughly when it misses
+    by no more than the tolerance (a 9% miss of "> 2" is not an error while a 1.9x miss of a value
+    is "roughly"), and otherwise does not.
     """
     if compare == ">":
-        return HOLDS if value > low else FAILS
+        if value > low:
+            return HOLDS
+        return ROUGHLY if low > 0 and value > 0 and value * tolerance * (1 + _EDGE) >= low else FAILS
     if compare == "<":
-        return HOLDS if value < low else FAILS
+        if value < low:
+            return HOLDS
+        return ROUGHLY if low > 0 and value <= low * tolerance * (1 + _EDGE) else FAILS
     if not value > 0:
         return FAILS
     if low / tolerance * (1 - _EDGE) <= value <= high * tolerance * (1 + _EDGE):
@@ -77,7 +83,7 @@ def miss_text(value: float, low: float, high: float, compare: str | None) -> str
     if compare in (">", "<"):
         if low == 0:
             return f"on the wrong side of {sig(low)}"
-        return f"does not hold by {abs(value / low - 1) * 100:.0f}%"
+        return f"misses the bound by {abs(value / low - 1) * 100:.0f}%"
     if not value > 0:
         return "not a positive number"
     factor = value / high if value > high else low / value
@@ -87,7 +93,8 @@ def miss_text(value: float, low: float, high: float, compare: str | None) -> str
 def band_text(part) -> str:
     lo, hi = part.low, part.high
     if part.compare:
-        return f"{part.compare} {sig(lo)} (the claimed side only)"
+        edge = lo / part.tolerance if part.compare == ">" else lo * part.tolerance
+        return f"{part.compare} {sig(lo)} (the claimed side; roughly up to {sig(edge)}, ×/÷{sig(part.tolerance)})"
     t, b = part.tolerance, part.band
     return (f"×/÷{sig(t)}: {sig(lo / t)}–{sig(hi * t)}; roughly ×/÷{sig(b)}: "
             f"{sig(lo / b)}–{sig(hi * b)}")

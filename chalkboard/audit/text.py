@@ -147,7 +147,8 @@ class Audit:
                          "(places as 004:LINE and 000@M:SS in lecture/seeds/), each with its corrected "
                          "reading. Each verdict says what it tested (its kind). \"About X\" holds within a "
                          "factor (×/÷1.3 unless stated) and holds roughly within a wider factor (×/÷2 unless "
-                         "stated); a bound holds on the claimed side only. A claim over several chips holds "
+                         "stated); a bound holds on the claimed side, and roughly when it misses by no more than the "
+                         "tolerance. A claim over several chips holds "
                          "when the median and at least two thirds of its distinct chips are within the band; "
                          "holds roughly when only the median is. Each chip is evaluated at its serving format.",
                 "kinds": [{"kind": k, "text": KIND_TEXT[k], "counts": row} for k, row in self.counts_by_kind()],

@@ -403,7 +403,7 @@ def _sourced(claim: Claim) -> Verdict:
     summary["unit"] = f"{part.unit:~P}"
     values = {k: {"value": v, "verdict": judge(v, *args), "counted": True, "mark": None} for k, v in vals.items()}
     miss = ""
-    if verdict == FAILS:
+    if verdict == FAILS or (verdict == ROUGHLY and part.compare):
         miss = miss_text(summary.get("median", summary.get("value")), part.low, part.high, part.compare)
     return Verdict(claim, verdict, summary, text, f"claimed {part.claimed_text} against the cited "
                    f"{'figure' if len(vals) == 1 else 'figures'}: {claim.source}", band=band_text(part),
@@ -486,7 +486,7 @@ def _numeric(ctx, claim: Claim) -> Verdict:
             texts.append(f"{sig(summ)}{u}")
             details.append(f"{part.label} on {e0.hardware} with {e0.model}" + (
                 f" relative to {' × '.join(str(x) for x in e0.reference)}" if e0.reference else ""))
-        if v == FAILS:
+        if v == FAILS or (v == ROUGHLY and part.compare):   # a bound missed, within its tolerance or not
             misses.append(miss_text(summ, part.low, part.high, part.compare))
         for rec in _inputs_used(sc0, claim, part.expr):
             if rec["name"] not in {r["name"] for r in inputs}:
