@@ -124,3 +124,9 @@ def test_eval_prints_the_evidence_behind_an_expected_number(cli):
     assert r.returncode == 0, r.stderr
     line = next(ln for ln in r.stdout.splitlines() if ln.strip().startswith("expected_mbu"))
     assert "published measurements in this regime (memory-bound, large batch)" in line and "median" in line
+    # beside it the bound (the layout's step as it runs) and the expected step, and one line that
+    # says what was assumed and from which measurements
+    text = r.stdout
+    assert "breakdown  : step_time_layout " in text and "step_time_expected " in text
+    assumed = next(ln for ln in text.splitlines() if ln.strip().startswith("assumed"))
+    assert "expected_mfu = " in assumed and "published measurements in this regime" in assumed

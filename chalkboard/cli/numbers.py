@@ -62,6 +62,10 @@ def _print_one(d: dict, sc, layouts) -> None:
     print(f"  feasible   : {fit} ({d['feasibility']})")
     if d["breakdown"]:
         print("  breakdown  : " + ", ".join(f"{b['name']} {b['display']}" for b in d["breakdown"]))
+    evidence = [i for i in d["inputs"] if i["source"].startswith("evidence:")]
+    if evidence:   # an expected number: the efficiencies it assumed, and the measurements behind them
+        assumed = ", ".join(e["name"] + " = " + e["display"] for e in evidence)
+        print(f"  assumed    : {assumed}; {evidence[0]['source']}")
     print(f"  definition : {d['symbol']} = {d['definition']}")
     print(f"  closed form: {d['symbol']} = {d['expression']}")
     if d["board_form"] != d["expression"]:
