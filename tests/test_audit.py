@@ -196,7 +196,7 @@ def test_synthetic_verdicts(tmp_path, data):
     # Rubin: 288 GB / 22 TB/s (hardware.yaml rubin) = 13.09 ms, within ×/÷1.3 of 15 ms
     v = evaluate_claim(data, cs["drain"], chips)
     assert v.verdict == HOLDS and v.computed["value"] == pytest.approx(288 / 22, rel=1e-3)
-    assert "announced" in v.scope
+    assert "announced" in v.scope   # a claim about Rubin alone is judged on it
     # 13.09 ms against 30 ms: ×2.29, outside ×/÷1.5
     off = evaluate_claim(data, cs["off-by-two"], chips)
     assert off.verdict == FAILS and off.miss == "off by ×2.29"
@@ -230,7 +230,9 @@ def test_scope_filtering_and_same_silicon(tmp_path, data):
     assert nv.values["gb300-nvl72"]["value"] == pytest.approx(9)
     # B200 shares GB200's silicon: shown, not counted again
     assert nv.values["b200"]["counted"] is False and nv.values["gb200-nvl72"]["counted"] is True
-    assert nv.values["rubin"]["mark"] == "announced"
+    # Rubin is announced, not shipping: shown, not counted (issue: a rule of thumb counted parts
+    # nobody can buy)
+    assert nv.values["rubin"]["mark"] == "announced, not counted" and nv.values["rubin"]["counted"] is False
     counted = [x["value"] for x in nv.values.values() if x["counted"]]
     assert nv.computed["median"] == pytest.approx(sorted(counted)[len(counted) // 2])
     # GPUs: no TPU or Trainium in scope; every chip: the sweep shows the TPUs flip the verdict

@@ -21,8 +21,8 @@ are too; holds roughly when the median is but fewer chips are, or when the media
 within the band; does not hold when the median is outside the band.
 
 Scope. A claim names its chips: a declared scope (all, GPUs, NVIDIA) or a list. Chips that
-share their silicon (claims.yaml `chips.same_silicon`) count once; announced parts are
-marked. Each chip is evaluated at its serving format: of the formats the model can be served
+share their silicon (claims.yaml `chips.same_silicon`) count once; announced parts are shown
+but not counted (unless a claim names only announced parts). Each chip is evaluated at its serving format: of the formats the model can be served
 in, the one the chip has the highest dense rate for.
 
 Every row carries its evidence: the formula with numbers substituted, the inputs with their

@@ -87,8 +87,12 @@ def _mark(ctx, entries: list[Entry], vals: dict) -> None:
         if e.group is not None and e.key in vals and chosen.get(e.group) is not e:
             other = chosen[e.group]
             e.counted, e.mark = False, f"same silicon as {other.hardware}, counted once"
-        elif e.hardware in ctx.chips.announced:
-            e.mark = "announced"
+        elif e.hardware in ctx.chips.announced:   # shown, not counted: not a shipping part
+            e.counted, e.mark = False, "announced, not counted"
+    if not any(e.counted for e in entries if e.key in vals):   # a claim about announced parts alone
+        for e in entries:
+            if e.hardware in ctx.chips.announced:
+                e.counted, e.mark = True, "announced"
 
 
 def _value(ctx, claim: Claim, part: Part, e: Entry, extra=None, tweak=None) -> float:
@@ -421,12 +425,15 @@ def _scope_text(ctx, claim: Claim, entries: list[Entry], evaluated: int | None =
         bits = [f"{entries[0].hardware}" + (f" × {entries[0].model}" if entries[0].model != DEFAULT_MODEL else "")]
     else:
         bits = [f"{head}: {len(counted)} {what}" + (f", {evaluated} evaluated" if evaluated is not None and evaluated != len(counted) else "")]
-    grouped = [f"{e.key} ({e.mark})" for e in entries if not e.counted and e.mark]
+    grouped = [f"{e.key} ({e.mark})" for e in entries
+               if not e.counted and e.mark and not e.mark.startswith("announced")]
     if grouped:
         bits.append("not counted again: " + ", ".join(grouped))
-    ann = [e.key for e in entries if e.mark == "announced"]
+    ann = [e.key for e in entries if (e.mark or "").startswith("announced")]
     if ann:
-        bits.append("announced, not shipping: " + ", ".join(ann))
+        shown = all(e.counted for e in entries if e.key in ann)
+        bits.append(("announced, not shipping: " if shown else "announced, not shipping (shown, not counted): ")
+                    + ", ".join(ann))
     if claim.relative_to:
         r = claim.relative_to
         ref = "the previous chip in the list" if r.get("hardware") == "previous" else " × ".join(
