@@ -16,9 +16,10 @@ otherwise) and holds roughly within a wider factor (the band, ×/÷ 2 by default
 ever reaches 0. A bound ("> X", "< X") holds on the claimed side, holds roughly when it misses by no
 more than the tolerance (the band does not widen it), and otherwise does not hold, by the stated
 percentage. A claim over several chips (a rule of thumb) holds when the
-median is within the tolerance and at least two thirds of the distinct chips in its scope
-are too; holds roughly when the median is but fewer chips are, or when the median is only
-within the band; does not hold when the median is outside the band.
+median is within the tolerance, at least two thirds of the distinct chips in its scope are too
+and none is outside the band; holds roughly when the median is but fewer chips are or one is
+outside the band, or when the median is only within the band; does not hold when the median is
+outside the band.
 
 Scope. A claim names its chips: a declared scope (all, GPUs, NVIDIA) or a list. Chips that
 share their silicon (claims.yaml `chips.same_silicon`) count once; announced parts are shown

@@ -66,15 +66,18 @@ def judge_rule(values: list[float], low: float, high: float, tolerance: float = 
                band: float = DEFAULT_BAND, compare: str | None = None) -> tuple[str, float, int]:
     """A rule of thumb over several distinct chips: (verdict, median, number within tolerance).
 
-    Holds when the median holds and at least two thirds of the values do; holds roughly when
-    the median holds but fewer values do, or when the median is only within the band; does not
-    hold when the median is outside the band.
+    Holds when the median holds, at least two thirds of the values do and none is outside the
+    band; holds roughly when the median holds but fewer values do or one is outside the band, or
+    when the median is only within the band; does not hold when the median is outside the band.
     """
     med = statistics.median(values)
-    inside = sum(1 for v in values if judge(v, low, high, tolerance, band, compare) == HOLDS)
+    each = [judge(v, low, high, tolerance, band, compare) for v in values]
+    inside = each.count(HOLDS)
     on_median = judge(med, low, high, tolerance, band, compare)
     if on_median != HOLDS:
         return on_median, med, inside
+    if FAILS in each:   # a counted chip outside the band: the rule bends there, so at most "roughly"
+        return ROUGHLY, med, inside
     return (HOLDS if inside >= TWO_THIRDS * len(values) - _EDGE else ROUGHLY), med, inside
 
 

@@ -149,8 +149,9 @@ class Audit:
                          "factor (×/÷1.3 unless stated) and holds roughly within a wider factor (×/÷2 unless "
                          "stated); a bound holds on the claimed side, and roughly when it misses by no more than the "
                          "tolerance. A claim over several chips holds "
-                         "when the median and at least two thirds of its distinct chips are within the band; "
-                         "holds roughly when only the median is. Each chip is evaluated at its serving format.",
+                         "when the median and at least two thirds of its distinct chips are within the band and "
+                         "none is outside the wider band; holds roughly when only the median is, or a chip is "
+                         "outside the wider band. Each chip is evaluated at its serving format.",
                 "kinds": [{"kind": k, "text": KIND_TEXT[k], "counts": row} for k, row in self.counts_by_kind()],
                 "verdict_names": list(VERDICTS), "headline": self.headline(), "errors": self.errors(),
                 "counts": self.counts(), "css": CSS, "claims": claims}
