@@ -461,3 +461,16 @@ def test_a_claim_failing_in_the_audits_own_process_is_one_line_naming_it(tmp_pat
     assert last.startswith("error: claims.yaml: fast-mode-mechanism-is-batch-size: note: placeholder "
                            "{balance_batch_kv} cannot be filled"), last
     assert not (tmp_path / "out").exists()
+
+
+def test_a_claim_no_chip_enters_carries_no_chip_scope(data):
+    from chalkboard.audit import run_audit
+    rows = {c["id"]: c for c in run_audit(data, ROOT / "claims.yaml", "claims.yaml").as_json()}
+    # DeepSeek-V3's 256 routed experts and 8 per token are the model's (its config.json): no chip enters
+    assert rows["deepseek-256-experts"]["scope"].startswith("no chip: deepseek-v3's data")
+    assert rows["router-picks-one-in-32"]["scope"].startswith("no chip:")
+    # a drain time reads the chip's HBM and no number format: the chip, and no serving format
+    assert rows["rubin-drain-about-15-ms"]["scope"].startswith("rubin") and "format" not in rows[
+        "rubin-drain-about-15-ms"]["scope"]
+    # the hardware ratio reads the FLOP/s at the chip's serving format: the chip and the format
+    assert "serving format" in rows["hardware-ratio-about-300"]["scope"]

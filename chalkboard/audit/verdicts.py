@@ -414,6 +414,22 @@ def _sourced(claim: Claim) -> Verdict:
                    scope="the cited source", values=values, miss=miss)
 
 
+def _reads(ctx, claim: Claim, entry: Entry) -> set[str]:
+    """What the claim's inputs depend on here (Scenario.input_scope of each): "hardware", "model",
+    "pair" (both, e.g. the FLOP/s at a format), "all" (neither); and "format" if a number format is
+    read (the serving format a chip chooses)."""
+    sc = _scenario(ctx, claim, entry.hardware, entry.model)
+    out = set()
+    for n in _leaves(claim):
+        try:
+            out.add(sc.input_scope(n))
+        except (KeyError, TypeError, MissingInput, InputError):
+            out.add("pair")   # cannot tell: as if it read the chip
+        if n in ("bytes_per_weight", "bytes_per_kv_number", "peak_flops"):
+            out.add("format")
+    return out
+
+
 def _scope_text(ctx, claim: Claim, entries: list[Entry], evaluated: int | None = None) -> str:
     counted = [e for e in entries if e.counted]
     names = {"all": "all chips", "gpus": "GPUs", "nvidia": "NVIDIA chips", "named chips": "named chips",
@@ -421,7 +437,11 @@ def _scope_text(ctx, claim: Claim, entries: list[Entry], evaluated: int | None =
     desc = ctx.chips.scopes.get(claim.scope_name, {}).get("text")
     head = names.get(claim.scope_name, claim.scope_name) + (f" ({desc})" if desc else "")
     what = "distinct chips" if len(claim.models) == 1 else "chip × model pairs" if len(claim.hardware) > 1 else "models"
-    if len(entries) == 1 and not claim.relative_to:
+    reads = _reads(ctx, claim, entries[0]) if len(entries) == 1 and not claim.relative_to else None
+    if reads is not None and not reads & {"hardware", "pair"}:   # no chip enters: no chip scope
+        bits = [f"no chip: {entries[0].model}'s data and the workload" if "model" in reads
+                else "no chip or model: constants and the workload"]
+    elif len(entries) == 1 and not claim.relative_to:
         bits = [f"{entries[0].hardware}" + (f" × {entries[0].model}" if entries[0].model != DEFAULT_MODEL else "")]
     else:
         bits = [f"{head}: {len(counted)} {what}" + (f", {evaluated} evaluated" if evaluated is not None and evaluated != len(counted) else "")]
@@ -444,7 +464,7 @@ def _scope_text(ctx, claim: Claim, entries: list[Entry], evaluated: int | None =
     fmts = sorted({ctx.chips.serving_format(ctx.data.hardware[e.hardware], e.model) or "?" for e in entries})
     if "format" in claim.set:
         bits.append(f"format {claim.set['format']} (set by the claim)")
-    elif fmts:
+    elif fmts and (reads is None or "format" in reads):
         bits.append("serving format " + "/".join(fmts))
     return "; ".join(bits)
 
