@@ -49,9 +49,14 @@ class Audit:
         n = sum(d[k] for k in (HOLDS, ROUGHLY, FAILS))
         errs = self.errors()
         inherited = sum(len(e["inherited_by"]) for e in errs)
-        return (f"{n} derived verdicts (tested against hardware and model data): {d[HOLDS]} hold, "
-                f"{d[ROUGHLY]} hold roughly, {d[FAILS]} do not hold; {len(errs)} distinct lecture errors "
-                f"over all kinds" + (f" ({inherited} further claims inherit one)" if inherited else ""))
+        def many(k, one, more):
+            return f"{k} {one if k == 1 else more}"
+        return (f"{many(n, 'derived verdict', 'derived verdicts')} (tested against hardware and model data): "
+                f"{many(d[HOLDS], 'holds', 'hold')}, {many(d[ROUGHLY], 'holds roughly', 'hold roughly')}, "
+                f"{many(d[FAILS], 'does not hold', 'do not hold')}; "
+                f"{many(len(errs), 'distinct lecture error', 'distinct lecture errors')} over all kinds"
+                + (f" ({many(inherited, 'further claim inherits', 'further claims inherit')} one)"
+                   if inherited else ""))
 
     def only(self, verdict: str | None = None, kind: str | None = None, chapter: str | None = None,
              text: str | None = None) -> "Audit":
