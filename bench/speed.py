@@ -208,7 +208,7 @@ t = np.maximum(compute, weights + kv)
 fill = (g["params_total"] * g["bytes_per_weight"] + b * g["context"] * g["kv_bytes_per_token"]) / (g["chips"] * g["hbm_capacity"])
 table = np.empty(b.size, dtype=[("b", "f8"), ("t", "f8"), ("fits", "U5")])
 table["b"], table["t"], table["fits"] = b, t, np.where(fill <= 1, "True", "False")
-np.savetxt(sys.stdout, table, fmt=("%.17g", "%.17g", "%s"), delimiter=",", header="batch,step_time,feasible", comments="")
+np.savetxt(sys.stdout, table, fmt=("%.17g", "%.17g", "%s"), delimiter=",", header="batch [sequence],step_time [s],fits", comments="")
 """)
     return script
 

@@ -207,10 +207,12 @@ def sweep_records(result: dict, quantities: list[str]) -> list[dict]:
 
 def sweep_csv(result: dict, quantities: list[str], chunk: int = 65_536):
     """The sweep as CSV text, in pieces: the fields of sweep_records (each input, each quantity in
-    its declared unit, an empty field for a value that does not apply, and whether the set-up
-    fits), written column by column (each column's numbers turned to text at once) and joined a
-    chunk of rows at a time, so a 10^6-point sweep holds no record per point."""
-    cols = [list(map(repr, v.tolist())) for v in result["axes"].values()]
+    its declared unit, named in the header as "name [unit]", an empty field for a value that does
+    not apply, and whether the set-up fits, "fits" as the table calls it), written column by column
+    (each column's numbers turned to text at once; a count as a whole number) and joined a chunk of
+    rows at a time, so a 10^6-point sweep holds no record per point."""
+    cols = [list(map(str, v.astype(np.int64).tolist())) if n in WHOLE_NUMBERS else list(map(repr, v.tolist()))
+            for n, v in result["axes"].items()]
     for q in quantities:
         values = result["columns"][q]
         text = list(map(repr, values.tolist()))
@@ -223,7 +225,8 @@ def sweep_csv(result: dict, quantities: list[str], chunk: int = 65_536):
         cols.append([""] * size)
     else:
         cols.append(np.where(np.isnan(fill), "", np.where(fill <= 1, "True", "False")).tolist())
-    yield ",".join([*result["axes"], *quantities, "feasible"]) + "\n"
+    yield ",".join([*(f"{n} [{unit_of(n)}]" for n in result["axes"]), *(f"{q} [{unit_of(q)}]" for q in quantities),
+                    "fits"]) + "\n"
     for start in range(0, size, chunk):
         rows = zip(*(c[start:start + chunk] for c in cols))
         yield "\n".join(map(",".join, rows)) + "\n"

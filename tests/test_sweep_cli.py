@@ -63,7 +63,7 @@ def test_sweep_table_and_csv(cli):
     r = cli("eval", "step_time", "--hardware", "h100-sxm", "--model", "llama-3-70b",
             "--sweep", "batch=1:3", "--csv", "--layout", "even")
     rows = list(csv.reader(io.StringIO(r.stdout)))
-    assert rows[0] == ["batch", "step_time", "feasible"] and len(rows) == 4
+    assert rows[0] == ["batch [sequence]", "step_time [s]", "fits"] and len(rows) == 4
     assert float(rows[2][1]) == pytest.approx(step_by_hand(2, 8192), rel=1e-9)
 
 
@@ -111,17 +111,23 @@ def test_csv_written_column_by_column_equals_one_record_per_point():
     nan = float("nan")
     result = {"axes": {"batch": np.array([1.0, 2.0, 3.0, 4.0, 5.0]), "context": np.array([10.0, 10.0, 20.0, 20.0, 1e5])},
               "columns": {"step_time": np.array([1e-3, nan, 2.5e-7, 1.0 / 3.0, 7.0]),
-                          "cost": np.array([nan, nan, 1.0, 2.0, 3e12])},
+                          "cost_per_token": np.array([nan, nan, 1.0, 2.0, 3e12])},
               "fill": np.array([0.5, 1.0, 1.5, nan, 1.0000001])}
-    recs = sw.sweep_records(result, ["step_time", "cost"])
-    expected = sw.as_csv([list(recs[0])] + [["" if v is None else v for v in r.values()] for r in recs])
+    def body(recs):   # the records as csv.writer writes them, counts as whole numbers
+        return sw.as_csv([["" if v is None else int(v) if k == "batch" else v for k, v in r.items()]
+                          for r in recs])
+
+    recs = sw.sweep_records(result, ["step_time", "cost_per_token"])
     for chunk in (1, 2, 65_536):
-        assert "".join(sw.sweep_csv(result, ["step_time", "cost"], chunk=chunk)) == expected
-    assert list(csv.reader(io.StringIO(expected)))[2] == ["2.0", "10.0", "", "", "True"]
+        text = "".join(sw.sweep_csv(result, ["step_time", "cost_per_token"], chunk=chunk))
+        head, rest = text.split("\n", 1)
+        assert rest == body(recs)
+    # the header names each column's unit (the values are in it), the fit as the table calls it
+    assert head == "batch [sequence],context [token/sequence],step_time [s],cost_per_token [USD/token],fits"
+    assert list(csv.reader(io.StringIO(rest)))[1] == ["2", "10.0", "", "", "True"]
     no_fill = {**result, "fill": None}
-    recs = sw.sweep_records(no_fill, ["cost"])
-    assert "".join(sw.sweep_csv(no_fill, ["cost"])) == sw.as_csv(
-        [list(recs[0])] + [["" if v is None else v for v in r.values()] for r in recs])
+    recs = sw.sweep_records(no_fill, ["cost_per_token"])
+    assert "".join(sw.sweep_csv(no_fill, ["cost_per_token"])).split("\n", 1)[1] == body(recs)
 
 
 def test_eval_of_several_quantities_is_each_one(cli):
