@@ -11,7 +11,7 @@ import numpy as np
 from .drawing import bars, C, featured_batch, legend_below, plt, points_right, shade_unfit, svg, sweep_values, unmeasured_row_labels
 from .evaluate import MissingInput, NotApplicable, Scenario
 from .figures_chapters import lifecycle_compute_vs_tokens, pipelining_by_chip, token_latency_vs_stages
-from .figures_layout import layout_breakdown, plan_frontier
+from .figures_layout import layout_breakdown, plan_frontier, training_memory
 from .figures_pipeline import memory_vs_stages
 from .figures_prices import cost_vs_context
 
@@ -280,6 +280,11 @@ FIGURES = {
                       "domain and every batch that fits (plan's search, at the bound: full efficiency; "
                       "`build.py plan` gives the expected numbers and the cheapest for a target)",
                       plan_frontier, "layout"),
+    "training_memory": ("Memory per chip of a dense 70B model's training run over the chip's scale-up domain, by "
+                        "ZeRO stage (0: none; 1: the optimizer state, 2: also the gradients, 3: also the weights "
+                        "partitioned over the data-parallel group) and tensor-parallel degree: the training state "
+                        "(solid) and the activations kept with full recomputation (hatched), against the chip's HBM",
+                        training_memory, "training_layout"),
     "token_latency_vs_stages": ("Time per token vs pipeline stages: one micro-batch's step plus one hop per "
                                 "stage, at the featured hop latency and with each hop only the transfer of one "
                                 "micro-batch's activations", token_latency_vs_stages, "pipeline_latency"),

@@ -117,3 +117,50 @@ def plan_frontier(data, hw, model, overrides=None) -> str:
     ax.set_title(f"The cheapest way to each speed: {model}, context {context:,.0f}, at the bound", fontsize=9)
     legend_below(ax, ncol=5)
     return svg(fig)
+
+
+TRAIN_TP = (1, 2, 4, 8)     # tensor-parallel degrees drawn (within one 8-GPU box, as Megatron-LM runs them)
+ZERO_STAGES = (0, 1, 2, 3)
+
+
+def training_memory(data, hw, model, overrides=None) -> str:
+    """Memory per chip of a dense model's training run on the chip's domain by ZeRO stage and
+    tensor-parallel degree: the training state (weights, gradients, optimizer state, partitioned
+    from its stage on over the data-parallel group) and the activations kept with full
+    recomputation, against the chip's HBM."""
+    overrides = {k: v for k, v in dict(overrides or {}).items() if k not in ("batch", "context")}
+    chips = int(Scenario(data, hw, DENSE_REFERENCE, overrides).mag("chips"))
+    fig, ax = plt.subplots(figsize=(6.4, 3.4))
+    width = 0.8 / len(TRAIN_TP)
+    colors = plt.get_cmap("viridis")
+    cap, low = None, float("inf")
+    drawn = 0
+    for j, t in enumerate(TRAIN_TP):
+        if chips % t:
+            continue
+        state, total = [], []
+        for z in ZERO_STAGES:
+            sc = Scenario(data, hw, DENSE_REFERENCE, {**overrides, "train_tp": str(t), "zero_stage": str(z)})
+            state.append(sc.value("train_state_per_chip_zero").to("GB/chip").magnitude)
+            total.append(sc.value("train_memory_per_chip_layout").to("GB/chip").magnitude)
+            cap = sc.value("hbm_capacity").to("GB/chip").magnitude
+        x = np.arange(len(ZERO_STAGES)) + (j - (len(TRAIN_TP) - 1) / 2) * width
+        low = min(low, *state)
+        ax.bar(x, state, width, color=colors(j / len(TRAIN_TP)), label=f"tp {t}: training state")
+        ax.bar(x, np.array(total) - np.array(state), width, bottom=state, color=colors(j / len(TRAIN_TP)),
+               alpha=0.35, hatch="//", edgecolor="white", lw=0)
+        drawn += 1
+    if not drawn:
+        raise MissingInput("no tensor-parallel degree divides the chips")
+    from matplotlib.patches import Patch
+
+    ax.axhline(cap, color="#b22", lw=1, label=f"{hw} HBM ({cap:,.0f} GB)")
+    handles, _ = ax.get_legend_handles_labels()
+    handles.append(Patch(facecolor="#cccccc", hatch="//", edgecolor="white", label="activations (full recomputation)"))
+    ax.set_yscale("log")
+    ax.set_ylim(bottom=low / 2)
+    ax.set_xticks(range(len(ZERO_STAGES)), [f"ZeRO {z}" for z in ZERO_STAGES])
+    ax.set_ylabel("GB per chip")
+    ax.set_title(f"Training {DENSE_REFERENCE} on {chips} × {hw}: memory per chip by ZeRO stage and tp", fontsize=9)
+    legend_below(ax, ncol=3, handles=handles)
+    return svg(fig)
