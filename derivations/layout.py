@@ -37,7 +37,7 @@ the experts a token needs, and at least one expert where it holds any that a ste
 import sympy as sp
 
 from . import rules
-from .inputs import (R, B, S, L, F, W, W_up, W_out, C_hbm, E, k, delta, tau, c_F, beta_w, b_kv, a_attn,
+from .inputs import (R, B, L, F, W, W_up, W_out, C_hbm, E, k, delta, tau, c_F, beta_w, b_kv, a_attn,
                      n_layers, n_moe, n_kv_heads, n_lat_vec, price)
 from .latency_cost import B_1
 from .moe_rack import a2a_tok, c_a2a

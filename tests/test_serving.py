@@ -10,7 +10,6 @@ import math
 import pytest
 
 from chalkboard.evaluate import InputError, MissingInput, Scenario
-from conftest import run_cli
 
 # bytes per number of each format (bf16 = 2 bytes, fp8 = 1, fp4 = half a byte)
 BYTES = {"bf16": 2, "fp8": 1, "fp4": 0.5, "int8": 1, "int4": 0.5}
