@@ -218,3 +218,14 @@ def test_audit_filters_keep_only_what_matches(cli):
     assert moe and all(c["chapter"] == "moe" and c["kind"] == "derived" for c in moe)
     text = cli("audit", "--grep", "lower bound on latency").stdout
     assert text.startswith("chalkboard audit: 1 claim\n") and "latency-lower-bound-read-all-weights" in text
+
+
+def test_eval_says_the_default_chips_up_front(cli):
+    # a 7B-class model on H100 is spread over the 8 GPUs of one NVLink domain unless told otherwise:
+    # the header says so, not only the inputs list
+    r = cli("eval", "step_time", "--hardware", "h100-sxm", "--model", "llama-3-8b", "--layout", "even")
+    line = next(ln for ln in r.stdout.splitlines() if ln.strip().startswith("chips "))
+    assert "8 chips (workload default: the chip's scale-up domain" in line
+    r = cli("eval", "step_time", "--hardware", "h100-sxm", "--model", "llama-3-8b", "--layout", "even",
+            "--set", "chips=1")
+    assert not any(ln.strip().startswith("chips ") and ":" in ln[:14] for ln in r.stdout.splitlines()[:4])

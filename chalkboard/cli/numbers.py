@@ -54,6 +54,10 @@ def _print_one(d: dict, sc, layouts) -> None:
     print(f"  on {d['hardware']} x {d['model']}; {sc.formats_text()}")
     if d["layout"]:
         print(f"  layout     : {layouts.text(d['layout'])}")
+    else:   # the chips the answer spreads over, said up front where they were not given
+        chips = next((i for i in d["inputs"] if i["name"] == "chips"), None)
+        if chips is not None and chips["source"] != "--set":
+            print(f"  chips      : {chips['display']} ({chips['source']})")
     if "asked" in d:
         e = d["even_spread"]
         print(f"  asked      : {d['asked']}, answered under the deployed layout; the lecture's even spread "
