@@ -7,6 +7,8 @@ module of the package: ``chalkboard.audit`` is the audit's package, ``chalkboard
 # The lecture's own scenario (000@1:49, 004:33): a DeepSeek-like MoE on a Blackwell NVL72 rack.
 FEATURED_HARDWARE = "gb200-nvl72"
 FEATURED_MODEL = "deepseek-v3"
+# The dense model shown beside the featured one (the report's summary, the layout figures).
+DENSE_REFERENCE_MODEL = "llama-3-70b"
 
 _API = ("scenario", "compare", "verdicts", "plan", "Result", "Setup", "Table")
 

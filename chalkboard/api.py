@@ -158,7 +158,7 @@ def verdicts(claims_file: str = "claims.yaml", root: str | Path | None = None) -
     return run_audit(_data(root), root / claims_file, claims_file).as_json()
 
 
-def plan(model: str, min_tokens_per_user: float, context: float = 4096.0, *, hardware: list[str] | None = None,
+def plan(model: str, min_tokens_per_user: float, context: float | None = None, *, hardware: list[str] | None = None,
          formats: list[str] | None = None, by: str = "expected", max_ttft: float | None = None,
          root: str | Path | None = None) -> dict:
     """The cheapest deployment that meets the speed, as `plan --json` (``max_ttft`` in seconds)."""

@@ -16,6 +16,8 @@ import sympy as sp
 from derivations import CHOICE_INPUTS, NUMBER_FORMATS, REGISTRY
 from units import Quantity, UnitParseError, conform, magnitude_problem, parse, unit as parse_unit
 
+from derivations import rules
+
 from . import compiled
 from .data import MAY_BE_ZERO, RATE_FORMATS, Data
 from .dependence import FUSE_FROM, _depends_on, _derived_below, _fields_to_inputs, _inputs_below, _joined
@@ -188,9 +190,11 @@ class Scenario(Fit):
         pp, tp = self.mag("pp"), self.mag("tp")
         if "dp_attention" in o:
             dp = self.mag("dp_attention")
-        else:   # the chips left after tp · pp serve further groups; none left: one group
-            g = chips0 / (tp * pp)
-            dp = round(g) if g >= 1 and abs(g - round(g)) < 1e-9 else 1
+        else:   # the chips left after tp · pp serve further groups (the rule); none left: one group
+            try:
+                dp = rules.attention_groups(chips0, tp, pp)
+            except ValueError:
+                dp = 1
         given = ", ".join(f"{n} = {self.mag(n):g}" for n in LAYOUT_DEGREES if n in o)
         held = {"chips": (tp * dp * pp, f"the layout: tp · dp_attention · pp (set by {given})")}
         for n, v in (("tp", tp), ("dp_attention", dp), ("pp", pp)):

@@ -5,19 +5,28 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import DENSE_REFERENCE_MODEL as DENSE_REFERENCE
 from .drawing import C, legend_below, plt, svg
 from .errors import InputError, MissingInput
 from .evaluate import Scenario
+from .planner.search import layouts
+from .settings import AT_MOST
 
-DENSE_REFERENCE = "llama-3-70b"   # the dense model beside the featured one (as the report's summary)
 DENSE_BATCH = "64"                # sequences: a batch every chip's HBM holds for it at a few thousand tokens
 TERMS = (("compute_time_layout", "compute", "compute"), ("weight_fetch_time_layout", "weights", "weights"),
          ("kv_fetch_time_layout", "KV", "kv"), ("tp_comm_time", "TP all-reduce", "comm"),
          ("ep_comm_time", "EP all-to-all", "out"))
 
 
-def _divisors_up_to(n: int, most: int) -> list[int]:
-    return [d for d in range(1, most + 1) if n % d == 0]
+def _rows(data, hw, model, sets: dict, keep) -> list[tuple[str, Scenario]]:
+    """One scenario per layout plan searches on this chip (planner.search.layouts) that ``keep``
+    accepts, labelled by its degree."""
+    rows = []
+    for lay in layouts(Scenario(data, hw, model, sets)):
+        label = keep(lay)
+        if label:
+            rows.append((label, Scenario(data, hw, model, {**sets, **{k: str(v) for k, v in lay.items()}})))
+    return rows
 
 
 def _panel(ax, rows: list[tuple[str, Scenario]], title: str) -> None:
@@ -48,23 +57,16 @@ def layout_breakdown(data, hw, model, overrides=None) -> str:
     degree grows (attention data-parallel over the same chips)."""
     overrides = dict(overrides or {})
     base = Scenario(data, hw, model, overrides)
-    domain = int(base.mag("chips"))
     panels = []
     dense_sets = {**{k: v for k, v in overrides.items() if k != "batch"}, "batch": DENSE_BATCH}
-    try:
-        heads = int(Scenario(data, hw, DENSE_REFERENCE, dense_sets).mag("n_heads"))
-        rows = [(f"tp {t}", Scenario(data, hw, DENSE_REFERENCE, {**dense_sets, "tp": str(t), "dp_attention": "1",
-                                                                  "chips": str(t)}))
-                for t in _divisors_up_to(heads, domain) if t > 1]
+    try:   # the dense model over more tensor-parallel chips
+        rows = _rows(data, hw, DENSE_REFERENCE, dense_sets, lambda lay: lay["tp"] > 1 and f"tp {lay['tp']}")
         panels.append((rows, f"{DENSE_REFERENCE}, batch {DENSE_BATCH}"))
     except (KeyError, InputError, MissingInput):
         pass
-    if not base.is_dense:
-        experts = int(base.mag("experts"))
-        sizes = [n for n in (8, 16, 32, 64, 128, 256) if n <= domain and experts % n == 0]
-        rows = [(f"ep {n}", Scenario(data, hw, model, {**overrides, "ep": str(n), "tp": "1",
-                                                       "dp_attention": str(n), "chips": str(n)}))
-                for n in sizes]
+    if not base.is_dense:   # the featured model over more expert-parallel chips, attention data-parallel
+        rows = _rows(data, hw, model, overrides,
+                     lambda lay: lay["tp"] == 1 and lay["ep"] == lay["chips"] >= 8 and f"ep {lay['ep']}")
         panels.append((rows, f"{model}, batch {base.mag('batch'):,.0f}"))
     panels = [p for p in panels if p[0]]
     if not panels:
@@ -120,7 +122,7 @@ def plan_frontier(data, hw, model, overrides=None) -> str:
 
 
 TRAIN_TP = (1, 2, 4, 8)     # tensor-parallel degrees drawn (within one 8-GPU box, as Megatron-LM runs them)
-ZERO_STAGES = (0, 1, 2, 3)
+ZERO_STAGES = tuple(range(AT_MOST["zero_stage"][0] + 1))   # none, then each stage ZeRO defines
 
 
 def training_memory(data, hw, model, overrides=None) -> str:

@@ -17,9 +17,9 @@ from .evaluate import MissingInput, NotApplicable, NotGiven, Scenario
 from .settings import EVIDENCE
 from .walk import DimensionMismatch
 from .fmt import fmt, sig, split
+from . import DENSE_REFERENCE_MODEL
 from .figures import FIGURES
 
-SUMMARY_DENSE_MODEL = "llama-3-70b"
 
 
 def _val_node(q):
@@ -221,7 +221,7 @@ SUMMARY_COLUMNS = [
 
 def summary(data, model_id: str) -> dict:
     rows = []
-    dense = SUMMARY_DENSE_MODEL if SUMMARY_DENSE_MODEL in data.models else next(iter(data.models))
+    dense = DENSE_REFERENCE_MODEL if DENSE_REFERENCE_MODEL in data.models else next(iter(data.models))
     for hid, h in sorted(data.hardware.items(), key=lambda kv: (kv[1].values["launch_year"].quantity.magnitude, kv[0])):
         s_bf16 = Scenario(data, hid, dense, {"format": "bf16"})
         s_moe = Scenario(data, hid, model_id)

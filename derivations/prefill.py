@@ -17,10 +17,9 @@ prefill's time (queueing apart).
 """
 import sympy as sp
 
-from .inputs import R, B, S, F, W, W_up, E, k, tau, delta, beta_w, a_attn, c_F, n_layers, n_moe
+from .inputs import R, B, S, F, W, E, k, tau, delta, beta_w, a_attn, c_F
 from .layout import dp, ep, pp, tp
-from .moe_rack import a2a_tok, c_a2a
-from .textbook import alpha, b_tp, c_1, c_AR, c_tp
+from .textbook import c_1
 from .prices import n_pass, t_pass_c
 from .roofline import N_always, N_routed
 from .textbook import fwd_params
@@ -86,16 +85,16 @@ t_w_l = R.derived(
     (N_always / tp + sp.Max(E * f_pre / ep, 1) * N_routed / E) * beta_w / (pp * W * c_1), "s",
     "time for one chip of one stage to read its share of the always-read weights and the experts it holds "
     "that the prompts' tokens touch", "t", "weights,pre,layout")
+# the decode step's collectives with every prompt token in place of the one new token
 t_tp_l = R.derived(
-    "prefill_tp_comm_time",
-    n_layers / pp * c_AR * (tp - 1) * (c_tp * tau * alpha + B / dp * n_pass * b_tp / (tp * W_up * c_1)), "s",
+    "prefill_tp_comm_time", R.at("tp_comm_time", {delta: n_pass}), "s",
     "tensor-parallel all-reduces of one stage during a prefill: two a layer over every prompt token's "
-    "residual vector (the decode step's, pass_tokens times the bytes)", "t", "TP,pre")
+    "residual vector (the decode step's, pass_tokens times the bytes)", "t", "TP,pre",
+    how="tp_comm_time at tokens_per_step = pass_tokens")
 t_ep_l = R.derived(
-    "prefill_ep_comm_time",
-    n_moe / pp * (c_a2a * tau * alpha + B * n_pass * R.expand(a2a_tok) / (ep * W_up * c_1)), "s",
+    "prefill_ep_comm_time", R.at("ep_comm_time", {delta: n_pass}), "s",
     "expert dispatch and combine of one stage during a prefill: every prompt token sent to its experts and back",
-    "t", "EP,pre")
+    "t", "EP,pre", how="ep_comm_time at tokens_per_step = pass_tokens")
 t_pre_l = R.derived(
     "prefill_time_layout", pp * (sp.Max(t_c_l, t_w_l) + t_tp_l + t_ep_l), "s",
     "prefill under the layout: in each stage compute and weight reads overlapped, then the all-reduces and the "

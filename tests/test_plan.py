@@ -88,11 +88,12 @@ def test_chips_lose_for_the_reason_the_data_gives():
 
 
 def test_text_and_csv(llama_plan):
-    status, out, _ = _main("plan", "--model", "llama-3-70b", "--min-tokens-per-user", "30")
+    status, out, _ = _main("plan", "--model", "llama-3-70b", "--context", "4096", "--min-tokens-per-user", "30")
     assert status == 0 and out.startswith("plan: llama-3-70b, context 4,096 tokens, at least 30 token/s per user")
     assert "cheapest: " + llama_plan["best"]["hardware"] in out and "reproduce: python3 build.py eval" in out
     assert "left out:" in out
-    status, out, _ = _main("plan", "--model", "llama-3-70b", "--min-tokens-per-user", "30", "--csv")
+    status, out, _ = _main("plan", "--model", "llama-3-70b", "--context", "4096", "--min-tokens-per-user", "30",
+                           "--csv")
     head = out.splitlines()[0].split(",")
     assert "cost_per_mtoken [USD/Mtoken]" in head and "tokens_per_user [token/s/sequence]" in head
     assert len(out.splitlines()) == len(llama_plan["frontier"]) + 1
@@ -109,3 +110,13 @@ def test_bad_plans_are_one_line(cli, args, words):
     r = cli("plan", "--min-tokens-per-user", "20", *args)
     assert r.returncode == 2 and "Traceback" not in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1 and words in r.stderr
+
+
+def test_the_default_context_is_the_workloads():
+    from derivations import REGISTRY
+    from units import parse
+    status, out, _ = _main("plan", "--model", "llama-3-8b", "--hardware", "h100-sxm", "--min-tokens-per-user", "20",
+                           "--json")
+    assert status == 0
+    assert json.loads(out)["context"] == parse(REGISTRY["context"].default).magnitude
+

@@ -121,8 +121,9 @@ def make_parser() -> argparse.ArgumentParser:
                     "and print the frontier of cost per million tokens against tokens per second per user, "
                     "and why each chip loses. Every row carries the `eval` command that reproduces it.")
     pn.add_argument("--model", help=f"model id (default: the --model-config model, else {DEFAULT_MODEL})")
-    pn.add_argument("--context", type=float, default=4096.0,
-                    help="tokens of context each sequence holds while decoding (default: %(default)g)")
+    pn.add_argument("--context", type=float,
+                    help="tokens of context each sequence holds while decoding (default: the workload's "
+                         "default context, as `eval` takes it)")
     pn.add_argument("--min-tokens-per-user", type=float, required=True, metavar="TOKEN/S",
                     help="the least decode speed each sequence must get, in tokens per second")
     pn.add_argument("--max-ttft", metavar="TIME", help='the longest time to first token, e.g. "2 s" or "500 ms"')

@@ -37,7 +37,7 @@ TTFT = "time_to_first_token_layout"
 class Targets:
     """What the deployment must meet; ``by`` names which numbers judge it: "expected" (the bound
     at the efficiencies published measurements reach in its regime) or "bound"."""
-    context: float
+    context: float | None             # tokens; None: the workload's default context
     min_tokens_per_user: float
     max_ttft: float | None = None      # seconds
     prompt: float | None = None        # tokens of the prompt the TTFT is for (default: the context)
@@ -100,6 +100,8 @@ def plan(data, model: str, hardware: list[str], targets: Targets, formats: list[
     eff = np.array([stats.get(g, {}).get("median", np.nan) if stats.get(g, {}).get("n") else np.nan
                     for g in REGIMES])
     res = Search(model, targets, efficiencies={g: (None if np.isnan(e) else float(e)) for g, e in zip(REGIMES, eff)})
+    if targets.context is None:   # the workload's default, as eval would take it
+        targets.context = float(Scenario(data, hardware[0], model, dict(sets or {})).mag("context"))
     prompt = targets.prompt or targets.context
 
     def inputs(fmt):
