@@ -124,6 +124,7 @@ class Source:
     url: str
     as_of: str
     note: str | None = None
+    secondary: str | None = None    # why a secondary source stands in for a primary one (low confidence)
 
 
 @dataclass(frozen=True)
@@ -346,7 +347,14 @@ def _sources(doc, label) -> dict[str, Source]:
         url = str(s.get("url") or "").strip()
         if url and not SAFE_URL.match(url):
             raise DataError(label, where, "url", f"{url[:60]!r}: only http:// and https:// links are allowed")
-        out[str(sid)] = Source(str(sid), str(s["title"]), url, str(s["as_of"]), _text(label, where, "note", s.get("note")))
+        unknown = sorted(set(map(str, s)) - {"title", "url", "as_of", "note", "secondary"})
+        if unknown:
+            raise DataError(label, where, unknown[0], "unknown key (known: title, url, as_of, note, secondary)")
+        secondary = _text(label, where, "secondary", s.get("secondary"))
+        if "secondary" in s and not (secondary or "").strip():
+            raise DataError(label, where, "secondary", "say why no primary source is used (or remove the key)")
+        out[str(sid)] = Source(str(sid), str(s["title"]), url, str(s["as_of"]), _text(label, where, "note", s.get("note")),
+                               secondary)
     return out
 
 

@@ -232,6 +232,8 @@ class Scenario(Fit):
             raise MissingInput(f"{entry.id} has no {fld}")
         file = self.data.files[{"hardware": "hardware", "model": "models"}.get(entry.kind, "prices")]
         src = v.source.title if entry.file else f"{file}: {entry.id}.{fld}: {v.source.title}"
+        if v.source.secondary:
+            src += " [secondary source, low confidence]"
         return self._record(name, v.quantity, src,
                             v.source.url, v.as_of, " ".join(x for x in (v.note, note) if x) or None)
 

@@ -31,7 +31,7 @@ from .dependence import _derived_below, read_shared, setup_dependence
 from .fmt import _PLURAL, _TIMES, _factor, _plan, _target
 
 # What the explorer shows, in this order: the numbers the report features for a set-up.
-QUANTITIES = ("step_time", "latency_floor", "throughput", "throughput_per_chip", "cost_per_token",
+QUANTITIES = ("step_time", "latency_floor", "user_speed", "throughput", "throughput_per_chip", "cost_per_token",
               "cost_floor", "mfu", "balance_batch", "hbm_fill", "max_batch_capacity")
 # The workload inputs a reader moves (each a whole number: a count of sequences, tokens, chips),
 # with the range its slider spans on a log scale; any whole number from 1 can be typed.
@@ -39,6 +39,10 @@ SLIDERS = {"batch": (1, 131072), "context": (128, 1048576), "chips": (1, 1024)}
 # Two plots against the batch; the vertical and horizontal marks are values of other quantities.
 FIGURES = ({"quantity": "step_time", "against": "batch", "vline": "balance_batch", "hline": None},
            {"quantity": "cost_per_token", "against": "batch", "vline": "balance_batch", "hline": "cost_floor"})
+# The lecture's first picture for every priced chip at once: cost per token against each user's
+# speed as the batch grows (the model, context and chips as set; batches that do not fit left out),
+# the target speed a reader types marked, and the cheapest batch and chip that reach it named.
+FRONTIER = {"x": "user_speed", "y": "cost_per_token", "over": "batch", "target": 30.0}
 FIT = "hbm_fill"                    # the set-up fits when this is at most 1
 BATCH = "batch"                     # the input the fit is judged at ...
 ONE_BATCH = "one_sequence"          # ... or at one sequence, for a quantity of one sequence (the latency floor)
@@ -71,6 +75,7 @@ def function_names() -> list[str]:
     names = list(QUANTITIES)
     for f in FIGURES:
         names += [n for n in (f["quantity"], f["vline"], f["hline"]) if n and n not in names]
+    names += [n for n in (FRONTIER["x"], FRONTIER["y"]) if n not in names]
     names += [FIT] if FIT not in names else []
     for n in list(names):
         names += [g for g in guards(n) if g not in names]
@@ -190,6 +195,8 @@ def data(d, sc: Scenario) -> dict:
         "quantities": quantities,
         "figures": [dict(f, units=_display_units(f["quantity"])) for f in FIGURES],
         "figure_points": FIGURE_POINTS,
+        "frontier": dict(FRONTIER, x_units=_display_units(FRONTIER["x"]), y_units=_display_units(FRONTIER["y"]),
+                         x_meaning=REGISTRY[FRONTIER["x"]].meaning, y_meaning=REGISTRY[FRONTIER["y"]].meaning),
         # what each printed function reads, and the refusals of the compiled path it must repeat
         "reads": {n: [q.name for q in REGISTRY.leaves(n)] for n in function_names()},
         "guards": {n: [[g, f"{g}: {REGISTRY[g].valid}"] for g in guards(n)] for n in function_names()},
@@ -205,5 +212,5 @@ def context(d, sc: Scenario) -> dict:
     return {"functions": functions_js(), "data": data(d, sc)}
 
 
-__all__ = ["QUANTITIES", "SLIDERS", "context", "data", "function_names", "functions_js", "guards",
+__all__ = ["FRONTIER", "QUANTITIES", "SLIDERS", "context", "data", "function_names", "functions_js", "guards",
            "javascript", "to_js"]

@@ -208,7 +208,13 @@ def _data_cell(entry, fld, unit):
     from .data import PER_CHIP
     q = v.quantity * Quantity(1, "chip") if fld in PER_CHIP else v.quantity
     text = f"{sig(q.to(unit).magnitude)}" if unit else f"{int(q.magnitude)}"
-    return {"text": text, "href": v.source.url or None, "title": f"{v.source.title} (as of {v.as_of})"}
+    title = f"{v.source.title} (as of {v.as_of})"
+    if v.source.secondary:      # a secondary source, kept where no primary one was found: low confidence
+        text, title = text + " " + SECONDARY_MARK, f"{title}; secondary source, low confidence: {v.source.secondary}"
+    return {"text": text, "href": v.source.url or None, "title": title}
+
+
+SECONDARY_MARK = "◊"   # a figure from a secondary source (no primary one found), shown and marked
 
 
 SUMMARY_COLUMNS = [
@@ -270,7 +276,7 @@ def network_table(data) -> list[dict]:
 
 
 def sources(data) -> list[dict]:
-    return [{"id": s.id, "title": s.title, "url": s.url, "as_of": s.as_of}
+    return [{"id": s.id, "title": s.title, "url": s.url, "as_of": s.as_of, "secondary": s.secondary}
             for s in sorted(data.sources.values(), key=lambda s: s.id)]
 
 

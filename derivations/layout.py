@@ -206,7 +206,7 @@ UNDER_LAYOUT = {
     "kv_per_chip": "kv_per_chip_layout", "memory_per_chip": "memory_per_chip_layout",
     "hbm_fill": "hbm_fill_layout", "step_time_expected": "step_time_expected_layout",
     "throughput_expected": "throughput_expected_layout", "cost_per_token_expected": "cost_per_token_expected_layout",
-    "user_speed_expected": "user_speed_expected_layout", "prefill_time": "prefill_time_layout",
+    "user_speed": "user_speed_layout", "user_speed_expected": "user_speed_expected_layout", "prefill_time": "prefill_time_layout",
     "time_to_first_token": "time_to_first_token_layout", "prefill_compute_time": "prefill_compute_time_layout",
     "prefill_weight_fetch_time": "prefill_weight_fetch_time_layout",
 }

@@ -37,6 +37,9 @@ thr = R.derived(
 thr_chip = R.derived(
     "throughput_per_chip", B * delta / (t_step * S), "token/s/chip",
     "tokens per second per chip", "Θ", "chip")
+R.derived(
+    "user_speed", delta / t_step, "token/s/sequence",
+    "tokens per second each sequence gets: one a step", "v")
 
 # Does the set-up fit? Every weight is held once across the S chips (whether or not a step
 # reads it), and every sequence holds its whole context's KV cache.

@@ -211,6 +211,24 @@ def test_explorer_numbers_match_eval(report):
         rc, ref = _eval("step_time", "h100-sxm", "deepseek-v3", {"batch": batch, "context": 32768, "chips": 16})
         assert math.isclose(float(page.locator("#x-q-step_time").get_attribute("data-value")),
                             _base(ref["value"], ref["unit"]), rel_tol=1e-9)
+        # the frontier's cheapest point at the typed target is eval's number for that chip and batch
+        page.select_option("#x-hardware", "h100-sxm")
+        page.select_option("#x-model", "llama-3-70b")
+        _set_box(page, "context", 4096)
+        _set_box(page, "chips", 8)
+        page.fill("#x-target", "30")
+        best = page.locator("#x-frontier-best")
+        chip, batch = best.get_attribute("data-chip"), int(best.get_attribute("data-over"))
+        assert chip and page.eval_on_selector_all("#x-frontier polyline", "els => els.length") >= 5
+        sets = {"batch": batch, "context": 4096, "chips": 8}
+        rc, cost = _eval("cost_per_token", chip, "llama-3-70b", sets)
+        assert rc == 0 and cost["feasible"]
+        assert math.isclose(float(best.get_attribute("data-value")), _base(cost["value"], cost["unit"]), rel_tol=1e-9)
+        rc, speed = _eval("user_speed", chip, "llama-3-70b", sets)
+        assert rc == 0 and _base(speed["value"], speed["unit"]) >= 30
+        # a target no chip reaches names none
+        page.fill("#x-target", "100000")
+        assert page.locator("#x-frontier-best").get_attribute("data-chip") == ""
         browser.close()
     assert errors == []
     assert [u for u in requests if not u.startswith("file://")] == []
