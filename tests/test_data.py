@@ -4,6 +4,8 @@ import re
 
 import pytest
 
+from conftest import ROOT
+
 from chalkboard.data import HARDWARE_FIELDS, MODEL_FIELDS
 from chalkboard.evaluate import Scenario
 from units import Quantity
@@ -135,3 +137,29 @@ def test_zero_counts_are_rejected(tmp_path):
     with pytest.raises(DataError) as e:
         load(tmp_path)
     assert (e.value.entry, e.value.field) == ("llama-3-8b", "layers") and "positive" in e.value.message
+
+
+def test_a_secondary_source_is_marked_wherever_its_figures_show(tmp_path, cli):
+    """A source kept where no primary one exists says why (`secondary:`); the report's cells mark
+    its figures ◊ with the reason, and eval names it as a secondary source beside the input."""
+    import shutil
+
+    from chalkboard import report
+    from chalkboard.data import load
+
+    for f in ("hardware.yaml", "models.yaml", "prices.yaml"):
+        shutil.copy(ROOT / f, tmp_path / f)
+    hw = (tmp_path / "hardware.yaml").read_text(encoding="utf-8")
+    h100 = load(ROOT).hardware["h100-sxm"].values["hbm_bandwidth"].source.id
+    edited = hw.replace(f"  {h100}:\n", f"  {h100}:\n    secondary: \"no datasheet found\"\n", 1)
+    assert edited != hw
+    (tmp_path / "hardware.yaml").write_text(edited, encoding="utf-8")
+    d = load(tmp_path)
+    cell = report._data_cell(d.hardware["h100-sxm"], "hbm_bandwidth", "TB/s")
+    assert cell["text"] == "3.35 " + report.SECONDARY_MARK and "no datasheet found" in cell["title"]
+    plain = report._data_cell(load(ROOT).hardware["h100-sxm"], "hbm_bandwidth", "TB/s")
+    assert plain["text"] == "3.35" and "secondary" not in plain["title"]
+    r = cli("eval", "drain_time", "--hardware", "h100-sxm", "--hardware-file", str(tmp_path / "hardware.yaml"))
+    assert r.returncode == 0, r.stderr
+    line = next(ln for ln in r.stdout.splitlines() if ln.strip().startswith("hbm_bandwidth"))
+    assert line.endswith("[secondary source, low confidence]"), line
