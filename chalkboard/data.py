@@ -166,12 +166,14 @@ HARDWARE_FIELDS = {
     "flops_int8": ("FLOP/s", False),   # dense int8 operations per second, counted as FLOP/s
     "hbm_capacity": ("byte", True),
     "hbm_bandwidth": ("byte/s", True),
+    "host_memory_capacity": ("byte", False),   # CPU memory the chip reaches coherently (its share), where it does
     "scaleup_bandwidth": ("byte/s", False),
     "scaleup_domain": ("chip", False),
     "scaleout_bandwidth": ("byte/s", False),
     "rental_price": ("USD/hour", False),
 }
 PER_CHIP = {"dies_per_package", "flops_bf16", "flops_fp8", "flops_fp4", "flops_int8", "hbm_capacity", "hbm_bandwidth",
+            "host_memory_capacity",
             "scaleup_bandwidth", "scaleout_bandwidth", "rental_price"}
 HARDWARE_TAGS = {"name": True, "vendor": True, "family": False, "per": True, "note": False,
                  "source": False}

@@ -16,6 +16,9 @@ F = R.hardware("peak_flops", "FLOP/s/chip",
                "F", field="flops_<format>")
 W = R.hardware("hbm_bandwidth", "byte/s/chip", "HBM bandwidth of one chip", "W")
 C_hbm = R.hardware("hbm_capacity", "byte/chip", "HBM capacity of one chip", "C", "HBM")
+C_host = R.hardware("host_memory_capacity", "byte/chip",
+                    "CPU memory one chip reaches over a coherent link (a Grace CPU's LPDDR5X over NVLink-C2C), "
+                    "its share", "C", "host")
 W_up = R.hardware("scaleup_bandwidth", "byte/s/chip",
                   "scale-up (NVLink, ICI) bandwidth of one chip, per direction", "W", "up")
 D_up = R.hardware("scaleup_domain", "chip",

@@ -17,7 +17,7 @@ import sympy as sp
 
 from . import rules
 
-from .inputs import R, S, C_hbm, W_up, W_out, k, d_model, n_moe
+from .inputs import R, S, C_hbm, C_host, W_up, W_out, k, d_model, n_moe
 from .moe_rack import a2a_tok, beta_act, ratio_net
 from .textbook import M_w as w_bytes   # the weights' bytes, one copy
 
@@ -145,6 +145,10 @@ w_chip_pipe = R.derived(
 hbm_rack = R.derived(
     "rack_hbm", S * C_hbm, "byte", "HBM of the S chips of one stage (one scale-up domain, at most a rack)",
     "C", "rack", fit_measure=True)
+R.derived(
+    "rack_fast_memory", S * (C_hbm + C_host), "byte",
+    "fast memory of the S chips of one stage: their HBM and the CPU memory they reach coherently", "C",
+    "rack,fast", fit_measure=True)
 R.derived(
     "weights_to_stage_hbm", w_bytes / hbm_rack, "",
     "the weights over one stage's HBM: above 1 the model needs that many stages, rounded up, just "
