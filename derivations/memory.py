@@ -76,9 +76,10 @@ R.section(
     takeaway="A micro-batch of {balance_batch} takes {micro_batch_step_time} through every layer "
              "of {model} on {hardware} (its stages' times summed); {pipeline_stages} hops of "
              "{hop_latency} make it {pipeline_token_latency} per token. Moving one micro-batch's activations over the "
-             "stage's NICs takes only {hop_transfer_time} of each hop. Reading every weight takes "
+             "stage's NICs takes only {hop_transfer_time} of each hop, and with the fabric's fixed latency the data "
+             "give {hop_time_from_data} a hop. Reading every weight takes "
              "{weight_fetch_time_all} on {chips}, however many stages follow.",
-    featured=("micro_batch_step_time", "hop_transfer_time", "pipeline_token_latency",
+    featured=("micro_batch_step_time", "hop_transfer_time", "hop_time_from_data", "pipeline_token_latency",
               "weight_fetch_time_all"),
 )
 
@@ -90,10 +91,28 @@ t_micro = R.derived(
     "micro_batch_step_time", R.at("step_time", {B: B_star}), "s",
     "one micro-batch (the balance batch) through every layer on S chips: the stages' times summed, "
     "as without pipelining", "t", "step,μ", how="step_time at batch = balance_batch")
-R.derived(
+t_xfer = R.derived(
     "hop_transfer_time", B_star * delta * b_stage / (S * W_out), "s",
     "time for one micro-batch's residual vectors to leave a stage over its S chips' NICs: the "
     "bandwidth part of a hop", "t", "xfer")
+# The rest of a hop is the fabric's fixed latency: the sender's and the receiver's NIC and the
+# switches between two racks (a leaf, a spine and a leaf in a two-tier fabric). No software
+# overhead (kernel launches, the collective library's own latency) is in the data files.
+t_nic = R.constant("nic_latency", "600 ns", "fixed latency of one network adapter (RDMA)", "t", "NIC",
+                   source="NVIDIA ConnectX-6 user manual, Introduction: 'sub-600ns latency' "
+                          "(https://docs.nvidia.com/networking/display/ConnectX6EN/Introduction)")
+t_sw = R.constant("switch_latency", "130 ns", "port-to-port latency of one InfiniBand switch", "t", "sw",
+                  source="NVIDIA (Mellanox) Quantum QM8790 HDR switch product brief: 'sub-130ns port-to-port "
+                         "latency'")
+n_nic = R.constant("nics_per_hop", "2", "network adapters a hop passes: the sender's and the receiver's", "n", "NIC",
+                   source="one adapter sends, one receives (chapters-3-7.md#H-01: GPU → NIC → switches → NIC → GPU)")
+n_sw = R.workload("fabric_switches", "", "switches between two racks' NICs (leaf, spine, leaf in a two-tier "
+                  "fabric)", "n", "sw", default="3")
+R.derived(
+    "hop_time_from_data", t_xfer + n_nic * t_nic + n_sw * t_sw, "s",
+    "time of one rack-to-rack hop from the data files: the micro-batch's bytes over the stage's NICs "
+    "and the fabric's fixed latency (two NICs, the switches between); software overhead not counted",
+    "t", "hop,data")
 R.derived(
     "pipeline_token_latency", t_micro + P * t_hop, "s",
     "time per token through P stages: one step plus one hop per stage", "t", "token")

@@ -8,7 +8,7 @@ import pytest
 import yaml
 
 from chalkboard import seeds
-from chalkboard.audit import (FAILS, HOLDS, KINDS, ND, ROUGHLY, evaluate_claim, judge, judge_rule,
+from chalkboard.audit import (FAILS, HOLDS, INCONCLUSIVE, KINDS, ND, ROUGHLY, evaluate_claim, judge, judge_rule,
                               load_claims, miss_text, _load_chips)
 from chalkboard.data import DataError
 from conftest import ROOT, run_cli
@@ -106,7 +106,7 @@ claims:
     where: "004_c06f65e5a6f00c72.txt:57"
     quote: "288 gigabytes divided by 20 terabytes per second"
     claim: "Rubin drains its HBM in about 15 ms."
-    kind: derived
+    kind: spec
     quantity: drain_time
     scope: rubin
     claimed: "15 ms"
@@ -114,7 +114,7 @@ claims:
     where: "004_c06f65e5a6f00c72.txt:57"
     quote: "x"
     claim: "Rubin drains its HBM in 30 ms (twice the real figure)."
-    kind: derived
+    kind: spec
     quantity: drain_time
     scope: rubin
     claimed: "30 ms"
@@ -130,7 +130,7 @@ claims:
     where: "004_c06f65e5a6f00c72.txt:19"
     quote: "about eight times slower"
     claim: "Scale-out is about 8x slower than scale-up on NVIDIA GPUs."
-    kind: derived
+    kind: spec
     quantity: scaleup_scaleout_ratio
     scope: nvidia
     claimed: "8"
@@ -138,7 +138,7 @@ claims:
     where: "004_c06f65e5a6f00c72.txt:19"
     quote: "about eight times slower"
     claim: "Scale-out is about 8x slower than scale-up on GPUs."
-    kind: derived
+    kind: spec
     quantity: scaleup_scaleout_ratio
     scope: gpus
     claimed: "8"
@@ -400,7 +400,7 @@ def test_audit_command_json(cli):
     assert len(rows) >= 90
     for row in rows:
         assert {"id", "where", "kind", "band", "scope", "values", "inputs", "flips_if", "verdict"} <= set(row)
-        assert row["verdict"] in (HOLDS, ROUGHLY, FAILS, ND) and row["kind"] in KINDS
+        assert row["verdict"] in (HOLDS, ROUGHLY, FAILS, INCONCLUSIVE, ND) and row["kind"] in KINDS
     assert len({r["id"] for r in rows}) == len(rows)
 
 
@@ -474,3 +474,102 @@ def test_a_claim_no_chip_enters_carries_no_chip_scope(data):
         "rubin-drain-about-15-ms"]["scope"]
     # the hardware ratio reads the FLOP/s at the chip's serving format: the chip and the format
     assert "serving format" in rows["hardware-ratio-about-300"]["scope"]
+
+
+# -- kinds that say what was checked; thresholds that are stated; one sentence, one verdict ------
+KINDS_CASES = """
+claims:
+  - id: drain-said-derived
+    where: "004_c06f65e5a6f00c72.txt:57"
+    quote: "288 gigabytes divided by 20 terabytes per second"
+    claim: "Rubin drains its HBM in about 15 ms."
+    kind: derived
+    quantity: drain_time
+    scope: rubin
+    claimed: "15 ms"
+  - id: echo
+    where: "004_c06f65e5a6f00c72.txt:63"
+    quote: "20 milliseconds"
+    claim: "A step takes 20 ms (with the step set to 20 ms)."
+    kind: derived
+    quantity: worst_latency
+    given: {step_time: "20 ms"}
+    claimed: "40 ms"
+  - id: typed-threshold
+    where: "004_c06f65e5a6f00c72.txt:33"
+    quote: "It's not a big deal."
+    claim: "Leaving 8 of 72 GPUs idle is a small loss."
+    kind: input
+    expr: 1 - expert_chips/scaleup_domain
+    claimed: "< 0.2"
+"""
+
+
+def test_a_ratio_of_published_figures_is_refused_as_derived(tmp_path, data):
+    """Rubin's drain time is its HBM capacity over its bandwidth: a spec ratio, not a derivation."""
+    body = KINDS_CASES.split("  - id: echo")[0]
+    with pytest.raises(DataError) as e:
+        _claims(tmp_path, data, body)
+    assert e.value.field == "kind" and "use kind 'spec'" in e.value.message
+    assert "hbm_bandwidth, hbm_capacity" in e.value.message
+    cs, chips = _claims(tmp_path, data, body.replace("kind: derived", "kind: spec"))
+    assert evaluate_claim(data, cs["drain-said-derived"], chips).verdict == HOLDS
+
+
+def test_an_echo_is_refused_as_derived(tmp_path, data):
+    """A derived verdict never reads its own claim: the step time set to the number claimed for it."""
+    head, rest = KINDS_CASES.split("  - id: echo")
+    echo = "  - id: echo" + rest.split("  - id: typed-threshold")[0]
+    cs, _ = _claims(tmp_path, data, "claims:\n" + echo)      # 2 x 20 ms claimed as 40 ms: not an echo
+    assert cs["echo"].kind == "derived"
+    with pytest.raises(DataError) as e:
+        _claims(tmp_path, data, "claims:\n" + echo.replace("quantity: worst_latency", "quantity: step_time")
+                .replace('claimed: "40 ms"', 'claimed: "20 ms"'))
+    assert e.value.field == "given" and "would read its own claim" in e.value.message
+
+
+def test_a_threshold_the_lecture_does_not_state_is_sourced_or_inconclusive(tmp_path, data):
+    """'Not a big deal' judged as '< 0.2': the 0.2 is nobody's; the claim must name where a threshold
+    comes from, or be inconclusive, computed and shown but not counted."""
+    body = "claims:\n  - id: typed-threshold" + KINDS_CASES.split("  - id: typed-threshold")[1]
+    with pytest.raises(DataError) as e:
+        _claims(tmp_path, data, body)
+    assert e.value.field == "claimed" and "threshold" in e.value.message
+    cs, chips = _claims(tmp_path, data, body + '    threshold: "a fifth, as a test says"\n')
+    v = evaluate_claim(data, cs["typed-threshold"], chips)
+    assert v.verdict == HOLDS and "threshold: a fifth" in v.band
+    cs, chips = _claims(tmp_path, data, body + '    inconclusive: "names no share."\n')
+    v = evaluate_claim(data, cs["typed-threshold"], chips)
+    # 8 of 72 GPUs: 1 - 64/72 = 0.111, computed and shown; the verdict is inconclusive, with the reason
+    assert v.verdict == INCONCLUSIVE and v.computed["value"] == pytest.approx(8 / 72)
+    assert "names no share." in v.detail and '"holds"' in v.detail and v.miss == ""
+    from chalkboard.audit import Audit
+    assert Audit([v]).errors() == [] and dict(Audit([v]).counts())[INCONCLUSIVE] == 1
+
+
+def test_one_sentence_one_verdict(verdicts):
+    """Claims on the same words of the same seed line do not both hold and fail: the reviewer found
+    a 20 ms step 'holds' (derived) and 'does not hold' (offline benchmark runs) at 004:63."""
+    def norm(q):
+        return " ".join(seeds.normalise(q).split())
+    rows = [v for v in verdicts.values() if v.verdict in (HOLDS, ROUGHLY, FAILS)]
+    for a in rows:
+        for b in rows:
+            same = set(a.claim.where) & set(b.claim.where)
+            qa, qb = norm(a.claim.quote), norm(b.claim.quote)
+            if a.verdict != FAILS or b.verdict == FAILS or not same or not (qa in qb or qb in qa):
+                continue
+            raise AssertionError(f"{a.claim.id} does not hold and {b.claim.id} holds on the same words at {same}")
+    assert verdicts["measured-step-15-to-20-ms"].verdict == INCONCLUSIVE
+    assert verdicts["step-time-20-ms-common-on-a-rack"].verdict in (HOLDS, ROUGHLY)
+    assert verdicts["measured-efficiency-below-roofline"].verdict == HOLDS
+
+
+def test_the_real_claims_say_what_they_test(verdicts):
+    """The reviewer's cases: spec-ratio lookups and read-back definitions are not "derived"."""
+    kinds = {i: v.claim.kind for i, v in verdicts.items()}
+    assert kinds["use-64-of-72-gpus"] == "input" and kinds["four-experts-per-gpu"] == "input"
+    assert kinds["drain-time-about-20-ms-across-generations"] == "spec"
+    assert kinds["scaleout-about-eight-times-slower"] == "spec"
+    assert kinds["output-three-to-five-times-input"] == "spec"
+    assert kinds["step-time-20-ms-common-on-a-rack"] == "derived"

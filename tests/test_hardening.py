@@ -213,7 +213,7 @@ CASES = [
      ("h100-sxm", "name", "U+001B")),
     ("name-bidi-override", _h100_name('"H100 \\u202Eevil"'), ["build", "--hardware-file", "{F}", "--out", "{OUT}"],
      None, ("h100-sxm", "name", "U+202E")),
-    ("note-bidi-override", _hw(lambda s: s.replace('note: "HBM3"', 'note: "HBM3 \u202e"', 1)),
+    ("note-bidi-override", _h100('    note: "HBM3 \u202e"\n'),
      ["build", "--hardware-file", "{F}", "--out", "{OUT}"], None, ("h100-sxm", "U+202E")),
     # output folder and environment
     ("out-a-file", None, ["build", "--out", "hardware.yaml"], None, ("hardware.yaml", "not a folder")),

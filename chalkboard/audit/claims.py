@@ -1,6 +1,7 @@
 """claims.yaml read and checked: each claim's place, quote, kind, expression and claimed value (one-line errors)."""
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -68,6 +69,8 @@ class Claim:
     source: str | None = None
     why: str | None = None
     note: str | None = None
+    inconclusive: str | None = None   # why the evidence cannot judge the sentence (computed, not counted)
+    threshold: str | None = None      # where a bound's threshold comes from, when the lecture gives none
 
     @property
     def quantity(self):
@@ -217,6 +220,88 @@ def _part(label, cid, c, relative: bool, fld_prefix="") -> Part:
     return Part(expr, shown, qname, claimed, claimed_text, compare, tol, band)
 
 
+# -- what a number claim tests: its kind follows from its expression -----------------------------
+_PUBLISHED = ("hardware", "model", "price", "tier")   # figures read from the data files, each sourced
+_READ_BACK = 2     # a product or ratio of at most this many inputs is read back, not derived
+
+
+def tested_kind(parts: list[Part], relative: bool) -> tuple[str, str]:
+    """What the claim's numbers test, and why: "derived" when at least one goes through the model
+    (a derivation reading more than a product or ratio of two inputs); "spec" when each is a
+    product or ratio of published figures (two chips' or one chip's: a drain time is capacity over
+    bandwidth); "input" when each reads back an input or a definition applied to at most two
+    inputs (the experts per GPU the workload sets). A claim is "derived" only if it is."""
+    kinds, why = [], []
+    for p in parts:
+        direct = [REGISTRY.by_symbol[s] for s in p.expr.free_symbols if s in REGISTRY.by_symbol]
+        e = REGISTRY.expand(p.expr)
+        read = sorted(REGISTRY.by_symbol[s].name for s in e.free_symbols
+                      if s in REGISTRY.by_symbol and REGISTRY.by_symbol[s].origin != "constant")
+        no_derivation = all(q.is_input for q in direct)     # the claim's own arithmetic on inputs
+        one_step = len(read) <= _READ_BACK and (e.is_Mul or e.is_Pow or e.is_Symbol)
+        if not (no_derivation or one_step):
+            kinds.append("derived")
+            continue
+        published = all(REGISTRY[n].origin in _PUBLISHED for n in read)
+        kinds.append("spec" if published and (relative or len(read) >= _READ_BACK) else "input")
+        why.append(f"{p.label} reads only {', '.join(read) or 'constants'}")
+    kind = "derived" if "derived" in kinds else "spec" if "spec" in kinds else "input"
+    return kind, "; ".join(why)
+
+
+def _check_kind(label, cid, claim: Claim) -> None:
+    """A number claim says what it tests: "derived" only if its path goes through the model, and
+    never when one of its inputs is set to the number claimed (an echo)."""
+    if claim.kind not in ("derived", "spec", "input"):
+        return
+    kind, why = tested_kind(claim.parts, claim.relative_to is not None)
+    if kind != claim.kind:
+        meaning = {"derived": "goes through the model", "spec": "is a ratio of published figures",
+                   "input": "reads back an input or a definition"}[kind]
+        raise DataError(label, cid, "kind", f"{claim.kind!r}, but the claim {meaning}"
+                        + (f" ({why})" if why else "") + f": use kind {kind!r}")
+    for name, text in {**claim.set, **claim.given}.items():
+        try:
+            q = parse(text)
+        except UnitParseError:
+            continue
+        for p in claim.parts:
+            lo, hi = p.claimed
+            if q.dimensionality == lo.dimensionality and not p.compare and \
+                    lo.magnitude / p.tolerance <= q.to(lo.units).magnitude <= hi.magnitude * p.tolerance:
+                raise DataError(label, cid, "set" if name in claim.set else "given",
+                                f"{name} = {text} is the number claimed: the verdict would read its own claim "
+                                "(judge it as arithmetic on the lecture's numbers, or derive the input)")
+
+
+def _stated(number: float, text: str) -> bool:
+    """Whether ``text`` states ``number`` (as digits, with or without thousands commas, or as 128k)."""
+    found = []
+    for m in re.finditer(r"(\d[\d,]*(?:\.\d+)?)\s*([kKmM](?![a-zA-Z]))?", text):
+        try:
+            x = float(m.group(1).replace(",", ""))
+        except ValueError:
+            continue
+        found.append(x * {"k": 1e3, "m": 1e6}.get((m.group(2) or "").lower(), 1))
+    return any(abs(x - number) <= 0.025 * abs(number) for x in found)
+
+
+def _check_thresholds(label, cid, claim: Claim, c: dict) -> None:
+    """A bound ("> X", "< X") is judged against a threshold the lecture states, a crossover (1: one
+    side against the other), or one the claim sources or derives (`threshold:`); otherwise the
+    verdict cannot be more than a reading of words such as "not a big deal": `inconclusive:`."""
+    if claim.threshold or claim.inconclusive:
+        return
+    for p in claim.parts:
+        if not p.compare or p.low == 1 or p.low == 0:
+            continue
+        if _stated(p.low, claim.quote):
+            continue
+        raise DataError(label, cid, "claimed", f"'{p.compare} {fmt(p.claimed[0])}' is a threshold the quote does "
+                        "not state: name its source or derivation (threshold:), or say why the claim is "
+                        "inconclusive (inconclusive:)")
+
+
 def load_claims(path: Path, label: str, data: Data, seed_places: dict | None = None,
                 chips: Chips | None = None, doc: dict | None = None) -> list[Claim]:
     doc = _read(path, label) if doc is None else doc   # ``doc``: the file already read
@@ -313,7 +398,14 @@ def _load_claim(label, data, chips: Chips, c: dict, cid: str, seed_places) -> Cl
         set={k: str(v) for k, v in _mapping(label, cid, c, "set").items()},
         given={k: str(v) for k, v in _mapping(label, cid, c, "given").items()},
         also_on=[str(h) for h in (c.get("also_on") or [])], inherits=c.get("inherits"),
-        reading=c.get("reading"), source=c.get("source"), why=c.get("why"), note=c.get("note"))
+        reading=c.get("reading"), source=c.get("source"), why=c.get("why"), note=c.get("note"),
+        inconclusive=c.get("inconclusive"), threshold=c.get("threshold"))
+    for f in ("inconclusive", "threshold"):
+        if f in c and not (isinstance(c[f], str) and c[f].strip()):
+            raise DataError(label, cid, f, "expected a sentence saying why" if f == "inconclusive"
+                            else "expected a sentence naming the threshold's source or derivation")
+    if claim.inconclusive and kind in ("identity", "qualitative"):
+        raise DataError(label, cid, "inconclusive", f"a {kind} claim is not judged on evidence")
     for h in claim.also_on:
         if h not in data.hardware:
             raise DataError(label, cid, "also_on", f"unknown hardware id {h!r}")
@@ -359,6 +451,9 @@ def _load_claim(label, data, chips: Chips, c: dict, cid: str, seed_places) -> Cl
             merged = {**{k: c[k] for k in ("tolerance", "band") if k in c}, **spec}
             claim.parts.append(_part(label, cid, merged, rel is not None,
                                      f"parts[{j}]." if "parts" in c else ""))
+        _check_kind(label, cid, claim)
+    if kind not in ("identity", "qualitative"):
+        _check_thresholds(label, cid, claim, c)
     return claim
 
 

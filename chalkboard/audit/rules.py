@@ -10,18 +10,20 @@ from units import parse
 from ..fmt import sig
 
 
-KINDS = ("derived", "arithmetic", "identity", "input", "sourced", "qualitative")
+KINDS = ("derived", "arithmetic", "identity", "spec", "input", "sourced", "qualitative")
 KIND_TEXT = {
     "derived": "tested against hardware and model data",
     "arithmetic": "the lecture's own numbers recomputed",
     "identity": "verified symbolically by SymPy",
-    "input": "a datum read back from the data files",
+    "spec": "a product or ratio of published figures, read from the data files",
+    "input": "an input or a definition read back (no derivation between the data and the claim)",
     "sourced": "judged against a cited external figure",
     "qualitative": "not judged, with the reason",
 }
 HOLDS, ROUGHLY, FAILS, ND = "holds", "holds roughly", "does not hold", "not judged"
-VERDICTS = (HOLDS, ROUGHLY, FAILS, ND)
-CSS = {HOLDS: "v-holds", ROUGHLY: "v-roughly", FAILS: "v-fails", ND: "v-nd"}
+INCONCLUSIVE = "inconclusive"   # computed, but the evidence does not measure what the sentence says
+VERDICTS = (HOLDS, ROUGHLY, FAILS, INCONCLUSIVE, ND)
+CSS = {HOLDS: "v-holds", ROUGHLY: "v-roughly", FAILS: "v-fails", INCONCLUSIVE: "v-inconclusive", ND: "v-nd"}
 DEFAULT_TOLERANCE = 1.3      # "about X": within ×/÷ 1.3
 DEFAULT_BAND = 2.0           # "roughly": within ×/÷ 2 (for tolerances of 1.3 or more)
 TWO_THIRDS = 2 / 3
@@ -112,7 +114,7 @@ def rule_of_thumb(claims: list, quantity: str):
     e.g. "a drain time of about 20 ms"), for reference lines; None if the claims make none. It
     needs the claims only, not their evaluation."""
     for c in claims:
-        if (c.kind in ("derived", "input") and c.quantity == quantity and len(c.hardware) > 1
+        if (c.kind in ("derived", "spec", "input") and c.quantity == quantity and len(c.hardware) > 1
                 and not c.relative_to and not c.parts[0].compare):
             return c.parts[0].claimed[0]
     return None

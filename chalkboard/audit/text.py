@@ -5,7 +5,7 @@ from dataclasses import dataclass
 
 from ..fmt import sig, unit_words
 
-from .rules import _PLURAL, CSS, FAILS, HOLDS, KIND_TEXT, KINDS, ND, ROUGHLY, rule_of_thumb, VERDICTS
+from .rules import _PLURAL, CSS, FAILS, HOLDS, INCONCLUSIVE, KIND_TEXT, KINDS, ND, ROUGHLY, rule_of_thumb, VERDICTS
 from .verdicts import Verdict
 
 # -- the audit ------------------------------------------------------------------------------------
@@ -56,7 +56,9 @@ class Audit:
                 f"{many(d[FAILS], 'does not hold', 'do not hold')}; "
                 f"{many(len(errs), 'distinct lecture error', 'distinct lecture errors')} over all kinds"
                 + (f" ({many(inherited, 'further claim inherits', 'further claims inherit')} one)"
-                   if inherited else ""))
+                   if inherited else "")
+                + "; besides them " + ", ".join(f"{sum(n for _, n in row)} {kind}" for kind, row in self.counts_by_kind()
+                                                if kind != "derived" and sum(n for _, n in row)))
 
     def only(self, verdict: str | None = None, kind: str | None = None, chapter: str | None = None,
              text: str | None = None) -> "Audit":
@@ -119,6 +121,8 @@ class Audit:
                 continue
             if v.miss:
                 lines.append(f"{pad}{v.miss}")
+            if v.verdict == INCONCLUSIVE:
+                lines.append(f"{pad}{v.detail}")
             lines.append(f"{pad}band: {v.band}   scope: {v.scope}")
             if len(v.values) > 1:
                 lines.append(f"{pad}values: " + ", ".join(

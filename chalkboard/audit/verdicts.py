@@ -17,7 +17,7 @@ from ..fmt import fmt, sig, unit_words
 from .. import FEATURED_HARDWARE as DEFAULT_HARDWARE, FEATURED_MODEL as DEFAULT_MODEL
 
 from .rules import (_EDGE, _PLACEHOLDER, _PLURAL, band_text, BATCHES, CONTEXTS, FAILS, FORMATS, GIB_PER_GB,
-                    HOLDS, judge, judge_rule, miss_text, ND, ROUGHLY, SPARSE_HEADLINE_FACTOR, TWO_THIRDS)
+                    HOLDS, INCONCLUSIVE, judge, judge_rule, miss_text, ND, ROUGHLY, SPARSE_HEADLINE_FACTOR, TWO_THIRDS)
 from .scope import _default_chips, _serving, Chips
 from .claims import _expand, Claim, Part
 
@@ -349,6 +349,12 @@ def evaluate_claim(data, claim: Claim, chips: Chips | None = None) -> Verdict:
         v = _sourced(claim)
     else:
         v = _numeric(ctx, claim)
+    if claim.threshold:
+        v.band += f"; threshold: {claim.threshold}"
+    if claim.inconclusive and v.verdict != ND:    # computed and shown, but not a verdict on the sentence
+        v.detail = (f"inconclusive: {claim.inconclusive} On the reading it would be \"{v.verdict}\"."
+                    + (f" {v.detail}" if v.detail else ""))
+        v.verdict, v.miss = INCONCLUSIVE, ""
     v.note = _fill(ctx, claim, claim.note, "note")
     v.why = _fill(ctx, claim, claim.why, "why")
     v.reading = _fill(ctx, claim, claim.reading, "reading")

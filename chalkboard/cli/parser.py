@@ -152,9 +152,10 @@ def make_parser() -> argparse.ArgumentParser:
     a = sub.add_parser("audit", parents=[common], help="audit the lecture's claims")
     a.add_argument("--claims-file", default="claims.yaml", help="claims to audit (default: %(default)s)")
     a.add_argument("--json", action="store_true", help="print a JSON list of claims")
-    a.add_argument("--verdict", choices=("holds", "roughly", "fails", "not-judged"),
-                   help="only the claims with this verdict (fails: does not hold)")
-    a.add_argument("--kind", choices=("derived", "arithmetic", "identity", "input", "sourced", "qualitative"),
+    a.add_argument("--verdict", choices=("holds", "roughly", "fails", "inconclusive", "not-judged"),
+                   help="only the claims with this verdict (fails: does not hold; inconclusive: computed, "
+                        "but the evidence does not measure what the sentence says)")
+    a.add_argument("--kind", choices=("derived", "arithmetic", "identity", "spec", "input", "sourced", "qualitative"),
                    help="only the claims of this kind")
     a.add_argument("--chapter", choices=("batch", "moe", "pipeline", "memory", "training", "prices", "crypto"),
                    help="only the claims judged on a quantity of this lecture chapter")

@@ -91,13 +91,14 @@ SHORT_FIELDS = ("flops_bf16", "flops_fp8", "hbm_capacity", "hbm_bandwidth", "ren
 
 
 def cmd_audit(args) -> int:
-    from chalkboard.audit import FAILS, HOLDS, ND, ROUGHLY, run_audit
+    from chalkboard.audit import FAILS, HOLDS, INCONCLUSIVE, ND, ROUGHLY, run_audit
     from chalkboard.data import read_yaml
 
     data = load(args)
     read_yaml(ROOT / args.claims_file, args.claims_file)  # encoding, size, nesting, aliases: one line each
     audit = run_audit(data, ROOT / args.claims_file, args.claims_file)
-    verdict = {"holds": HOLDS, "roughly": ROUGHLY, "fails": FAILS, "not-judged": ND}.get(args.verdict)
+    verdict = {"holds": HOLDS, "roughly": ROUGHLY, "fails": FAILS, "inconclusive": INCONCLUSIVE,
+               "not-judged": ND}.get(args.verdict)
     if verdict or args.kind or args.chapter or args.grep:
         audit = audit.only(verdict, args.kind, args.chapter, args.grep)
         if not audit.verdicts:
