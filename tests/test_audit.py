@@ -573,3 +573,14 @@ def test_the_real_claims_say_what_they_test(verdicts):
     assert kinds["scaleout-about-eight-times-slower"] == "spec"
     assert kinds["output-three-to-five-times-input"] == "spec"
     assert kinds["step-time-20-ms-common-on-a-rack"] == "derived"
+
+
+def test_same_die_parts_count_once_consistently(verdicts):
+    """H100 and H200 share the GH100 die as the two A100s share GA100 and B200 and GB200 the
+    Blackwell GPU: each pair counts once in a rule of thumb (the reviewer found H100 and H200
+    counted apart while the others were merged)."""
+    v = verdicts["hardware-ratio-about-300"].values
+    for shown, counted in (("h200", "h100-sxm"), ("a100-40gb", "a100-80gb"), ("b200", "gb200-nvl72")):
+        if shown in v:
+            assert v[shown]["counted"] is False and v[counted]["counted"] is True, shown
+    assert "h200" in v and "a100-40gb" in v
