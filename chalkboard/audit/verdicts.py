@@ -77,15 +77,15 @@ def _entries(ctx, claim: Claim, hardware: list[str] | None = None) -> list[Entry
 def _mark(ctx, entries: list[Entry], vals: dict) -> None:
     """Count one entry per distinct chip among those evaluated: of a same-silicon group, its
     representative if it has a value, else the first member that does."""
-    chosen = {}
+    chosen = {}     # (group, model) -> the entry counted: same silicon counts once per model
     for e in entries:
         if e.group is not None and e.key in vals:
-            if e.group not in chosen or e.hardware == e.group:
-                chosen[e.group] = e
+            if (e.group, e.model) not in chosen or e.hardware == e.group:
+                chosen[e.group, e.model] = e
     for e in entries:
         e.counted, e.mark = True, None
-        if e.group is not None and e.key in vals and chosen.get(e.group) is not e:
-            other = chosen[e.group]
+        if e.group is not None and e.key in vals and chosen.get((e.group, e.model)) is not e:
+            other = chosen[e.group, e.model]
             e.counted, e.mark = False, f"same silicon as {other.hardware}, counted once"
         elif e.hardware in ctx.chips.announced:   # shown, not counted: not a shipping part
             e.counted, e.mark = False, "announced, not counted"
@@ -269,12 +269,13 @@ def _variants(ctx, claim: Claim, entries: list[Entry]):
             return base.value(name).magnitude
         except (MissingInput, InputError):
             return None
-    if "context" in leaves and "context" not in claim.given:
+    pinned = set(claim.given) | set(((claim.relative_to or {}).get("set") or {}))   # a ratio of two contexts is not swept
+    if "context" in leaves and "context" not in pinned:
         now = current("context")
         for L in CONTEXTS:
             if now is None or abs(L - now) > 0.5:
                 out.append((f"context {L:,} tokens", {"context": f"{L} token/sequence"}, None, None))
-    if "batch" in leaves and "batch" not in claim.given:
+    if "batch" in leaves and "batch" not in pinned:
         now = current("batch")
         for b in BATCHES:
             if now is None or abs(b - now) > 0.5:
@@ -447,7 +448,7 @@ def _scope_text(ctx, claim: Claim, entries: list[Entry], evaluated: int | None =
     if reads is not None and not reads & {"hardware", "pair"}:   # no chip enters: no chip scope
         bits = [f"no chip: {entries[0].model}'s data and the workload" if "model" in reads
                 else "no chip or model: constants and the workload"]
-    elif len(entries) == 1 and not claim.relative_to:
+    elif len(entries) == 1:
         bits = [f"{entries[0].hardware}" + (f" × {entries[0].model}" if entries[0].model != DEFAULT_MODEL else "")]
     else:
         bits = [f"{head}: {len(counted)} {what}" + (f", {evaluated} evaluated" if evaluated is not None and evaluated != len(counted) else "")]
