@@ -35,3 +35,17 @@ def test_times_and_alignment_are_not_compared():
     shown = ["chalkboard build", "  load   9.99 s", "wrote build/report.html in 0.01 s"]
     assert [hit for _, hit in readme.match(shown, printed)] == [0, 1, 2]
     assert [hit for _, hit in readme.match(["  load  0.05 ms"], printed)] == [None]
+
+
+def test_the_recipes_are_ten_commands_that_are_run():
+    """The README's recipes: ten questions, each one `$ python3 build.py ...` block that the
+    check above runs (none marked not run), with at least one printed line shown."""
+    text = readme.README.read_text(encoding="utf-8")
+    start = text.index("## Recipes")
+    section = text[start:text.index("\n## ", start + 3)].splitlines()
+    found = readme.blocks(section)
+    assert len(found) == 10
+    assert readme.NOT_RUN not in "\n".join(section)
+    for b in found:
+        assert len(b.commands) == 1 and b.commands[0][0][:2] == ["python3", "build.py"]
+        assert any(line.strip() not in ("", readme.SKIP) for line in b.commands[0][1]), b.commands[0][0]
