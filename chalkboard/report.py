@@ -107,15 +107,32 @@ def _equation(eq) -> dict:
             "text": f"{printers.text(eq.lhs)} = {printers.text(eq.rhs)}"}
 
 
+def chapters(sections_: list[dict]) -> list[dict]:
+    """The lecture's seven chapters as the report's parts, each with its questions (numbered
+    part.question, as the headings, the contents and the PDF outline number them)."""
+    out = []
+    for i, (cid, (title, start)) in enumerate(CHAPTERS.items(), start=1):
+        own = [s for s in sections_ if s["chapter"] == cid]
+        if own:
+            out.append({"id": cid, "number": str(i), "title": title, "start": _clock(start), "sections": own})
+    return out
+
+
+APPENDICES = ("summary", "validation", "audit", "sources")   # lettered A, B, ... after the parts
+
+
 def sections(sc: Scenario, figures: dict[str, str]) -> list[dict]:
     out = []
     order = list(CHAPTERS)
+    within: dict[str, int] = {}
     # the lecture's chapter order; within a chapter, the order the modules declare their sections
     for s in sorted(REGISTRY.sections.values(), key=lambda s: order.index(s.chapter)):
         derived = [REGISTRY[n] for n in s.quantities if not REGISTRY[n].is_input]
         inputs = [REGISTRY[n] for n in s.quantities if REGISTRY[n].is_input]
+        within[s.chapter] = within.get(s.chapter, 0) + 1
         out.append({
             "id": s.id, "title": s.title, "chapter": s.chapter,
+            "number": f"{order.index(s.chapter) + 1}.{within[s.chapter]}",
             "start": "chapter “{}” (from {} into the lecture){}".format(
                 CHAPTERS[s.chapter][0], _clock(CHAPTERS[s.chapter][1]),
                 "; seeds " + ", ".join(s.seeds) if s.seeds else ""),
@@ -301,11 +318,15 @@ def shared_tables(data, model_id: str) -> dict:
 def context(data, sc: Scenario, figures: dict[str, str], audit=None, check=None, validation=None,
             shared: dict | None = None) -> dict:
     shared = shared if shared is not None else shared_tables(data, sc.model.id)
+    secs = sections(sc, figures)
+    shown = [a for a in APPENDICES if a not in ("validation", "audit") or {"validation": validation, "audit": audit}[a]]
     return {
         "title": "chalkboard: the math behind how LLMs are trained and served",
         "featured": featured(sc),
         "notation": shared["notation"],
-        "sections": sections(sc, figures),
+        "sections": secs,
+        "chapters": chapters(secs),
+        "appendix": {a: chr(ord("A") + i) for i, a in enumerate(shown)},   # summary -> "A", ...
         "summary": shared["summary"],
         "network": shared["network"],
         "network_columns": ["Domain (chips)", "Domain (dies)", "Scale-up GB/s per direction",

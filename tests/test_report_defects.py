@@ -207,3 +207,38 @@ def test_page_does_not_scroll_sideways_at_390_px(built):
         finally:
             browser.close()
     assert width <= 390 + 1, wide
+
+
+# -- the lecture's seven chapters as the report's parts --------------------------------------------
+def test_parts_and_questions_share_one_numbering(built, page):
+    """The HTML contents, the HTML headings and the PDF outline number the same parts (the
+    lecture's seven chapters, derivations/_core.py CHAPTERS), questions (part.question) and
+    appendices (lettered); the explorer is in the contents."""
+    import html as html_mod
+
+    from pypdf import PdfReader
+
+    from derivations._core import CHAPTERS
+
+    nav = page[page.index('<ul class="toc">'):page.index("</nav>")]
+    toc = [html_mod.unescape(re.sub(r"<[^>]+>", "", t)).strip() for t in re.findall(r'<a href="#[^"]+">(.*?)</a>', nav)]
+    assert toc[:2] == ["Explorer", "Notation"]
+    body = page[page.index("</nav>"):]
+    heads = [html_mod.unescape(re.sub(r"<[^>]+>", "", h)).strip()
+             for h in re.findall(r"<h2[^>]*>(.*?)</h2>", body, re.S)]
+    numbered = [h for h in heads if re.match(r"(Part \d+\.|\d+\.\d+ |Appendix [A-Z]\.)", h)]
+    assert toc[2:] == numbered
+    parts = [h for h in numbered if h.startswith("Part ")]
+    assert parts == [f"Part {i}. {t}" for i, (t, _) in enumerate(CHAPTERS.values(), start=1)]
+    assert [h.split(".")[0] for h in numbered if h.startswith("Appendix")] == [
+        "Appendix A", "Appendix B", "Appendix C", "Appendix D"]
+
+    def walk(o):
+        for x in o:
+            yield from (walk(x) if isinstance(x, list) else [x.title])
+    outline = [t for t in walk(PdfReader(str(built / "report.pdf")).outline) if t != "Notation"]
+    assert outline == numbered
+    # questions are numbered within their part, from 1, in order
+    for part in range(1, len(parts) + 1):
+        qs = [int(h.split()[0].split(".")[1]) for h in numbered if re.match(rf"{part}\.\d+ ", h)]
+        assert qs == list(range(1, len(qs) + 1)), part
