@@ -262,9 +262,8 @@ def _ml(n, ctx=None) -> str:
         return f"<mfrac><mrow>{_ml(n[1])}</mrow><mrow>{_ml(n[2])}</mrow></mfrac>"
     if k == "mul":
         parts = []
-        for f in n[1]:
-            s = _ml(f, "mul")
-            parts.append(f"<mo>(</mo>{s}<mo>)</mo>" if _needs_parens(f, "mul") else s)
+        for f in n[1]:   # a sum or a negation is bracketed here, once (as the text and Typst printers do)
+            parts.append(f"<mrow><mo>(</mo>{_ml(f)}<mo>)</mo></mrow>" if _needs_parens(f, "mul") else _ml(f, "mul"))
         return "<mrow>" + "<mo>&#x22C5;</mo>".join(parts) + "</mrow>"
     if k == "add":
         out = []

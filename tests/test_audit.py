@@ -481,8 +481,8 @@ def test_a_claim_no_chip_enters_carries_no_chip_scope(data):
     assert rows["deepseek-256-experts"]["scope"].startswith("no chip: deepseek-v3's data")
     assert rows["router-picks-one-in-32"]["scope"].startswith("no chip:")
     # a drain time reads the chip's HBM and no number format: the chip, and no serving format
-    assert rows["rubin-drain-about-15-ms"]["scope"].startswith("rubin") and "format" not in rows[
-        "rubin-drain-about-15-ms"]["scope"]
+    assert rows["thirty-ms-reads-hbm-twice"]["scope"].startswith("rubin") and "format" not in rows[
+        "thirty-ms-reads-hbm-twice"]["scope"]
     # the hardware ratio reads the FLOP/s at the chip's serving format: the chip and the format
     assert "serving format" in rows["hardware-ratio-about-300"]["scope"]
 
@@ -595,3 +595,17 @@ def test_same_die_parts_count_once_consistently(verdicts):
         if shown in v:
             assert v[shown]["counted"] is False and v[counted]["counted"] is True, shown
     assert "h200" in v and "a100-40gb" in v
+
+
+def test_a_test_said_twice_is_one_row_listing_both_places(verdicts, audit):
+    """The reviewer found six verdicts that were duplicates: the same number tested the same way
+    at two places. Each is one row (counted once) that lists the other place and its quote."""
+    assert "rubin-drain-about-15-ms" not in verdicts and "blackwell-rack-72-gpus" not in verdicts
+    kept = verdicts["thirty-ms-reads-hbm-twice"]
+    assert [a["id"] for a in kept.claim.also] == ["rubin-drain-about-15-ms"]
+    assert kept.claim.also[0]["where"] == ["004_c06f65e5a6f00c72.txt:57"]
+    assert "also said at 004_c06f65e5a6f00c72.txt:57 (rubin-drain-about-15-ms" in audit.as_text()
+    row = next(r for r in audit.as_json() if r["id"] == "thirty-ms-reads-hbm-twice")
+    assert row["also"][0]["id"] == "rubin-drain-about-15-ms"
+    assert [a["id"] for a in verdicts["scaleout-about-eight-times-slower"].claim.also] == [
+        "pipelining-bandwidth-ratio-one-eighth"]

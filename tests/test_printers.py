@@ -66,3 +66,38 @@ def test_text_printer_shapes():
 def test_typst_strings_cannot_inject():
     s = printers.typst_str('a"b\\c #x $y$')
     assert s == '"a\\"b\\\\c #x $y$"'
+
+
+def _brackets(s: str) -> str:
+    return "".join(c for c in s if c in "()")
+
+
+def _doubled(s: str) -> bool:
+    """Whether a bracket pair directly encloses another pair and nothing else: ((x))."""
+    s = "".join(c if c in "()" else "x" for c in s)
+    stack, match = [], {}
+    for i, c in enumerate(s):
+        if c == "(":
+            stack.append(i)
+        elif c == ")" and stack:
+            match[stack.pop()] = i
+    return any(s[i + 1:i + 2] == "(" and match.get(i + 1) == j - 1 for i, j in match.items())
+
+
+def test_no_printer_doubles_a_bracket():
+    """The three printers bracket the same groups, each once: the MathML once read
+    ((c_F·δ·N_active + L·a_attn))·B. Compared on every expression (fractions apart: MathML and
+    Typst stack them, the text printer writes a/b, bracketed where a product needs it)."""
+    import re
+
+    doubled, differ = [], []
+    for name, e in EXPRS:
+        ml = printers.mathml(e)
+        flat = re.sub(r"<[^>]+>", "", ml.replace("<mo>(</mo>", "(").replace("<mo>)</mo>", ")"))
+        for printed in (flat, printers.text(e), printers.typst(e)):
+            if _doubled(printed):
+                doubled.append(name)
+        if not e.has(sp.Pow) or all(a.exp > 0 for a in e.atoms(sp.Pow)):   # no fraction: same brackets
+            if _brackets(flat) != _brackets(printers.text(e)) and not {"/", "√"} & set(printers.text(e)):
+                differ.append(name)
+    assert doubled == [] and differ == [], (doubled[:5], differ[:5])

@@ -69,6 +69,7 @@ class Claim:
     source: str | None = None
     why: str | None = None
     note: str | None = None
+    also: list = field(default_factory=list)   # the same test claimed elsewhere: [{"id", "where", "quote"}]
     inconclusive: str | None = None   # why the evidence cannot judge the sentence (computed, not counted)
     threshold: str | None = None      # where a bound's threshold comes from, when the lecture gives none
 
@@ -302,6 +303,35 @@ def _check_thresholds(label, cid, claim: Claim, c: dict) -> None:
                         "inconclusive (inconclusive:)")
 
 
+def _same_test(c: Claim):
+    """What a claim's verdict depends on: two claims with the same are one test said twice."""
+    if c.kind == "qualitative":
+        return None
+    if c.kind == "identity":
+        return ("identity", tuple(sorted(t for t, _, _ in c.checks)))
+    parts = tuple((str(p.expr), p.claimed_text, p.tolerance, p.band) for p in c.parts)
+    return (c.kind, parts, tuple(c.hardware), tuple(c.models), tuple(sorted(c.set.items())),
+            tuple(sorted(c.given.items())), repr(c.relative_to), repr(c.cited), c.inconclusive, c.threshold)
+
+
+def _fold(claims: list[Claim]) -> list[Claim]:
+    """Claims that test the same number the same way fold into the first: one row, one verdict,
+    listing every place the lecture says it (a claim inheriting a folded one inherits the first)."""
+    first, kept, into = {}, [], {}
+    for c in claims:
+        key = _same_test(c)
+        if key is not None and key in first:
+            first[key].also.append({"id": c.id, "where": c.where, "quote": c.quote})
+            into[c.id] = first[key].id
+            continue
+        if key is not None:
+            first[key] = c
+        kept.append(c)
+    for c in kept:
+        c.inherits = into.get(c.inherits, c.inherits)
+    return kept
+
+
 def load_claims(path: Path, label: str, data: Data, seed_places: dict | None = None,
                 chips: Chips | None = None, doc: dict | None = None) -> list[Claim]:
     doc = _read(path, label) if doc is None else doc   # ``doc``: the file already read
@@ -320,6 +350,7 @@ def load_claims(path: Path, label: str, data: Data, seed_places: dict | None = N
     for c in out:
         if c.inherits is not None and c.inherits not in ids:
             raise DataError(label, c.id, "inherits", f"unknown claim id {c.inherits!r}")
+    out = _fold(out)
     for c in out:
         _check_scenario(data, chips, c, label)
     return out

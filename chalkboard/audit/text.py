@@ -93,6 +93,7 @@ class Audit:
                 "values": v.values, "inputs": v.inputs, "flips_if": v.flips_if, "sensitivity": v.sensitivity,
                 "formula": v.formula[0] if v.formula else None, "fit": v.fit or None, "detail": v.detail,
                 "inherits": c.inherits, "inherited_by": v.inherited_by or None,
+                **({"also": c.also} if c.also else {}),
                 **({"reading": v.reading} if v.reading else {}),
                 **({"source": c.source} if c.source else {}), **({"note": v.note} if v.note else {})})
         return out
@@ -127,6 +128,9 @@ class Audit:
             if len(v.values) > 1:
                 lines.append(f"{pad}values: " + ", ".join(
                     f"{k} {_vshow(x)}" + (f" ({x['mark']})" if x.get("mark") else "") for k, x in v.values.items()))
+            if c.also:
+                lines.append(f"{pad}also said at " + "; ".join(f"{', '.join(a['where'])} ({a['id']}: \"{a['quote']}\")"
+                                                          for a in c.also))
             if c.inherits:
                 lines.append(f"{pad}inherits the error of {c.inherits}")
             if v.fit:
@@ -151,6 +155,9 @@ class Audit:
                 "formula_text": v.formula[0] if v.formula else None,
                 "mathml": v.formula[1] if v.formula else None, "typst": v.formula[2] if v.formula else None,
                 "inherits": c.inherits, "inherited_by": v.inherited_by, "reading": v.reading,
+                "also": [{"id": a["id"], "quote": a["quote"],
+                          "where": ", ".join(w.split("_", 1)[0] + w[w.index(".txt") + 4:] if ".txt" in w else w
+                                             for w in a["where"])} for a in c.also],
                 "source": c.source, "note": v.note, "why": v.why if c.kind != "qualitative" else None})
         return {"intro": f"{len(self.verdicts)} checkable statements from the two seed transcripts "
                          "(places as 004:LINE and 000@M:SS in lecture/seeds/), each with its corrected "
