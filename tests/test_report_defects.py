@@ -242,3 +242,15 @@ def test_parts_and_questions_share_one_numbering(built, page):
     for part in range(1, len(parts) + 1):
         qs = [int(h.split()[0].split(".")[1]) for h in numbered if re.match(rf"{part}\.\d+ ", h)]
         assert qs == list(range(1, len(qs) + 1)), part
+
+
+def test_the_pdf_lists_each_lecture_error_as_its_own_item(built):
+    """Each distinct lecture error is one list item with its evidence (claimed, computed, the
+    miss): the template's block tags once swallowed the line ends and ran them into one bullet."""
+    from conftest import run_cli
+
+    typ = (built / "report.typ").read_text(encoding="utf-8")
+    listed = typ[typ.index("Distinct lecture errors"):].split("\n\n", 1)[0].splitlines()[1:]
+    assert len(listed) >= 5 and all(line.startswith("- ") and "claimed" in line and "computed" in line for line in listed)
+    r = run_cli("audit")
+    assert len(listed) == sum(1 for line in r.stdout.splitlines() if line.startswith("  error  "))

@@ -14,6 +14,7 @@ class Chips:
     announced: list[str] = field(default_factory=list)
     scopes: dict[str, dict] = field(default_factory=dict)             # name -> {"vendor": [...], "text": ...}
     serving_formats: dict[str, list[str]] = field(default_factory=dict)  # model id or "default" -> formats
+    reference: str | None = None    # the lecture's own chip: a row over many chips shows its formula first
 
     def group_of(self, hid: str) -> str | None:
         """The same-silicon group ``hid`` belongs to, named by its representative, or None."""
@@ -49,6 +50,11 @@ def _load_chips(label: str, data: Data, doc: dict) -> Chips:
             if h not in data.hardware:
                 raise DataError(label, "chips", "same_silicon", f"unknown hardware id {h!r}")
         ch.same_silicon[rep] = list(members)
+    ref = raw.get("reference")
+    if ref is not None:
+        if ref not in data.hardware:
+            raise DataError(label, "chips", "reference", f"unknown hardware id {ref!r}")
+        ch.reference = str(ref)
     for h in raw.get("announced") or []:
         if h not in data.hardware:
             raise DataError(label, "chips", "announced", f"unknown hardware id {h!r}")

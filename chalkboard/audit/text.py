@@ -40,7 +40,8 @@ class Audit:
             parent = by_id.get(v.claim.inherits) if v.claim.inherits else None
             if parent is not None and parent.verdict == FAILS:
                 continue
-            out.append({"id": v.claim.id, "kind": v.claim.kind, "miss": v.miss,
+            out.append({"id": v.claim.id, "kind": v.claim.kind, "miss": v.miss, "where": v.claim.where,
+                        "claimed": v.claim.claimed_text or "–", "computed": v.computed_text,
                         "inherited_by": [i for i in v.inherited_by if i in by_id and by_id[i].verdict == FAILS]})
         return out
 
@@ -110,6 +111,7 @@ class Audit:
         for e in self.errors():
             inh = f" (inherited by {', '.join(e['inherited_by'])})" if e["inherited_by"] else ""
             lines.append(f"  error  {e['id']} [{e['kind']}]{': ' + e['miss'] if e['miss'] else ''}{inh}")
+            lines.append(f"           claimed {e['claimed']}, computed {e['computed']}  ({', '.join(e['where'])})")
         lines.append("")
         idw = max(len(v.claim.id) for v in self.verdicts)
         for v in self.verdicts:

@@ -495,7 +495,10 @@ def _numeric(ctx, claim: Claim) -> Verdict:
         why = "; ".join(f"{k}: {m}" for k, m in all_skipped.items())
         return Verdict(claim, ND, detail=f"no chip in scope has the inputs: {why}", scope=scope)
     verdict = _worst([v for _, _, v, _ in part_results])
-    e0 = next(e for e in entries if e.key in part_results[0][1])
+    # the formula and inputs shown: the lecture's reference chip where the claim judges it, else the first
+    ref = ctx.chips.reference
+    e0 = next((e for e in entries if e.key in part_results[0][1] and e.hardware == ref and e.counted),
+              next(e for e in entries if e.key in part_results[0][1]))
     sc0 = _scenario(ctx, claim, e0.hardware, e0.model)
     values, texts, details, misses, inputs, fit = {}, [], [], [], [], []
     for part, vals, v, summ in part_results:
@@ -515,7 +518,9 @@ def _numeric(ctx, claim: Claim) -> Verdict:
             texts.append(f"median {sig(summ)} ({sig(counted[0])}–{sig(counted[-1])}){u}")
             details.append(f"{part.label}: median {sig(summ)}{u} over {len(counted)} distinct chips; "
                            f"{inside} of {len(counted)} within the band "
-                           f"({'at least' if inside >= TWO_THIRDS * len(counted) - _EDGE else 'fewer than'} two thirds)")
+                           f"({'at least' if inside >= TWO_THIRDS * len(counted) - _EDGE else 'fewer than'} two thirds); "
+                           f"the formula and inputs shown are {e0.hardware}'s"
+                           + (" (the lecture's reference chip)" if e0.hardware == ctx.chips.reference else ""))
         else:
             texts.append(f"{sig(summ)}{u}")
             details.append(f"{part.label} on {e0.hardware} with {e0.model}" + (
