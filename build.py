@@ -50,9 +50,9 @@ def _hash_before_import(args) -> None:
     """The program, data and options hashed before the program's modules are imported (main does
     this first): what the build runs is what the hashes say. Each is taken again where what it
     names is kept, and nothing is kept if a file changed meanwhile (chalkboard/build.py: the
-    stamp; chalkboard/figcache.py: the figures)."""
-    from chalkboard import uptodate
-    from chalkboard.figcache import code_digest
+    stamp; chalkboard/cache/figcache.py: the figures)."""
+    from chalkboard.cache import uptodate
+    from chalkboard.cache.figcache import code_digest
 
     args.program = code_digest(ROOT)
     try:
@@ -65,7 +65,7 @@ def _hash_before_import(args) -> None:
 def cmd_build(args) -> int:
     import os
 
-    from chalkboard import uptodate
+    from chalkboard.cache import uptodate
 
     if not hasattr(args, "fingerprint"):
         _hash_before_import(args)
@@ -105,7 +105,7 @@ def main(argv=None) -> int:
         _hash_before_import(args)
     from chalkboard.data import DataError
     from chalkboard.errors import InputError, MissingInput, NotApplicable
-    from chalkboard import symcache
+    from chalkboard.cache import symcache
     symcache.load(ROOT)  # SymPy results of an earlier run from the same derivation sources
     if AS_COMMAND:
         gc.freeze()

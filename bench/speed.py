@@ -47,7 +47,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from chalkboard import FEATURED_HARDWARE  # noqa: E402
-from chalkboard.figcache import FOLDER as FIGURES_KEPT  # noqa: E402
+from chalkboard.cache.figcache import FOLDER as FIGURES_KEPT  # noqa: E402
 
 OTHER_CHIP = "h100-sxm"   # a chip the featured figures do not read
 BUILD_IMPORTS = ("import sympy, pint, jinja2, yaml, typst, numpy, matplotlib; matplotlib.use('Agg'); "
@@ -126,7 +126,7 @@ def sweep_vs_numpy(points: int = 1_000_000) -> tuple[float, float]:
     sys.path.insert(0, str(ROOT))
     import numpy as np
 
-    from chalkboard import symcache
+    from chalkboard.cache import symcache
     symcache.load(ROOT)
     from chalkboard.data import load
     from chalkboard.evaluate import Scenario
@@ -185,7 +185,7 @@ def numpy_csv_script(points: int, where: Path) -> Path:
     the featured pair (the batch, the step time in seconds, whether it fits): the inputs are read
     once by chalkboard and written into the script as numbers, as a hand-written script holds them."""
     sys.path.insert(0, str(ROOT))
-    from chalkboard import symcache
+    from chalkboard.cache import symcache
     symcache.load(ROOT)
     from chalkboard.data import load
     from chalkboard.evaluate import Scenario

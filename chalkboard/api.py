@@ -21,7 +21,7 @@ import csv
 import io
 from pathlib import Path
 
-from . import FEATURED_HARDWARE, FEATURED_MODEL
+from .featured import FEATURED_HARDWARE, FEATURED_MODEL
 
 ROOT = Path(__file__).resolve().parents[1]
 _LOADED: dict = {}
@@ -29,7 +29,7 @@ _LOADED: dict = {}
 
 def _data(root: Path | None = None, model_config: str | None = None):
     """The data files of ``root`` (default: the project's), read once, and SymPy's kept work."""
-    from . import symcache
+    from .cache import symcache
     from .data import load
 
     root = Path(root or ROOT)

@@ -18,11 +18,11 @@ from pathlib import Path
 
 import jinja2
 
-from . import pdfcache
+from .cache import pdfcache
 from .data import CONTROL_CHARS, SAFE_URL
 from .chip_reports import chip_reports
 from .errors import BuildError, OutputError  # noqa: F401  (BuildError re-exported)
-from .forked import Forked
+from .cache.forked import Forked
 from .pdf import (compile_pdf, compile_pdf_background, fit_formulas, pdf_timestamp,  # noqa: F401  (re-exported)
                   source_date_epoch, typst_display)
 from .results_json import results_json_parts
@@ -116,7 +116,7 @@ def build(root: Path, args) -> int:
         m = data.models[data.config_model]
         print(f"  note: {m.file}: read as model {m.id}: {'; '.join(m.assumed)}", file=sys.stderr)
     if getattr(args, "model", None) is None:  # --model not given: the config's model, else the featured one
-        from . import FEATURED_MODEL
+        from .featured import FEATURED_MODEL
         args.model = data.config_model or FEATURED_MODEL
     claims_path = root / args.claims_file
     if claims_path.exists() or claims_path.is_symlink() or args.claims_file != "claims.yaml":
@@ -155,7 +155,7 @@ def build(root: Path, args) -> int:
     t = stage("validate", t)
     # every figure is drawn on the other core from here on
     extra = {"validation": (val.figure_svg, checked)} if validation is not None else {}
-    from .figcache import FigureCache
+    from .cache.figcache import FigureCache
     # figures kept from earlier builds under exactly what they read
     kept = FigureCache(root, getattr(args, "program", None), recheck=True)
     drawing = Drawing(data, args.hardware, args.model, overrides, extra, refs, kept)
@@ -240,7 +240,7 @@ def build(root: Path, args) -> int:
                 if getattr(args, "chip_pdf", False):
                     t = stage("chip pdfs", t)
             if getattr(args, "fingerprint", None):  # lets an unchanged rebuild skip the work
-                from .uptodate import STAMP, fingerprint, stamp
+                from .cache.uptodate import STAMP, fingerprint, stamp
                 # only if nothing hashed changed during the build (else the next one builds again)
                 if fingerprint(root, getattr(args, "fingerprinted", args)) == args.fingerprint:
                     staged.write(STAMP, stamp(args.fingerprint, written))

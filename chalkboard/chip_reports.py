@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 
 
-from .forked import Forked
+from .cache.forked import Forked
 
 
 # -- one report per chip (--all-hardware) --------------------------------------------------------
@@ -59,7 +59,7 @@ def _draw_chip_figures(data, chips, model, overrides, refs) -> dict:
 def _draw_chips_background(data, chips, model, overrides, refs):
     """Draw the figures of ``chips`` in two forked processes (half the chips each) while the
     caller renders; returns a function that waits for them."""
-    from .forked import results
+    from .cache.forked import results
     jobs = [Forked("drawing the chips' figures", _draw_chip_figures, data, group, model, overrides, refs)
             for group in (chips[0::2], chips[1::2])]
 

@@ -113,7 +113,7 @@ class DataError(Exception):
         where = ": ".join(p for p in (file, entry, fld) if p)
         super().__init__(f"{where}: {message}")
 
-    def __reduce__(self):   # sent back whole from a forked process (chalkboard.forked)
+    def __reduce__(self):   # sent back whole from a forked process (chalkboard.cache.forked)
         return DataError, (self.file, self.entry, self.field, self.message)
 
 

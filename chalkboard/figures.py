@@ -352,7 +352,7 @@ class Drawing:
     process is busy until it renders), from the start: the figures shared so that both finish
     together, the first also drawing ``extra`` (name -> (function, argument) returning SVG).
     ``refs``: the claims' rules of thumb the figures mark (read from the claims, not their audit).
-    ``kept``: a FigureCache (chalkboard/figcache.py): a figure kept under what it reads now is
+    ``kept``: a FigureCache (chalkboard/cache/figcache.py): a figure kept under what it reads now is
     taken from it, only the others are drawn (with the data traced) and put into it. ``wait()``
     returns name -> (SVG, chip) in the declared order, raising BuildError if drawing failed.
     Without fork, what is left to draw is drawn in ``wait()``."""
@@ -360,13 +360,13 @@ class Drawing:
     PROCESSES = 2
 
     def __init__(self, data, hw, model, overrides=None, extra=None, refs=None, kept=None):
-        from .forked import Forked, can_fork
+        from .cache.forked import Forked, can_fork
 
         overrides, extra, refs = dict(overrides or {}), extra or {}, refs or {}
         self.args, self.kept, self.jobs = (data, hw, model, overrides, refs), kept, []
         self.keys, self.ready = {}, {}   # name -> key in ``kept``; name -> figure taken from it (None: none)
         if kept is not None:
-            from .figcache import MISS
+            from .cache.figcache import MISS
 
             arguments = (hw, model, sorted(overrides.items()), sorted((k, str(v)) for k, v in refs.items()))
             self.keys = {name: kept.figure_key(name, data, *arguments) for name in FIGURES}
@@ -390,7 +390,7 @@ class Drawing:
 
     def wait(self) -> dict:
         """Every figure, once every process has finished."""
-        from .forked import results
+        from .cache.forked import results
 
         if self.jobs:
             drawn = {}
@@ -412,7 +412,7 @@ class Drawing:
 def _draw_shares(data, hw, model, overrides, refs, extra, shares, trace):
     """The first share of the figures (and ``extra``) drawn here, each other share in a process
     forked from this one once matplotlib is imported (each process would otherwise import it)."""
-    from .forked import Forked, results
+    from .cache.forked import Forked, results
 
     plt.figure   # imports and styles matplotlib
     others = [Forked("drawing the figures", _draw_everything, data, hw, model, overrides, refs, {}, names, trace)
@@ -426,14 +426,14 @@ def _draw_shares(data, hw, model, overrides, refs, extra, shares, trace):
 def _draw_everything(data, hw, model, overrides, refs, extra, only, trace=False):
     """name -> (figure, reads) for the figures named in ``only`` and ``extra``: figure is
     (SVG, chip), or None where the figure lacks inputs; with ``trace``, reads is what the figure
-    read of the data, each with its digest (chalkboard/figcache.py), else None."""
+    read of the data, each with its digest (chalkboard/cache/figcache.py), else None."""
     out = {}
     for name in only:
         if not trace:
             got = draw_all(data, hw, model, overrides, refs, {name})
             out[name] = (got.get(name), None)
             continue
-        from .figcache import read_digest, traced
+        from .cache.figcache import read_digest, traced
 
         log: set = set()
         got = draw_all(traced(data, log), hw, model, overrides, refs, {name})

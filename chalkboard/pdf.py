@@ -11,7 +11,7 @@ from pathlib import Path
 
 
 from .errors import BuildError, InputError
-from .forked import Forked
+from .cache.forked import Forked
 
 
 FIT_FROM_EM = 44.0

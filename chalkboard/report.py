@@ -17,7 +17,7 @@ from .evaluate import MissingInput, NotApplicable, NotGiven, Scenario
 from .settings import EVIDENCE
 from .walk import DimensionMismatch
 from .fmt import fmt, sig, split
-from . import DENSE_REFERENCE_MODEL
+from .featured import DENSE_REFERENCE_MODEL
 from .figures import FIGURES
 
 

@@ -55,7 +55,7 @@ def test_no_name_of_the_face_is_a_module_of_the_package():
 
     import chalkboard
     modules = {m.name for m in pkgutil.iter_modules(chalkboard.__path__)}
-    assert not modules & set(chalkboard._API)
+    assert not modules & set(chalkboard.__all__)
     importlib.import_module("chalkboard.audit")
     importlib.import_module("chalkboard.planner")
     assert callable(cb.verdicts) and callable(cb.plan) and callable(cb.scenario)

@@ -1,4 +1,4 @@
-"""Figures kept between builds (chalkboard/figcache.py): a kept figure is used only while
+"""Figures kept between builds (chalkboard/cache/figcache.py): a kept figure is used only while
 everything it read is as it was, so a build with the cache draws the same figures as one without.
 Each edit below is checked both ways: which figures are drawn again, and that every figure equals
 the one drawn with no cache at all."""
@@ -13,7 +13,7 @@ import pytest
 from chalkboard import FEATURED_HARDWARE as HW, FEATURED_MODEL as MODEL
 from chalkboard.data import load
 from chalkboard.data import Data
-from chalkboard.figcache import MISS, SETTINGS, TABLES, WHOLE, FigureCache, _Traced, code_digest, traced
+from chalkboard.cache.figcache import MISS, SETTINGS, TABLES, WHOLE, FigureCache, _Traced, code_digest, traced
 from chalkboard.figures import FIGURES, PER_CHIP, Drawing
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -1,4 +1,4 @@
-"""Jobs in forked processes (chalkboard/forked.py) that start jobs of their own: the figures are
+"""Jobs in forked processes (chalkboard/cache/forked.py) that start jobs of their own: the figures are
 drawn by one process that imports matplotlib and then forks the second (chalkboard/figures.py,
 Drawing), so the second does not import it again."""
 from __future__ import annotations
@@ -8,7 +8,7 @@ import os
 import pytest
 
 from chalkboard.errors import BuildError
-from chalkboard.forked import Forked, can_fork, results
+from chalkboard.cache.forked import Forked, can_fork, results
 
 pytestmark = pytest.mark.skipif(not can_fork(), reason="no fork here: every job runs in the build's own process")
 

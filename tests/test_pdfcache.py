@@ -1,8 +1,8 @@
-"""The PDF kept between builds (chalkboard/pdfcache.py): taken only when the Typst source, every
+"""The PDF kept between builds (chalkboard/cache/pdfcache.py): taken only when the Typst source, every
 figure, the date, the fonts and Typst's version are what it was made from."""
 import pytest
 
-from chalkboard import pdfcache
+from chalkboard.cache import pdfcache
 
 SRC, FIGS, WHEN = "= Title\nSome text.\n", {"a": "<svg>1</svg>", "b": "<svg>2</svg>"}, 1_700_000_000
 

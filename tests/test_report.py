@@ -196,7 +196,7 @@ def test_a_program_file_edited_during_a_build_is_not_called_up_to_date(tmp_path)
     out = tmp_path / "out"
     edit_while_running = (
         "import sys, runpy; sys.path.insert(0, '.')\n"
-        "from chalkboard import symcache\n"
+        "from chalkboard.cache import symcache\n"
         "load = symcache.load\n"
         "def edited_then_loaded(root):\n"
         "    data = root / 'chalkboard' / 'data.py'   # imported by now: this run keeps the old code\n"

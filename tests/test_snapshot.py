@@ -16,7 +16,7 @@ import hashlib, pickle, sys
 sys.path.insert(0, {root!r})
 from derivations import _core
 import derivations
-if len(sys.argv) > 2:   # hand in the snapshot, as chalkboard.symcache.load does
+if len(sys.argv) > 2:   # hand in the snapshot, as chalkboard.cache.symcache.load does
     _core.PRELOADED[derivations.SNAPSHOT] = open(sys.argv[1], "rb").read()
 R = derivations.load()
 if len(sys.argv) == 2:

@@ -14,7 +14,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from chalkboard import uptodate  # noqa: E402
+from chalkboard.cache import uptodate  # noqa: E402
 
 DRIVER = """
 import os, runpy, sys

@@ -51,7 +51,7 @@ def test_an_unreadable_cache_is_ignored(project):
 
 
 def test_an_edited_audit_is_never_served_its_old_identity_checks(project):
-    """The audit's parses and identity checks are kept too: editing chalkboard/audit/verdicts.py (here, the
+    """The audit's parses and identity checks are kept too: editing chalkboard/audit/fixed.py (here, the
     message of a failed check) gives a new cache, and the audit's verdicts come from the edited code."""
     def audit():
         r = run_cli("audit", "--json", root=project)
@@ -59,7 +59,7 @@ def test_an_edited_audit_is_never_served_its_old_identity_checks(project):
         return r.stdout
     first = audit()
     (old,) = (project / ".cache").glob("sympy-*.pickle")
-    mod = project / "chalkboard" / "audit" / "verdicts.py"
+    mod = project / "chalkboard" / "audit" / "fixed.py"
     text = mod.read_text()
     assert 'f"{text}: the difference is {printers.text(diff)}, not 0"' in text
     mod.write_text(text.replace('f"{text}: the difference is {printers.text(diff)}, not 0"',
@@ -71,10 +71,10 @@ def test_an_edited_audit_is_never_served_its_old_identity_checks(project):
 
 
 def test_sympy_work_done_in_a_forked_process_is_kept_by_the_parent():
-    """The figures and the audit run in forked processes (chalkboard/forked.py): SymPy work one
+    """The figures and the audit run in forked processes (chalkboard/cache/forked.py): SymPy work one
     does that no earlier run kept comes back with its result, so the build's cache keeps it and
     the next build does not do it again."""
-    from chalkboard.forked import Forked, can_fork
+    from chalkboard.cache.forked import Forked, can_fork
     from derivations import REGISTRY
 
     if not can_fork():
@@ -93,7 +93,7 @@ def test_a_source_edited_during_a_run_keeps_nothing_under_its_new_name(project):
     """The cache file is named by the sources as they were when the run began (load); a source
     edited before the run ends would otherwise have this run's results kept under the edited
     source's name, and served to the next run."""
-    from chalkboard import symcache
+    from chalkboard.cache import symcache
     from derivations import REGISTRY
 
     key = ("test", "a result of the run")
@@ -114,7 +114,7 @@ def test_a_source_edited_during_a_run_keeps_nothing_under_its_new_name(project):
 
 # -- the results shipped with the project (derivations/solved.pickle) ----------------------------
 LOAD_COUNT = ("import sys; sys.path.insert(0, {root!r}); from pathlib import Path; "
-              "from chalkboard import symcache; print(symcache.load(Path({root!r})))")
+              "from chalkboard.cache import symcache; print(symcache.load(Path({root!r})))")
 
 
 def _preloaded(proj) -> int:
@@ -136,19 +136,19 @@ def _pinned(name):
 def test_the_shipped_results_are_made_from_the_sources_as_they_are():
     """A fresh clone's first build starts from derivations/solved.pickle only if it was made from
     these sources: after editing a derivation (or chalkboard's audit, check, compiled or printers
-    module, or units/), run `python3 -m chalkboard.symcache --ship` and commit the file."""
+    module, or units/), run `python3 -m chalkboard.cache.symcache --ship` and commit the file."""
     import pickle
     import sys
 
     import sympy
-    from chalkboard import symcache
+    from chalkboard.cache import symcache
 
     if sympy.__version__ != _pinned("sympy") or sys.version_info[:2] != (3, 11):
         pytest.skip("the shipped results are made with the pinned SymPy on Python 3.11")
     with open(ROOT / symcache.SHIPPED, "rb") as f:
         shipped = pickle.load(f)
     assert shipped["key"] == symcache.path(ROOT).name, \
-        "derivations/solved.pickle is stale: run `python3 -m chalkboard.symcache --ship` and commit it"
+        "derivations/solved.pickle is stale: run `python3 -m chalkboard.cache.symcache --ship` and commit it"
     assert len(shipped["results"]) > 100
 
 

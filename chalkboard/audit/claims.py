@@ -16,7 +16,7 @@ from ..data import Data, DataError, UniqueKeyLoader
 from ..evaluate import InputError, MissingInput, Scenario
 from ..walk import placeholders, walk
 from ..fmt import fmt
-from .. import FEATURED_HARDWARE as DEFAULT_HARDWARE, FEATURED_MODEL as DEFAULT_MODEL
+from ..featured import FEATURED_HARDWARE as DEFAULT_HARDWARE, FEATURED_MODEL as DEFAULT_MODEL
 
 from .rules import _PLACEHOLDER, DEFAULT_BAND, DEFAULT_TOLERANCE, KINDS
 from .scope import _load_chips, _serving, Chips

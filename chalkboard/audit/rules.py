@@ -3,11 +3,12 @@ from __future__ import annotations
 
 import re
 import statistics
+from dataclasses import dataclass, field
 
 
 from units import parse
 
-from ..fmt import sig
+from ..fmt import sig, unit_words
 
 
 KINDS = ("derived", "arithmetic", "identity", "spec", "input", "sourced", "qualitative")
@@ -118,3 +119,31 @@ def rule_of_thumb(claims: list, quantity: str):
                 and not c.relative_to and not c.parts[0].compare):
             return c.parts[0].claimed[0]
     return None
+
+
+# -- a verdict, as every kind of claim reports it ----------------------------------------------------
+@dataclass
+class Verdict:
+    claim: object           # a claims.Claim (rules sits below the claims and imports nothing of them)
+    verdict: str
+    computed: dict | None = None
+    computed_text: str = "–"
+    detail: str = ""
+    band: str = ""
+    scope: str = ""
+    values: dict = field(default_factory=dict)      # key -> {"value", "verdict", "counted", "mark", ...}
+    inputs: list = field(default_factory=list)      # [{"name","value","source"}]
+    formula: tuple | None = None                    # (text, mathml, typst), numbers substituted
+    flips_if: list = field(default_factory=list)
+    sensitivity: list = field(default_factory=list)
+    fit: list = field(default_factory=list)         # set-ups that do not fit in HBM
+    miss: str = ""
+    inherited_by: list = field(default_factory=list)
+    note: str | None = None
+    why: str | None = None
+    reading: str | None = None
+
+
+def _unit_suffix(part) -> str:
+    u = f"{part.unit:~P}"
+    return f" {unit_words(_PLURAL.get(u, u))}" if u and u != "dimensionless" else ""

@@ -5,8 +5,7 @@ from dataclasses import dataclass
 
 from ..fmt import sig, unit_words
 
-from .rules import _PLURAL, CSS, FAILS, HOLDS, INCONCLUSIVE, KIND_TEXT, KINDS, ND, ROUGHLY, rule_of_thumb, VERDICTS
-from .verdicts import Verdict
+from .rules import _PLURAL, CSS, FAILS, HOLDS, INCONCLUSIVE, KIND_TEXT, KINDS, ND, ROUGHLY, rule_of_thumb, Verdict, VERDICTS
 
 # -- the audit ------------------------------------------------------------------------------------
 @dataclass

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import statistics
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import sympy as sp
 
@@ -13,13 +13,14 @@ from ..data import DataError
 from ..evaluate import InputError, MissingInput, Scenario
 from ..dependence import PIPELINE_CHAPTERS
 from ..walk import walk
-from ..fmt import fmt, sig, unit_words
-from .. import FEATURED_HARDWARE as DEFAULT_HARDWARE, FEATURED_MODEL as DEFAULT_MODEL
+from ..fmt import fmt, sig
+from ..featured import FEATURED_HARDWARE as DEFAULT_HARDWARE, FEATURED_MODEL as DEFAULT_MODEL
 
-from .rules import (_EDGE, _PLACEHOLDER, _PLURAL, band_text, BATCHES, CONTEXTS, FAILS, FORMATS, GIB_PER_GB,
+from .rules import (_unit_suffix, Verdict, _EDGE, _PLACEHOLDER, band_text, BATCHES, CONTEXTS, FAILS, FORMATS, GIB_PER_GB,
                     HOLDS, INCONCLUSIVE, judge, judge_rule, miss_text, ND, ROUGHLY, SPARSE_HEADLINE_FACTOR, TWO_THIRDS)
 from .scope import _default_chips, _serving, Chips
 from .claims import _expand, Claim, Part
+from .fixed import _identity, _sourced
 
 # -- evaluating ---------------------------------------------------------------------------------
 
@@ -104,28 +105,6 @@ def _value(ctx, claim: Claim, part: Part, e: Entry, extra=None, tweak=None) -> f
         rsc = _scenario(ctx, claim, rh, rm, {**(extra or {}), **rel_set}, tweak)
         q = q / _eval(rsc, part.expr)
     return float(q.to(part.unit).magnitude)
-
-
-@dataclass
-class Verdict:
-    claim: Claim
-    verdict: str
-    computed: dict | None = None
-    computed_text: str = "–"
-    detail: str = ""
-    band: str = ""
-    scope: str = ""
-    values: dict = field(default_factory=dict)      # key -> {"value", "verdict", "counted", "mark", ...}
-    inputs: list = field(default_factory=list)      # [{"name","value","source"}]
-    formula: tuple | None = None                    # (text, mathml, typst), numbers substituted
-    flips_if: list = field(default_factory=list)
-    sensitivity: list = field(default_factory=list)
-    fit: list = field(default_factory=list)         # set-ups that do not fit in HBM
-    miss: str = ""
-    inherited_by: list = field(default_factory=list)
-    note: str | None = None
-    why: str | None = None
-    reading: str | None = None
 
 
 class _Ctx:
@@ -334,11 +313,6 @@ def _sweep(ctx, claim: Claim, entries: list[Entry], verdict: str, base_vals: lis
     return flips, moves
 
 
-def _unit_suffix(part: Part) -> str:
-    u = f"{part.unit:~P}"
-    return f" {unit_words(_PLURAL.get(u, u))}" if u and u != "dimensionless" else ""
-
-
 def evaluate_claim(data, claim: Claim, chips: Chips | None = None) -> Verdict:
     ctx = _Ctx(data, chips or _default_chips(data))
     if claim.kind == "qualitative":
@@ -362,63 +336,6 @@ def evaluate_claim(data, claim: Claim, chips: Chips | None = None) -> Verdict:
     if claim.kind == "qualitative":
         v.detail = v.why + (f" Source: {claim.source}" if claim.source else "")
     return v
-
-
-def _symbolic_check(text: str, lhs, rhs) -> tuple[bool, str | None]:
-    """Whether lhs = rhs once both are expanded to inputs; if not, what the difference is."""
-    a, b = _expand(lhs), _expand(rhs)
-    diff = sp.simplify(a - b)
-    ok = diff == 0
-    if not ok and not diff.has(sp.Max, sp.Min):
-        ok = sp.simplify(sp.expand(a) - sp.expand(b)) == 0
-    if ok:
-        return True, None
-    try:
-        return False, f"{text}: the difference is {printers.text(diff)}, not 0"
-    except Exception:
-        return False, f"{text}: the difference does not simplify to 0"
-
-
-def _identity(claim: Claim) -> Verdict:
-    results, failed = [], []
-    for text, lhs, rhs in claim.checks:
-        ok, why = REGISTRY.kept(("claim identity", text), lambda: _symbolic_check(text, lhs, rhs))
-        results.append({"check": text, "holds": ok})
-        if not ok:
-            failed.append(why)
-    verdict = HOLDS if not failed else FAILS
-    detail = "SymPy expands both sides to inputs and simplifies the difference: " + (
-        "0 for every relation" if not failed else "; ".join(failed))
-    text = "; ".join(("✓ " if r["holds"] else "✗ ") + r["check"] for r in results)
-    return Verdict(claim, verdict, {"checks": results}, text, detail, band="exact (symbolic)",
-                   scope="every chip and model (symbolic)",
-                   values={r["check"]: {"value": r["holds"], "verdict": HOLDS if r["holds"] else FAILS,
-                                        "counted": True, "mark": None} for r in results},
-                   miss="" if not failed else f"{len(failed)} of {len(results)} relations fail")
-
-
-def _sourced(claim: Claim) -> Verdict:
-    part = claim.parts[0]
-    vals = {k: float(q.magnitude) for k, q in claim.cited.items()}
-    args = (part.low, part.high, part.tolerance, part.band, part.compare)
-    if len(vals) == 1:
-        val = next(iter(vals.values()))
-        verdict, summary = judge(val, *args), {"value": val}
-        text = f"{sig(val)}{_unit_suffix(part)} (cited)"
-    else:
-        verdict, med, inside = judge_rule(list(vals.values()), *args)
-        lo_, hi_ = min(vals.values()), max(vals.values())
-        summary = {"median": med, "min": lo_, "max": hi_}
-        text = (f"{sig(med)}{_unit_suffix(part)} ({len(vals)} cited figures)" if lo_ == hi_ else
-                f"median {sig(med)} ({sig(lo_)}–{sig(hi_)}){_unit_suffix(part)}, {len(vals)} cited figures")
-    summary["unit"] = f"{part.unit:~P}"
-    values = {k: {"value": v, "verdict": judge(v, *args), "counted": True, "mark": None} for k, v in vals.items()}
-    miss = ""
-    if verdict == FAILS or (verdict == ROUGHLY and part.compare):
-        miss = miss_text(summary.get("median", summary.get("value")), part.low, part.high, part.compare)
-    return Verdict(claim, verdict, summary, text, f"claimed {part.claimed_text} against the cited "
-                   f"{'figure' if len(vals) == 1 else 'figures'}: {claim.source}", band=band_text(part),
-                   scope="the cited source", values=values, miss=miss)
 
 
 def _reads(ctx, claim: Claim, entry: Entry) -> set[str]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from .. import FEATURED_MODEL as DEFAULT_MODEL
+from ..featured import FEATURED_MODEL as DEFAULT_MODEL
 from ..errors import InputError
 
 ROOT = Path(__file__).resolve().parents[2]

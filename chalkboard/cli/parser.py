@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import argparse
 
-from .. import FEATURED_HARDWARE as DEFAULT_HARDWARE, FEATURED_MODEL as DEFAULT_MODEL
+from ..featured import FEATURED_HARDWARE as DEFAULT_HARDWARE, FEATURED_MODEL as DEFAULT_MODEL
 from .common import EXIT_BAD_INPUT
 
 # the commands and where each lives (module, function), imported only when run

@@ -10,7 +10,7 @@ program, the libraries or its arguments changed, or one of those entries differs
 again, and the featured chip's figures are not.
 
 The files are pickles in the project's own .cache/ folder, trusted like the project's code (as
-chalkboard/symcache.py's). A cache that cannot be read or written is ignored: the figures are the
+chalkboard/cache/symcache.py's). A cache that cannot be read or written is ignored: the figures are the
 same either way, only drawn.
 """
 from __future__ import annotations

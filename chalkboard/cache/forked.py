@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import multiprocessing as mp
 
-from .data import DataError
-from .errors import BuildError, InputError, MissingInput, OutputError
+from ..data import DataError
+from ..errors import BuildError, InputError, MissingInput, OutputError
 
 _KNOWN = (BuildError, OutputError, InputError, DataError, MissingInput)
 _LIVE: list = []   # the parent's read ends of the jobs not yet collected

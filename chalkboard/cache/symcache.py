@@ -14,7 +14,7 @@ be read or written is ignored; the numbers are the same either way, only slower.
 The file is a pickle in the project's own .cache/ folder, trusted like the project's code.
 
 A fresh clone has no .cache/ yet, so the project also ships the same results in SHIPPED (made by
-``python3 -m chalkboard.symcache --ship``, which runs every command once and keeps what they
+``python3 -m chalkboard.cache.symcache --ship``, which runs every command once and keeps what they
 computed), with the key they were made under: a first build uses them only if that key is this
 run's (the same sources, SymPy and Python versions), and otherwise computes everything, as
 before. tests/test_symcache.py fails when the shipped file no longer matches the sources.
@@ -149,10 +149,10 @@ def ship(root: Path) -> Path:
 if __name__ == "__main__":
     import argparse
 
-    ap = argparse.ArgumentParser(prog="python3 -m chalkboard.symcache",
+    ap = argparse.ArgumentParser(prog="python3 -m chalkboard.cache.symcache",
                                  description="Write derivations/solved.pickle: SymPy's results for a first build.")
     ap.add_argument("--ship", action="store_true", required=True,
                     help="run every command once and ship what they computed (after editing a derivation)")
     ap.parse_args()
-    here = Path(__file__).resolve().parents[1]
+    here = Path(__file__).resolve().parents[2]
     print(f"wrote {ship(here).relative_to(here)} ({(here / SHIPPED).stat().st_size:,} bytes)")

@@ -1,0 +1,69 @@
+"""Claims judged without a chip: identities SymPy verifies, and figures a cited source gives."""
+from __future__ import annotations
+
+import sympy as sp
+
+from derivations import REGISTRY
+
+from .. import printers
+from ..fmt import sig
+
+from .rules import _unit_suffix, band_text, FAILS, HOLDS, judge, judge_rule, miss_text, ROUGHLY, Verdict
+from .claims import _expand, Claim
+
+
+def _symbolic_check(text: str, lhs, rhs) -> tuple[bool, str | None]:
+    """Whether lhs = rhs once both are expanded to inputs; if not, what the difference is."""
+    a, b = _expand(lhs), _expand(rhs)
+    diff = sp.simplify(a - b)
+    ok = diff == 0
+    if not ok and not diff.has(sp.Max, sp.Min):
+        ok = sp.simplify(sp.expand(a) - sp.expand(b)) == 0
+    if ok:
+        return True, None
+    try:
+        return False, f"{text}: the difference is {printers.text(diff)}, not 0"
+    except Exception:
+        return False, f"{text}: the difference does not simplify to 0"
+
+
+def _identity(claim: Claim) -> Verdict:
+    results, failed = [], []
+    for text, lhs, rhs in claim.checks:
+        ok, why = REGISTRY.kept(("claim identity", text), lambda: _symbolic_check(text, lhs, rhs))
+        results.append({"check": text, "holds": ok})
+        if not ok:
+            failed.append(why)
+    verdict = HOLDS if not failed else FAILS
+    detail = "SymPy expands both sides to inputs and simplifies the difference: " + (
+        "0 for every relation" if not failed else "; ".join(failed))
+    text = "; ".join(("✓ " if r["holds"] else "✗ ") + r["check"] for r in results)
+    return Verdict(claim, verdict, {"checks": results}, text, detail, band="exact (symbolic)",
+                   scope="every chip and model (symbolic)",
+                   values={r["check"]: {"value": r["holds"], "verdict": HOLDS if r["holds"] else FAILS,
+                                        "counted": True, "mark": None} for r in results},
+                   miss="" if not failed else f"{len(failed)} of {len(results)} relations fail")
+
+
+def _sourced(claim: Claim) -> Verdict:
+    part = claim.parts[0]
+    vals = {k: float(q.magnitude) for k, q in claim.cited.items()}
+    args = (part.low, part.high, part.tolerance, part.band, part.compare)
+    if len(vals) == 1:
+        val = next(iter(vals.values()))
+        verdict, summary = judge(val, *args), {"value": val}
+        text = f"{sig(val)}{_unit_suffix(part)} (cited)"
+    else:
+        verdict, med, inside = judge_rule(list(vals.values()), *args)
+        lo_, hi_ = min(vals.values()), max(vals.values())
+        summary = {"median": med, "min": lo_, "max": hi_}
+        text = (f"{sig(med)}{_unit_suffix(part)} ({len(vals)} cited figures)" if lo_ == hi_ else
+                f"median {sig(med)} ({sig(lo_)}–{sig(hi_)}){_unit_suffix(part)}, {len(vals)} cited figures")
+    summary["unit"] = f"{part.unit:~P}"
+    values = {k: {"value": v, "verdict": judge(v, *args), "counted": True, "mark": None} for k, v in vals.items()}
+    miss = ""
+    if verdict == FAILS or (verdict == ROUGHLY and part.compare):
+        miss = miss_text(summary.get("median", summary.get("value")), part.low, part.high, part.compare)
+    return Verdict(claim, verdict, summary, text, f"claimed {part.claimed_text} against the cited "
+                   f"{'figure' if len(vals) == 1 else 'figures'}: {claim.source}", band=band_text(part),
+                   scope="the cited source", values=values, miss=miss)

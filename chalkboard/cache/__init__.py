@@ -1,0 +1,26 @@
+"""The speed machinery: every piece of kept work, and what makes it stale.
+
+Each kept thing is stored under a key of everything it reads; a key that differs is a miss, and a
+miss does the work again. Removing `.cache/` starts from nothing; nothing here changes a number.
+
+  symcache   .cache/sympy-KEY.pickle, and derivations/solved.pickle shipped with the project.
+             SymPy's solves, limits, closed forms, board forms, identity checks, the audit's parsed
+             expressions, the generated code and a snapshot of the registry.
+             Stale when: any file of derivations/ or units/, chalkboard/audit/, check.py, compiled.py
+             or printers.py changes, or the SymPy or Python version does (`python3 -m
+             chalkboard.cache.symcache --ship` makes the shipped file again).
+  figcache   .cache/figures/: each figure with the digest of every chip, model, price and file
+             it read while drawing (traced), under its arguments (chip, model, --set, the claims'
+             rules of thumb) and the program.
+             Stale when: an entry it read changes, its arguments do, or the program (chalkboard/,
+             derivations/, units/, library and Python versions, matplotlibrc, matplotlib's fonts).
+  pdfcache   .cache/pdf/: the PDF under a hash of its Typst source, every figure, the date, the
+             system's font files and Typst's version.
+             Stale when: any of those changes (a comment edit or an HTML-template edit is not one).
+  uptodate   OUT/.chalkboard-stamp: a fingerprint of the program, the data, claims, measurements,
+             seeds and lecture files, the options, SOURCE_DATE_EPOCH and the library versions, with a
+             hash of every file the build wrote.
+             Stale when: any of those changes, or an output file was touched (`--force` builds anyway).
+  forked     no store: the build's work done in forked processes beside it (figures, claims, the
+             PDF), their results and errors sent back whole.
+"""
