@@ -91,7 +91,7 @@ def environments(root: Path):
 # the printers give each formula an upper estimate of its width in em (printers._em); on the
 # report's 737 display formulas the set width is at most 1.08x that estimate (0.95x above 30 em),
 # and the text is 48.2 em wide (17 cm at 10 pt), so a formula estimated under 44 em always fits.
-# tests/test_report_defects.py measures every formula of the report.
+# tests/report/test_report_defects.py measures every formula of the report.
 def build(root: Path, args) -> int:
     from .data import check_counts, load, read_yaml
 

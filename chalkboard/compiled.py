@@ -5,7 +5,7 @@ max and definition is known to be dimensionally sound. Numbers can then be compu
 plain floats: every value is carried as its magnitude in the registry's *base* units
 (byte, FLOP, second, ...), where products and quotients of magnitudes are the magnitudes
 of products and quotients, and only inputs (read from the YAML, --set) and results (shown
-to a person) cross into Pint. ``tests/test_compiled.py`` compares this path with the Pint
+to a person) cross into Pint. ``tests/evaluation/test_compiled.py`` compares this path with the Pint
 walk on every quantity for every chip x model.
 
 Each derived quantity's own definition (not its closed form) is compiled, so a value held

@@ -374,7 +374,7 @@ def _math(src: str, em: float) -> TypstMath:
 # Widths in em of the text size, for deciding which display formulas might not fit the line
 # (only those are measured by Typst, which costs layout time): every glyph counted at full size
 # (subscripts and nested fractions are set smaller), with the spacing Typst puts around
-# operators. tests/test_report_defects.py measures every formula this calls narrow.
+# operators. tests/report/test_report_defects.py measures every formula this calls narrow.
 _GLYPH, _SUB_GLYPH, _OP_GAP, _DOT_GAP, _PAREN = 0.62, 0.45, 1.25, 0.6, 0.45
 
 

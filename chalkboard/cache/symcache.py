@@ -17,7 +17,7 @@ A fresh clone has no .cache/ yet, so the project also ships the same results in 
 ``python3 -m chalkboard.cache.symcache --ship``, which runs every command once and keeps what they
 computed), with the key they were made under: a first build uses them only if that key is this
 run's (the same sources, SymPy and Python versions), and otherwise computes everything, as
-before. tests/test_symcache.py fails when the shipped file no longer matches the sources.
+before. tests/cache/test_symcache.py fails when the shipped file no longer matches the sources.
 """
 from __future__ import annotations
 

@@ -16,7 +16,7 @@ from chalkboard.data import Data
 from chalkboard.cache.figcache import MISS, SETTINGS, TABLES, WHOLE, FigureCache, _Traced, code_digest, traced
 from chalkboard.figures import FIGURES, PER_CHIP, Drawing
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 OTHER_CHIP = "h100-sxm"   # not the featured chip
 
 

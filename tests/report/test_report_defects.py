@@ -4,7 +4,7 @@ The report is built once for the module (HTML and PDF). Each test looks for one 
 defect in what a person reads: the HTML page's prose (formulas, figures, styles and code
 stripped) and the PDF's extracted text; one renders the PDF's pages as images to find pages
 left half empty. The last test opens the page at a phone's width in
-Debian's Chromium (driven by Playwright, as tests/test_browser.py does) and checks that it
+Debian's Chromium (driven by Playwright, as tests/report/test_browser.py does) and checks that it
 does not scroll sideways.
 """
 import html as htmllib
@@ -254,3 +254,28 @@ def test_the_pdf_lists_each_lecture_error_as_its_own_item(built):
     assert len(listed) >= 5 and all(line.startswith("- ") and "claimed" in line and "computed" in line for line in listed)
     r = run_cli("audit")
     assert len(listed) == sum(1 for line in r.stdout.splitlines() if line.startswith("  error  "))
+
+
+@pytest.mark.skipif(CHROMIUM is None and not os.environ.get("CI"),
+                    reason="Chromium is not installed (apt-get install chromium); CI runs this test")
+def test_the_audit_list_fits_its_column_on_a_desktop_and_a_phone(built):
+    """The audit's claims are cards that wrap: no claim pushes its verdict off-screen or squeezes the
+    words (the table they replace was 1,254 px wide in a 992 px column, 1,912 px on a phone)."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=["--no-sandbox", "--disable-gpu"])
+        try:
+            for width in (1280, 390):
+                view = browser.new_page(viewport={"width": width, "height": 900})
+                view.goto((built / "report.html").as_uri(), wait_until="load")
+                view.eval_on_selector_all("#audit details.claim", "els => els.forEach(e => e.open = true)")
+                box = view.evaluate("""() => { const c = document.querySelector('#audit .claims');
+                    return [c.scrollWidth, c.clientWidth, document.querySelectorAll('#audit details.claim').length]; }""")
+                wide = view.evaluate("""() => [...document.querySelectorAll('#audit details.claim summary')]
+                    .filter(s => s.getBoundingClientRect().right > s.parentElement.getBoundingClientRect().right + 1)
+                    .map(s => s.parentElement.id).slice(0, 5)""")
+                assert box[2] > 100 and box[0] <= box[1] + 1 and wide == [], (width, box, wide)
+                view.close()
+        finally:
+            browser.close()

@@ -14,7 +14,7 @@ import pytest
 
 from conftest import ROOT, run_cli
 
-CONFIGS = Path(__file__).resolve().parent / "configs"
+CONFIGS = Path(__file__).resolve().parents[1] / "configs"
 
 
 def _load(name):

@@ -101,7 +101,7 @@ def test_tpu_capacity_kept_in_gib(data):
 def test_values_may_state_per_chip(tmp_path):
     from pathlib import Path
     from chalkboard.data import load
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     (tmp_path / "hardware.yaml").write_text(
         (root / "hardware.yaml").read_text().replace('"3.35 TB/s"', '"3.35 TB/s/chip"', 1))
     (tmp_path / "models.yaml").write_text((root / "models.yaml").read_text())
@@ -112,7 +112,7 @@ def test_values_may_state_per_chip(tmp_path):
 def test_duplicate_ids_are_an_error(tmp_path):
     from pathlib import Path
     from chalkboard.data import DataError, load
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     text = (root / "models.yaml").read_text()
     entry = text[text.index("  llama-3-8b:"):text.index("  llama-3-70b:")]
     (tmp_path / "models.yaml").write_text(text.replace(entry, entry + entry, 1))  # the same id twice
@@ -124,7 +124,7 @@ def test_duplicate_ids_are_an_error(tmp_path):
 def test_zero_counts_are_rejected(tmp_path):
     from pathlib import Path
     from chalkboard.data import DataError, load
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     text = (root / "models.yaml").read_text()
     i = text.index("  llama-3-8b:")
     j = text.index("layers:", i)
