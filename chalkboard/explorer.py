@@ -119,9 +119,14 @@ def _base(sc: Scenario, name: str):
         return str(e)
 
 
+SHARES = ("mfu", "hbm_fill")   # fractions that are shares of a whole, shown as percentages as the report does
+
+
 def _display_units(name: str) -> list[list]:
     """The units a value of ``name`` may be shown in: [label, factor from base units, plural label],
     largest first; the page shows the first in which the value is at least 1 (the report's choice)."""
+    if name in SHARES:
+        return [["%", 0.01, "%"]]
     u, _ = compiled.declared(name)
     kind, _, fixed = _plan(u)
     if kind == "bare":

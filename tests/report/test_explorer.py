@@ -135,8 +135,8 @@ def _check_display(text, value_base):
     assert m, text
     num, label = m.group(1).replace(",", ""), m.group(2)
     label = {"sequences": "sequence", "tokens": "token", "chips": "chip"}.get(label, label)
-    expected = float(Quantity(value_base, parse_unit("")).magnitude) if not label else \
-        value_base / float(Quantity(1.0, parse_unit(label)).to_base_units().magnitude)
+    expected = float(Quantity(value_base, parse_unit("")).magnitude) if not label else value_base * 100 \
+        if label == "%" else value_base / float(Quantity(1.0, parse_unit(label)).to_base_units().magnitude)
     mant = num.split("e")[0]
     decimals = len(mant.split(".")[1]) if "." in mant else 0
     scale = 10 ** int(num.split("e")[1]) if "e" in num else 1
@@ -283,3 +283,32 @@ def test_explorer_adds_little_to_the_page(report):
     start = html.index('<section id="explorer"')
     end = html.index("</script>", html.index("(function () {")) + len("</script>")
     assert end - start < 80_000, f"the explorer takes {end - start:,} bytes"
+
+
+@needs_browser
+def test_a_box_takes_whole_numbers_as_the_command_line_does(report):
+    """A batch of 0 or 2.5 is refused as `eval --set batch=2.5` is: the box is marked, the note says
+    why, and the numbers stay those of the last whole number; leaving the box puts that back. Shares
+    (MFU, HBM fill) read as percentages, and on a phone every value is on screen."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=BROWSER_ARGS)
+        page = browser.new_page(viewport={"width": 390, "height": 844})
+        page.goto(report.as_uri(), wait_until="load")
+        _set_box(page, "batch", 64)
+        before = page.locator("#x-q-step_time").get_attribute("data-value")
+        for bad in ("0", "2.5"):
+            _set_box(page, "batch", bad)
+            assert page.get_attribute("#x-number-batch", "aria-invalid") == "true"
+            assert page.is_visible("#x-note") and "whole number" in page.text_content("#x-note")
+            assert page.locator("#x-q-step_time").get_attribute("data-value") == before
+        page.locator("#x-number-batch").blur()
+        page.dispatch_event("#x-number-batch", "change")
+        assert page.input_value("#x-number-batch") == "64" and page.is_hidden("#x-note")
+        assert page.text_content("#x-q-mfu").rstrip(" †").endswith("%")
+        assert page.text_content("#x-q-hbm_fill").rstrip(" †").endswith("%")
+        for q in ("step_time", "cost_per_token", "hbm_fill"):   # each value inside the phone's width
+            box = page.locator(f"#x-q-{q}").bounding_box()
+            assert box and box["x"] + box["width"] <= 390, (q, box)
+        browser.close()
