@@ -53,7 +53,8 @@ class Audit:
             return f"{k} {one if k == 1 else more}"
         return (f"{many(n, 'derived verdict', 'derived verdicts')} (tested against hardware and model data): "
                 f"{many(d[HOLDS], 'holds', 'hold')}, {many(d[ROUGHLY], 'holds roughly', 'hold roughly')}, "
-                f"{many(d[FAILS], 'does not hold', 'do not hold')}; "
+                f"{many(d[FAILS], 'does not hold', 'do not hold')}"
+                + (f" ({d[INCONCLUSIVE]} more inconclusive)" if d[INCONCLUSIVE] else "") + "; "
                 f"{many(len(errs), 'distinct lecture error', 'distinct lecture errors')} over all kinds"
                 + (f" ({many(inherited, 'further claim inherits', 'further claims inherit')} one)"
                    if inherited else "")
