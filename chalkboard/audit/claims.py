@@ -226,6 +226,10 @@ _PUBLISHED = ("hardware", "model", "price", "tier")   # figures read from the da
 _READ_BACK = 2     # a product or ratio of at most this many inputs is read back, not derived
 
 
+def _monomial(e) -> bool:
+    return bool(e.is_Mul or e.is_Pow or e.is_Symbol)
+
+
 def tested_kind(parts: list[Part], relative: bool) -> tuple[str, str]:
     """What the claim's numbers test, and why: "derived" when at least one goes through the model
     (a derivation reading more than a product or ratio of two inputs); "spec" when each is a
@@ -235,11 +239,11 @@ def tested_kind(parts: list[Part], relative: bool) -> tuple[str, str]:
     kinds, why = [], []
     for p in parts:
         direct = [REGISTRY.by_symbol[s] for s in p.expr.free_symbols if s in REGISTRY.by_symbol]
-        e = REGISTRY.expand(p.expr)
-        read = sorted(REGISTRY.by_symbol[s].name for s in e.free_symbols
-                      if s in REGISTRY.by_symbol and REGISTRY.by_symbol[s].origin != "constant")
+        # the inputs below (each definition's leaves, kept with SymPy's work): no expansion needed
+        read = sorted({x.name for q in direct for x in ([q] if q.is_input else REGISTRY.leaves(q.name))
+                       if x.origin != "constant"})
         no_derivation = all(q.is_input for q in direct)     # the claim's own arithmetic on inputs
-        one_step = len(read) <= _READ_BACK and (e.is_Mul or e.is_Pow or e.is_Symbol)
+        one_step = len(read) <= _READ_BACK and _monomial(REGISTRY.expand(p.expr))   # small when it runs
         if not (no_derivation or one_step):
             kinds.append("derived")
             continue
