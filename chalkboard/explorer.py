@@ -37,8 +37,10 @@ QUANTITIES = ("step_time", "latency_floor", "user_speed", "throughput", "through
 # with the range its slider spans on a log scale; any whole number from 1 can be typed.
 SLIDERS = {"batch": (1, 131072), "context": (128, 1048576), "chips": (1, 1024)}
 # Two plots against the batch; the vertical and horizontal marks are values of other quantities.
-FIGURES = ({"quantity": "step_time", "against": "batch", "vline": "balance_batch", "hline": None},
-           {"quantity": "cost_per_token", "against": "batch", "vline": "balance_batch", "hline": "cost_floor"})
+# Each plot keeps one unit whatever the chip (a step time in ms on every chip, so two chips compare by eye).
+FIGURES = ({"quantity": "step_time", "against": "batch", "vline": "balance_batch", "hline": None, "unit": "ms"},
+           {"quantity": "cost_per_token", "against": "batch", "vline": "balance_batch", "hline": "cost_floor",
+            "unit": "USD/Mtoken"})
 # The lecture's first picture for every priced chip at once: cost per token against each user's
 # speed as the batch grows (the model, context and chips as set; batches that do not fit left out),
 # the target speed a reader types marked, and the cheapest batch and chip that reach it named.

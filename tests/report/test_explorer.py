@@ -78,6 +78,13 @@ def test_explorer_script_names_no_quantity():
     assert "{{ explorer.functions | safe }}" in src  # the printed functions come from Python
 
 
+def test_each_plot_names_a_unit_it_can_show():
+    from chalkboard import explorer
+
+    for f in explorer.FIGURES:
+        assert f["unit"] in [u[0] for u in explorer._display_units(f["quantity"])], f
+
+
 def test_explorer_data_has_every_chip_and_model_and_base_units(data):
     from chalkboard import explorer
     from chalkboard.evaluate import Scenario
@@ -311,4 +318,9 @@ def test_a_box_takes_whole_numbers_as_the_command_line_does(report):
         for q in ("step_time", "cost_per_token", "hbm_fill"):   # each value inside the phone's width
             box = page.locator(f"#x-q-{q}").bounding_box()
             assert box and box["x"] + box["width"] <= 390, (q, box)
+        # the step-time plot keeps its unit from chip to chip (it once changed with the chip)
+        for hw in ("h100-sxm", "gb200-nvl72", "tpu-v5e"):
+            page.select_option("#x-hardware", hw)
+            labels = page.eval_on_selector_all("#x-fig-0 text", "els => els.map(e => e.textContent)")
+            assert "step_time (ms)" in labels, (hw, labels)
         browser.close()
