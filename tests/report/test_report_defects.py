@@ -279,3 +279,14 @@ def test_the_audit_list_fits_its_column_on_a_desktop_and_a_phone(built):
                 view.close()
         finally:
             browser.close()
+
+
+def test_every_dagger_in_the_summary_says_why_without_hovering(page):
+    """A phone cannot hover: each † of the chips' table has its reason listed under the table."""
+    sec = page[page.index('<section id="summary">'):]
+    sec = sec[:sec.index("</section>")]
+    table = sec[:sec.index("</table>")]
+    daggers = len(re.findall(r"<td[^>]*>[^<]*(?:<a [^>]*>)?[^<]*†", table))
+    reasons = sec[sec.index('class="unfit-reasons"'):] if 'class="unfit-reasons"' in sec else ""
+    assert daggers >= 1 and len(re.findall(r"<li>", reasons)) == daggers
+    assert "hover" not in sec
