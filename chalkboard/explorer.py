@@ -121,7 +121,9 @@ def _base(sc: Scenario, name: str):
         return str(e)
 
 
-SHARES = ("mfu", "hbm_fill")   # fractions that are shares of a whole, shown as percentages as the report does
+# Fractions that are shares of a whole, shown as percentages, as the page's own fit line ("fill 14% of
+# each chip's HBM") shows the fill. The report's steps and eval still print them as fractions (0.136).
+SHARES = ("mfu", "hbm_fill")
 
 
 def _display_units(name: str) -> list[list]:

@@ -7,6 +7,12 @@ from ..fmt import sig, unit_words
 
 from .rules import _PLURAL, CSS, FAILS, HOLDS, INCONCLUSIVE, KIND_TEXT, KINDS, ND, ROUGHLY, rule_of_thumb, Verdict, VERDICTS
 
+
+def _short(where: list[str]) -> str:
+    """Seed places as the report prints them: 004:57 for 004_<hash>.txt:57."""
+    return ", ".join(w.split("_", 1)[0] + w[w.index(".txt") + 4:] if ".txt" in w else w for w in where)
+
+
 # -- the audit ------------------------------------------------------------------------------------
 @dataclass
 class Audit:
@@ -145,8 +151,7 @@ class Audit:
         claims = []
         for v in self.verdicts:
             c = v.claim
-            short = ", ".join(w.split("_", 1)[0] + w[w.index(".txt") + 4:] if ".txt" in w else w
-                              for w in c.where)
+            short = _short(c.where)
             claims.append({
                 "id": c.id, "where": short, "quote": c.quote, "claim": c.claim, "kind": c.kind,
                 "claimed_text": c.claimed_text or "–", "computed_text": v.computed_text, "verdict": v.verdict,
@@ -158,8 +163,7 @@ class Audit:
                 "mathml": v.formula[1] if v.formula else None, "typst": v.formula[2] if v.formula else None,
                 "inherits": c.inherits, "inherited_by": v.inherited_by, "reading": v.reading,
                 "also": [{"id": a["id"], "quote": a["quote"],
-                          "where": ", ".join(w.split("_", 1)[0] + w[w.index(".txt") + 4:] if ".txt" in w else w
-                                             for w in a["where"])} for a in c.also],
+                          "where": _short(a["where"])} for a in c.also],
                 "source": c.source, "note": v.note, "why": v.why if c.kind != "qualitative" else None})
         return {"intro": f"{len(self.verdicts)} checkable statements from the two seed transcripts "
                          "(places as 004:LINE and 000@M:SS in lecture/seeds/), each with its corrected "
