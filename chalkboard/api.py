@@ -96,8 +96,8 @@ class Setup:
     def evaluate(self, name: str) -> Result:
         from derivations import REGISTRY
 
-        from . import printers
         from .layouts import resolve
+        from .linebreak import formula
         from .report import substituted
         from .results import describe_as_asked
 
@@ -108,7 +108,7 @@ class Setup:
         q = REGISTRY[answered]
         parts = [f"<p>{d['meaning']}</p>"]
         if q.expr is not None:
-            parts.append(printers.mathml(q.expr, lhs=q))
+            parts.append(formula(q.expr, lhs=q)[1])
             parts.append(substituted(self._scenario, answered)[1])
         parts.append(f"<p><b>{d['quantity']} = {d['display']}</b> on {d['hardware']} × {d['model']}"
                      + ("" if d["feasible"] in (True, None) else f" (does not fit: {d['feasibility']})") + "</p>")

@@ -214,7 +214,8 @@ def _text(n, ctx=None) -> str:
     if k == "pow":
         b = _text(n[1])
         b = f"({b})" if _needs_parens(n[1], "pow") else b
-        return f"{b}^{_text(n[2], 'pow')}"
+        x = _text(n[2], "pow")
+        return f"{b}^({x})" if n[2][0] in ("mul", "neg", "pow") else f"{b}^{x}"   # x^(B·n), not x^B·n
     if k == "sqrt":
         return f"√({_text(n[1])})"
     if k == "func":
@@ -248,7 +249,9 @@ def _ml(n, ctx=None) -> str:
         if not n[2]:
             return f"<mn>{escape(n[1])}</mn>"
         inner = f'<mn>{escape(n[1])}</mn><mspace width="0.2em"/><mtext>{escape(n[2])}</mtext>'
-        return f"<mrow><mo>(</mo>{inner}<mo>)</mo></mrow>" if ctx in ("mul", "pow") else f"<mrow>{inner}</mrow>"
+        # a number and its unit, one line high: brackets that never stretch to their neighbours
+        return (f'<mrow><mo stretchy="false">(</mo>{inner}<mo stretchy="false">)</mo></mrow>'
+                if ctx in ("mul", "pow") else f"<mrow>{inner}</mrow>")
     if k == "sym":
         base = _mi(n[1])
         if n[2]:

@@ -13,6 +13,7 @@ from derivations import (ATTENTION_FLOPS_BY_ATTENTION, ATTENTION_PARAMS_BY_ATTEN
 from derivations._core import CHAPTERS
 
 from . import explorer, printers
+from .linebreak import formula
 from .evaluate import MissingInput, NotApplicable, NotGiven, Scenario
 from .settings import EVIDENCE
 from .walk import DimensionMismatch
@@ -33,7 +34,7 @@ def substituted(sc: Scenario, name: str):
     values = {}
     for s in q.expr.free_symbols:
         values[s] = sc.value(REGISTRY.q(s).name)
-    return printers.with_values(q.expr, values)
+    return formula(q.expr, values=values)
 
 
 class _Takeaway(string.Formatter):
@@ -72,17 +73,18 @@ def takeaway(sc: Scenario, template: str) -> str:
 def _step(sc: Scenario, q) -> dict:
     closed = REGISTRY.closed_form(q.name)
     board = REGISTRY.board_form(q.name)
+    _, def_mathml, def_typst = formula(q.expr, lhs=q)
     d = {
         "name": q.name, "meaning": q.meaning, "how": q.how, "unit": q.unit,
         "symbol_text": printers.text_symbol(q),
-        "def_mathml": printers.mathml(q.expr, lhs=q), "def_typst": printers.typst(q.expr, lhs=q),
+        "def_mathml": def_mathml, "def_typst": def_typst,
         "def_text": printers.text(q.expr),
         "closed_mathml": None, "closed_typst": None, "board_mathml": None, "board_typst": None,
     }
     if closed != q.expr:
-        d["closed_mathml"], d["closed_typst"] = printers.mathml(closed, lhs=q), printers.typst(closed, lhs=q)
+        _, d["closed_mathml"], d["closed_typst"] = formula(closed, lhs=q)
     if board != closed:
-        d["board_mathml"], d["board_typst"] = printers.mathml(board, lhs=q), printers.typst(board, lhs=q)
+        _, d["board_mathml"], d["board_typst"] = formula(board, lhs=q)
     d["aside"] = None
     attention = sc.model.tags.get("attention")
     for table, what in ((KV_BYTES_BY_ATTENTION, "cache"), (ATTENTION_FLOPS_BY_ATTENTION, "compute"),
@@ -103,8 +105,7 @@ def _step(sc: Scenario, q) -> dict:
 
 def _equation(eq) -> dict:
     return {"name": eq.name, "meaning": eq.meaning, "identity": eq.identity,
-            "mathml": printers.mathml_eq(eq.lhs, eq.rhs), "typst": printers.typst_eq(eq.lhs, eq.rhs),
-            "text": f"{printers.text(eq.lhs)} = {printers.text(eq.rhs)}"}
+            **dict(zip(("text", "mathml", "typst"), formula(eq.rhs, lhs=eq.lhs)))}
 
 
 def chapters(sections_: list[dict]) -> list[dict]:

@@ -9,6 +9,7 @@ import sympy as sp
 from derivations import REGISTRY
 
 from .. import printers
+from ..linebreak import formula
 from ..data import DataError
 from ..evaluate import InputError, MissingInput, Scenario
 from ..dependence import PIPELINE_CHAPTERS
@@ -187,7 +188,8 @@ def _formula(sc: Scenario, part: Part):
         return None
     values = {s: sc.value(REGISTRY.q(s).name) for s in expr.free_symbols}
     lhs = REGISTRY[part.quantity] if part.quantity else None
-    text, ml, ty = printers.with_values(expr, values)
+    text, _, ty = printers.with_values(expr, values)   # the PDF's is inline, where Typst breaks it
+    ml = formula(expr, values=values)[1]                 # the page's is a display, set over lines
     if lhs is not None:
         sym = printers.text_symbol(lhs)
         text = f"{sym} = {text}"

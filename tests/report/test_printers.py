@@ -61,6 +61,7 @@ def test_text_printer_shapes():
     assert printers.text(sp.Max(B, N)) in ("max(B, N_active)",)
     assert printers.text(sp.sqrt(B)) == "√(B)"
     assert printers.text(1 - 1 / S) == "1 − 1/S"
+    assert printers.text((1 - B / S) ** (B * N)) == "(1 − B/S)^(B·N_active)"   # not (…)^B·N_active
 
 
 def test_typst_strings_cannot_inject():

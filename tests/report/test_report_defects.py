@@ -62,8 +62,9 @@ LEFTOVERS = r"\{\{|\}\}|\{%|%\}|<<|>>|<%|%>|\{[a-z_]+(?:![rs])?(?::[^{}]*)?\}"
 
 
 # A parenthesis taller than the font's largest size is drawn from pieces (a hook, extenders, a hook):
-# pypdf reads its top as "x…xy" and its bottom as "{…{|", which are not template syntax.
-STRETCHED_DELIMITER = re.compile(r"\{{2,}\||x+y")
+# pypdf reads its top as "x…xy" and its bottom as "{…{|" (or, for a left one, its extenders and
+# bottom as "}…}~"), which are not template syntax.
+STRETCHED_DELIMITER = re.compile(r"\{{2,}\||x+y|\}+~")
 
 
 def test_no_unfilled_placeholders_or_template_syntax(page, prose, pdf_text):
@@ -123,20 +124,24 @@ def test_lecture_times_cannot_be_read_as_seconds(prose, pdf_text):
 
 
 def test_no_display_formula_is_wider_than_the_text(built, tmp_path):
-    """Typst does not break display formulas: one wider than the text is scaled down to the
-    text's width (measured by Typst before report.typ is written); a formula set as it is must fit
-    in the 17 cm between the margins, a scaled one must fit and must have needed it. Every display
+    """A display formula wider than the text is set over lines, broken at its top-level operators
+    (chalkboard/linebreak.py); one still wider is scaled down to the text's width (measured by
+    Typst before report.typ is written), never below 80%. A formula set as it is must fit in the
+    17 cm between the margins, a scaled one must fit and must have needed it. Every display
     formula of the report is measured by Typst itself."""
     import json
 
     import typst
 
     src = (built / "report.typ").read_text()
-    measured, shown, scaled = [], 0, 0
+    measured, shown, scaled, broken, percents = [], 0, 0, 0, []
     for line in src.split("\n"):
         m = re.fullmatch(r"(#scale\(([\d.]+)%, reflow: true\)\[)?\$ (.*) \$\]?", line)
         if m:
             shown += 1
+            broken += " \\ " in m.group(3)
+            if m.group(1):
+                percents.append(float(m.group(2)))
             formula = f"$ {m.group(3)} $"
             if m.group(1):   # scaled: measured as set, and as it would be unscaled
                 scaled += 1
@@ -151,7 +156,8 @@ def test_no_display_formula_is_wider_than_the_text(built, tmp_path):
     probe.write_text("\n".join(measured))
     widths = [r["value"] for r in json.loads(typst.query(str(probe), "<width>", root=str(here)))]
     text_width = (21 - 2 * 2) / 2.54 * 72   # A4 less two 2 cm margins, in points
-    assert shown > 500 and len(widths) == shown and scaled > 10
+    assert shown > 500 and len(widths) == shown and broken > 50
+    assert min(percents, default=100) >= 80, f"{len([p for p in percents if p < 80])} formulas scaled below 80%"
     widest = max(w for w, _ in widths)
     assert widest <= text_width, f"a formula is set {widest / text_width:.2f}x the text width"
     needless = [n for w, n in widths if w < n <= text_width]
@@ -207,6 +213,32 @@ def test_page_does_not_scroll_sideways_at_390_px(built):
         finally:
             browser.close()
     assert width <= 390 + 1, wide
+
+
+@pytest.mark.skipif(CHROMIUM is None and not os.environ.get("CI"),
+                    reason="Chromium is not installed (apt-get install chromium); CI runs this test")
+def test_no_display_formula_is_cut_off_at_1280_px(built):
+    """On a desktop every display formula fits its column (a long one is set over lines,
+    chalkboard/linebreak.py); none is cut off at the right edge. Measured in Chromium, whose
+    MathML fonts differ from Typst's."""
+    from playwright.sync_api import sync_playwright
+
+    assert CHROMIUM, "CI must install Chromium"
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True,
+                                    args=["--no-sandbox", "--disable-gpu", "--no-first-run"])
+        try:
+            view = browser.new_page(viewport={"width": 1280, "height": 900})
+            view.goto((built / "report.html").as_uri(), wait_until="load")
+            shown, lines, cut = view.evaluate("""() => {
+                const all = [...document.querySelectorAll('math[display=block]')];
+                const cut = all.filter(e => e.scrollWidth > e.clientWidth + 1)
+                    .map(e => (e.closest('[id]') || {}).id + ' ' + e.scrollWidth + '/' + e.clientWidth);
+                return [all.length, all.filter(e => e.classList.contains('lines')).length, cut.slice(0, 5)]; }""")
+        finally:
+            browser.close()
+    assert shown > 500 and lines > 50
+    assert cut == [], cut
 
 
 # -- the lecture's seven chapters as the report's parts --------------------------------------------

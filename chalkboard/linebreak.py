@@ -1,0 +1,220 @@
+"""Display formulas too wide for the text, broken over lines at their top-level operators.
+
+A substitution such as t_step = max(compute time, memory time) with every symbol replaced by its
+number and unit is several times the width of a page. Scaled down to fit, it becomes
+unreadable; so it is set over lines, as one would on a blackboard: a sum breaks before a + or −,
+a product before a ·, max(…) and min(…) between their arguments, and a fraction whose
+numerator is too wide is written 1/denominator · (numerator) so that the numerator can break.
+Continuation lines are indented by the depth of the bracket they continue.
+
+The layout is decided once, on the printers' shared tree (printers._node) with their width
+estimate (printers._em, an upper estimate in em of the text size), and then printed by the
+MathML and the Typst printers alike, so the page and the PDF break a formula at the same places.
+A formula that fits is printed as before, on one line.
+"""
+from __future__ import annotations
+
+from . import printers as P
+
+# the line budget, in printers._em's estimate: the PDF's text is 48 em of its 10 pt type and the
+# page's column 56 em at 1280 px; the estimate runs about a fifth over what Typst and Chromium set
+# (tests/report/test_report_defects.py measures both)
+WIDTH_EM = 50.0
+INDENT_EM = 1.0      # one level of indentation: Typst's `quad`, MathML's 1em space
+_OP_EM = {"+": P._OP_GAP, "−": P._OP_GAP, "=": P._OP_GAP, "·": P._DOT_GAP, ",": 0.5, "/": 0.8}
+_TYPST_OP = {"+": "+", "−": "-", "=": "=", "·": "dot", ",": ",", "/": "slash"}
+_MATHML_OP = {"+": "+", "−": "&#x2212;", "=": "=", "·": "&#x22C5;", ",": ",", "/": "/"}
+
+
+class _Flow:
+    """Lines being filled: each is [indent, items]; an item is ("node", n, ctx, wrapped),
+    ("op", symbol), ("open", name) or ("close",)."""
+
+    def __init__(self, width: float):
+        self.lines: list[list] = [[0, []]]
+        self.col, self.width = 0.0, width
+
+    def room(self) -> float:
+        return self.width - self.col
+
+    def put(self, item, em: float):
+        self.lines[-1][1].append(item)
+        self.col += em
+
+    def newline(self, indent: int):
+        if self.lines[-1][1] and self.col > indent * INDENT_EM:
+            self.lines.append([indent, []])
+            self.col = indent * INDENT_EM
+
+    def node(self, n, ctx=None, wrapped=False):
+        self.put(("node", n, ctx, wrapped), _width(n, ctx, wrapped))
+
+    def op(self, symbol: str):
+        self.put(("op", symbol), _OP_EM[symbol])
+
+
+def _width(n, ctx=None, wrapped=False) -> float:
+    return P._em(n) + 2 * P._PAREN if wrapped else P._em(n, ctx)
+
+
+def _flow(n, f: _Flow, indent: int, ctx=None, wrapped=False):
+    """Put ``n`` on the lines, breaking it where it does not fit in what is left of the line."""
+    if _width(n, ctx, wrapped) <= f.room():
+        f.node(n, ctx, wrapped)
+        return
+    k = n[0]
+    if k not in ("add", "mul", "frac", "func", "ufunc", "neg"):   # a power, root or floor: not broken
+        f.node(n, ctx, wrapped)
+        return
+    parens = wrapped or (k == "add" and ctx in ("mul", "pow"))
+    if parens:
+        f.put(("open", ""), P._PAREN)
+        indent += 1
+    if k == "add":
+        for i, (sign, t) in enumerate(n[1]):
+            if i == 0:
+                if sign == "-":
+                    f.op("−")
+                _flow(t, f, indent)
+                continue
+            _then(f, "+" if sign == "+" else "−", t, indent)
+    elif k == "neg":
+        f.op("−")
+        _flow(n[1], f, indent, "mul", P._needs_parens(n[1], "mul"))
+    elif k == "mul":
+        for i, x in enumerate(n[1]):
+            wrap = P._needs_parens(x, "mul")
+            if i == 0:
+                _flow(x, f, indent, "mul", wrap)
+            else:
+                _then(f, "·", x, indent, "mul", wrap)
+    elif k == "frac":
+        num, den = n[1], n[2]
+        if _width(den) <= f.width / 3:   # 1/den · (num), the numerator broken
+            f.node(("frac", ("num", "1"), den))
+            _then(f, "·", num, indent, "mul", P._needs_parens(num, "mul") or num[0] == "frac")
+        else:                            # (num) / (den), each broken
+            _flow(num, f, indent, wrapped=True)
+            _then(f, "/", den, indent, wrapped=True)
+    else:   # max(…), min(…), a named function: one argument a line once they do not all fit
+        name = n[1] if k == "func" else n[1] + (n[2] or "")
+        args = n[2] if k == "func" else n[3]
+        f.put(("open", name), P._glyphs(name) + P._PAREN)
+        for i, a in enumerate(args):
+            if i:
+                f.op(",")
+                f.newline(indent + 1)
+            _flow(a, f, indent + 1)
+        f.put(("close",), P._PAREN)
+    if parens:
+        f.put(("close",), P._PAREN)
+
+
+def _then(f: _Flow, symbol: str, n, indent: int, ctx=None, wrapped=False):
+    """An operator and its operand, on a new line when they do not fit on this one and either
+    fit on a new one or would start with little room left (else the operand breaks inside)."""
+    w = _OP_EM[symbol] + _width(n, ctx, wrapped)
+    if w > f.room() and (w <= f.width - indent * INDENT_EM or f.room() < f.width / 3):
+        f.newline(indent)
+    f.op(symbol)
+    _flow(n, f, indent, ctx, wrapped)
+
+
+def formula(expr, lhs=None, values=None) -> tuple[str, str, "P.TypstMath"]:
+    """A display formula ``[lhs =] expr`` as plain text (one line), MathML and Typst, the last two
+    broken over lines where it is wider than WIDTH_EM; ``lhs`` a declared quantity or an
+    expression, ``values`` {symbol: quantity} to show symbols as their numbers."""
+    import sympy as sp
+
+    n = P._node(sp.sympify(expr), values)
+    left = None if lhs is None else ("sym", lhs.base, lhs.sub) if hasattr(lhs, "base") else P._node(sp.sympify(lhs))
+    text = P._text(n) if left is None else f"{P._text(left)} = {P._text(n)}"
+    laid = lines(n, left)
+    if laid is not None:
+        return text, mathml_lines(laid), typst_lines(laid)
+    if left is None:
+        return text, f'<math display="block"><mrow>{P._ml(n)}</mrow></math>', P._ty_math(n)
+    return (text, f'<math display="block"><mrow>{P._ml(left)}<mo>=</mo>{P._ml(n)}</mrow></math>',
+            P._eq(P._ty_math(left), P._ty_math(n)))
+
+
+def lines(n, lhs=None, width: float = WIDTH_EM) -> list[list] | None:
+    """``[lhs =] n`` laid out in lines of at most ``width`` em where it can break; None if it
+    fits on one line."""
+    total = _width(n) + (P._em(lhs) + P._OP_GAP if lhs is not None else 0)
+    if total <= width:
+        return None
+    f = _Flow(width)
+    if lhs is not None:
+        f.node(lhs)
+        f.op("=")
+    _flow(n, f, 1 if lhs is not None else 0)
+    return [line for line in f.lines if line[1]]
+
+
+# -- the two printers of a laid-out formula -------------------------------------------------------
+def _typst_item(item, first: bool) -> str:
+    k = item[0]
+    if k == "node":
+        _, n, ctx, wrapped = item
+        return f"({P._ty(n)})" if wrapped else P._ty(n, ctx)
+    if k == "op":
+        s = _TYPST_OP[item[1]]
+        return f'"" {s}' if first and item[1] not in (",",) else s   # "" keeps a binary operator's spacing
+    if k == "open":
+        name = item[1]
+        return f"{name}\\(" if name in ("max", "min", "ln") else f"{P._ty_ident(name)}\\(" if name else "\\("
+    return "\\)"
+
+
+def typst_lines(laid: list[list]) -> "P.TypstMath":
+    """Typst math of a laid-out formula: lines aligned at their start, indented by quads."""
+    rows = []
+    widest = 0.0
+    for indent, items in laid:
+        body = " ".join(_typst_item(it, i == 0) for i, it in enumerate(items))
+        rows.append("& " + "quad " * indent + body)
+        widest = max(widest, indent * INDENT_EM + sum(_item_em(it) for it in items))
+    return P._math(" \\ ".join(rows), widest)
+
+
+def _item_em(item) -> float:
+    k = item[0]
+    if k == "node":
+        return _width(item[1], item[2], item[3])
+    if k == "op":
+        return _OP_EM[item[1]]
+    if k == "open":
+        return P._glyphs(item[1]) + P._PAREN
+    return P._PAREN
+
+
+def _mathml_item(item, first: bool) -> str:
+    k = item[0]
+    if k == "node":
+        _, n, ctx, wrapped = item
+        if not wrapped:
+            return P._ml(n, ctx)
+        inner = P._ml(n)
+        fixed = "" if "<mfrac" in inner else ' stretchy="false"'   # as tall as a fraction inside, else a line
+        return f"<mrow><mo{fixed}>(</mo>{inner}<mo{fixed}>)</mo></mrow>"
+    if k == "op":
+        return f'<mo form="infix">{_MATHML_OP[item[1]]}</mo>'
+    if k == "open":
+        name = item[1]
+        head = f"<mi>{P.escape(name)}</mi>" if name else ""
+        return f'{head}<mo stretchy="false">(</mo>'
+    return '<mo stretchy="false">)</mo>'
+
+
+def mathml_lines(laid: list[list]) -> str:
+    """MathML of a laid-out formula: a one-column table whose rows are the lines, set flush left,
+    its fractions full size (a table's cells are set compact by default), indented by spaces."""
+    rows = []
+    for indent, items in laid:
+        pad = f'<mspace width="{indent * INDENT_EM:g}em"/>' if indent else ""
+        body = "".join(_mathml_item(it, i == 0) for i, it in enumerate(items))
+        rows.append(f'<mtr><mtd style="text-align: left; padding: 0.1em 0">{pad}{body}</mtd></mtr>')
+    # styled here, not by a page's style sheet, so that it reads the same wherever it is shown
+    return (f'<math display="block" class="lines"><mtable columnalign="left" style="math-style: normal">'
+            f'{"".join(rows)}</mtable></math>')

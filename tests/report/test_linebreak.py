@@ -1,0 +1,122 @@
+"""Display formulas set over lines (chalkboard/linebreak.py): the same mathematics, lines that fit,
+and the MathML and Typst of every long formula of the project well formed."""
+import re
+import xml.etree.ElementTree as ET
+
+import pytest
+import sympy as sp
+from sympy.parsing.sympy_parser import parse_expr
+
+from chalkboard import linebreak, printers
+from derivations import REGISTRY as R
+
+
+def long_expressions():
+    out = []
+    for q in R.derived_quantities():
+        for tag, e in (("def", q.expr), ("closed", R.closed_form(q.name)),
+                       ("board", R.with_constants(R.closed_form(q.name)))):
+            node = printers._node(e)
+            if printers._em(node) > 30:
+                out.append((f"{q.name}:{tag}", e, node))
+    return out
+
+
+LONG = long_expressions()
+WIDTH = 30.0   # narrower than the report's, so that more formulas break, and deeper
+
+
+def _line_text(items) -> str:
+    """A laid-out line in the text printer's notation, to be read back by SymPy."""
+    out = []
+    for it in items:
+        if it[0] == "node":
+            _, n, ctx, wrapped = it
+            out.append(f"({printers._text(n)})" if wrapped else printers._text(n, ctx))
+        elif it[0] == "op":
+            out.append({"·": "*", "−": "-", ",": ","}.get(it[1], it[1]))
+        elif it[0] == "open":
+            out.append({"max": "Max", "min": "Min", "ln": "log"}.get(it[1], it[1]) + "(")
+        else:
+            out.append(")")
+    return " ".join(out)
+
+
+NAMES = sorted({printers.text_symbol(q) for q in R.quantities.values()}, key=len, reverse=True)
+BY_NAME = {name: sp.Symbol(f"Q{i}", positive=True) for i, name in enumerate(NAMES)}
+
+
+def _named(expr):
+    """``expr`` with each symbol replaced by one named for its printed name (two quantities may
+    print alike: the comparison is of what a reader sees)."""
+    return expr.xreplace({q.sym: BY_NAME[printers.text_symbol(q)] for q in R.quantities.values()})
+
+
+def _parse(text: str):
+    """The text printer's notation read back: each symbol's printed name replaced by its Q name
+    (longest first: t_exp,layout before t_exp)."""
+    for name in NAMES:
+        if name in text:
+            text = re.sub(r"(?<!\w)" + re.escape(name) + r"(?!\w)", f" {BY_NAME[name]} ", text)
+    text = (text.replace("·", "*").replace("−", "-").replace("^", "**").replace("√", "sqrt")
+            .replace("⌊", "floor(").replace("⌋", ")").replace("⌈", "ceiling(").replace("⌉", ")")
+            .replace("max(", "Max(").replace("min(", "Min(").replace("ln(", "log("))
+    return parse_expr(text, local_dict={**{str(v): v for v in BY_NAME.values()}, "Max": sp.Max, "Min": sp.Min})
+
+
+def _same(a, b) -> bool:
+    """The same expression: SymPy's canonical forms equal, or their difference expands to 0."""
+    return a == b or sp.expand(a - b) == 0
+
+
+def test_there_are_long_formulas_to_break():
+    assert len(LONG) > 30
+
+
+def test_a_formula_that_fits_is_one_line_as_before():
+    q = R["compute_time_weights"]
+    text, ml, ty = linebreak.formula(q.expr, lhs=q)
+    assert linebreak.lines(printers._node(q.expr), ("sym", q.base, q.sub)) is None
+    assert ty == printers.typst(q.expr, lhs=q) and ml == printers.mathml(q.expr, lhs=q)
+    assert text == f"{printers.text_symbol(q)} = {printers.text(q.expr)}"
+
+
+def test_a_maximum_breaks_between_its_arguments_and_a_sum_before_its_plus():
+    """max(a + b, c) wider than the line: the second argument on a line of its own, indented one
+    level; a sum too wide breaks before a +, its continuation indented under the argument."""
+    B, N, S, F, W = (R[n].sym for n in ("batch", "params_active", "chips", "peak_flops", "hbm_bandwidth"))
+    e = sp.Max(B * N / (S * F) + N / (S * W), N / W)
+    laid = linebreak.lines(printers._node(e), width=12)
+    shape = [(indent, [it[0] if it[0] != "op" else it[1] for it in items]) for indent, items in laid]
+    assert shape == [(0, ["open", "node"]), (1, ["+", "node", ","]), (1, ["node", "close"])]
+    typst = linebreak.typst_lines(laid)
+    assert typst.startswith("& max\\(") and typst.count(" \\ ") == 2 and '& quad "" + ' in typst
+
+
+@pytest.mark.parametrize("name,expr,node", LONG, ids=[n for n, _, _ in LONG])
+def test_breaking_keeps_the_mathematics_and_fits_the_lines(name, expr, node):
+    laid = linebreak.lines(node, width=WIDTH)
+    assert laid is not None, name
+    flat = " ".join(_line_text(items) for _, items in laid)
+    assert _same(_parse(flat), _named(expr)), (name, flat)
+    opens = sum(it[0] == "open" for _, items in laid for it in items)
+    assert opens == sum(it[0] == "close" for _, items in laid for it in items), name
+    for indent, items in laid:
+        width = indent * linebreak.INDENT_EM + sum(linebreak._item_em(it) for it in items)
+        # over the line only where one piece cannot break (a power, a root, a narrow fraction)
+        if width > WIDTH:
+            assert any(it[0] == "node" and printers._em(it[1]) > WIDTH / 3 for it in items), (name, indent)
+
+
+def test_every_long_formula_is_well_formed_mathml_and_compiles_in_typst(tmp_path):
+    import typst
+
+    lines = ["#set page(width: 20cm, height: auto)", "#show math.equation: set block(breakable: true)"]
+    for name, expr, node in LONG:
+        laid = linebreak.lines(node, width=WIDTH)
+        root = ET.fromstring(linebreak.mathml_lines(laid))
+        assert root.tag == "math" and len(root[0]) == len(laid), name
+        lines.append(f"$ {linebreak.typst_lines(laid)} $")
+    src = tmp_path / "long.typ"
+    src.write_text("\n".join(lines), encoding="utf-8")
+    assert typst.compile(str(src))[:5] == b"%PDF-"
