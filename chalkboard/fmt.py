@@ -178,8 +178,15 @@ def fmt_base(base_mag: float, units, digits: int = 3) -> str:
     return _shown(*split_base(base_mag, units), digits)
 
 
+def counted(text: str, u: str) -> str:
+    """``u`` as it reads after the number ``text``: a counted unit in the plural unless the number
+    is one ("2,000 sequences", "72 chips"), also at the head of a rate ("8,192 tokens/sequence")."""
+    if text == "1":
+        return u
+    head, sep, rest = u.partition("/")
+    return _PLURAL[head] + sep + rest if head in _PLURAL else u
+
+
 def _shown(mag: float, u: str, digits: int) -> str:
     text = sig(mag, digits)
-    if u in _PLURAL and text != "1":
-        u = _PLURAL[u]  # "2,000 sequences", "72 chips"
-    return f"{text} {unit_words(u)}".strip()
+    return f"{text} {unit_words(counted(text, u))}".strip()

@@ -23,11 +23,6 @@ from .figures import FIGURES
 
 
 
-def _val_node(q):
-    mag, unit = split(q)
-    return ("val", sig(mag), unit)
-
-
 def substituted(sc: Scenario, name: str):
     """The definition of ``name`` with each symbol replaced by its value: (text, mathml, typst)."""
     q = REGISTRY[name]
