@@ -23,7 +23,7 @@ def index_cell(sc, name: str) -> dict:
     (display), the value and unit it prints with --json, and † with the reason where the set-up
     does not fit; a dash with the reason where an input is not published."""
     from .errors import MissingInput, NotApplicable
-    from .fmt import fmt, split
+    from .fmt import fmt_named, split
 
     try:
         v = sc.value(name)
@@ -32,7 +32,7 @@ def index_cell(sc, name: str) -> dict:
     except MissingInput as e:
         return {"display": "–", "value": None, "unit": None, "why": f"not published: {e}", "flag": None}
     mag, unit = split(v)
-    return {"display": fmt(v), "value": mag, "unit": unit, "why": None, "flag": sc.flag(name)}
+    return {"display": fmt_named(name, v), "value": mag, "unit": unit, "why": None, "flag": sc.flag(name)}
 
 
 def _draw_chip_figures(data, chips, model, overrides, refs) -> dict:
@@ -130,5 +130,5 @@ def chip_reports(data, featured_sc, overrides, refs, featured_figures, featured_
 
 
 def fmt_value(sc, name: str) -> str:
-    from .fmt import fmt
-    return fmt(sc.value(name))
+    from .fmt import fmt_named
+    return fmt_named(name, sc.value(name))

@@ -121,9 +121,9 @@ def _base(sc: Scenario, name: str):
         return str(e)
 
 
-# Fractions that are shares of a whole, shown as percentages, as the page's own fit line ("fill 14% of
-# each chip's HBM") shows the fill. The report's steps and eval still print them as fractions (0.136).
-SHARES = ("mfu", "hbm_fill")
+# Fractions that are shares of a whole (declared share=True), shown as percentages, as the report
+# and eval print them.
+SHARES = tuple(n for n, q in REGISTRY.quantities.items() if q.share)
 
 
 def _display_units(name: str) -> list[list]:

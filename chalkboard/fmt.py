@@ -172,6 +172,26 @@ def fmt(q, unit: str | None = None, digits: int = 3) -> str:
     return _shown(*split(q, unit), digits)
 
 
+def is_share(name: str) -> bool:
+    """Whether the quantity ``name`` is declared a share of a whole (share=True: MFU, HBM fill)."""
+    from derivations import REGISTRY
+
+    q = REGISTRY.quantities.get(name)
+    return bool(q is not None and q.share)
+
+
+def percent(fraction: float, digits: int = 3) -> str:
+    """A share of a whole as a percentage: 0.383 -> '38.3%'."""
+    return f"{sig(100 * fraction, digits)}%"
+
+
+def fmt_named(name: str, q, digits: int = 3) -> str:
+    """``fmt`` of the value of the quantity ``name``: a share of a whole reads as a percentage."""
+    if is_share(name):
+        return percent(float(q.to("").magnitude) if hasattr(q, "to") else float(q), digits)
+    return fmt(q, digits=digits)
+
+
 def fmt_base(base_mag: float, units, digits: int = 3) -> str:
     """``fmt`` of a magnitude in base units, of a quantity declared in ``units`` (no Pint quantity
     made: for the many numbers of a fit's reason)."""

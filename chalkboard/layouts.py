@@ -11,7 +11,7 @@ from __future__ import annotations
 from derivations import REGISTRY, UNDER_LAYOUT
 
 from .errors import InputError, MissingInput
-from .fmt import fmt
+from .fmt import fmt_named
 
 CHOICES = ("deployed", "even")
 DEGREES = ("tp", "dp_attention", "ep", "pp")
@@ -53,7 +53,7 @@ def breakdown(sc, name: str) -> list[dict]:
     out = []
     for n in derived:
         try:
-            out.append({"name": n, "display": fmt(sc.value(n))})
+            out.append({"name": n, "display": fmt_named(n, sc.value(n))})
         except (MissingInput, InputError) as e:
             out.append({"name": n, "display": f"n/a ({e})"})
     return out

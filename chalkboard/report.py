@@ -17,7 +17,7 @@ from .linebreak import formula
 from .evaluate import MissingInput, NotApplicable, NotGiven, Scenario
 from .settings import EVIDENCE
 from .walk import DimensionMismatch
-from .fmt import fmt, sig, split
+from .fmt import fmt, fmt_named, sig, split
 from .featured import DENSE_REFERENCE_MODEL
 from .figures import FIGURES
 
@@ -39,7 +39,7 @@ class _Takeaway(string.Formatter):
     def get_value(self, key, args, kwargs):
         if key in kwargs:
             return kwargs[key]
-        return fmt(self.sc.value(key))
+        return fmt_named(key, self.sc.value(key))
 
 
 def placeholders(template: str) -> list[str]:
@@ -91,7 +91,7 @@ def _step(sc: Scenario, q) -> dict:
     try:
         val = sc.value(q.name)
         text, ml, ty = substituted(sc, q.name)
-        d.update(result=fmt(val), subst_text=text, subst_mathml=ml, subst_typst=ty, na=None,
+        d.update(result=fmt_named(q.name, val), subst_text=text, subst_mathml=ml, subst_typst=ty, na=None,
                  flag=sc.flag(q.name))
     except MissingInput as e:
         d.update(result=None, subst_mathml=None, subst_typst=None, subst_text=None, na=str(e), flag=None)

@@ -15,7 +15,7 @@ from .data import Data
 from .evaluate import MissingInput, Scenario
 from .dependence import MEASURED_SECTIONS, TRAINING_CHAPTERS, flag_kind, read_shared, setup_dependence
 from .walk import DimensionMismatch
-from .fmt import fmt, split
+from .fmt import fmt, fmt_named, split
 
 
 @dataclass
@@ -318,7 +318,7 @@ def describe(sc: Scenario, name: str) -> dict:
         "meaning": q.meaning,
         "value": mag,
         "unit": unit,
-        "display": fmt(val),
+        "display": fmt_named(name, val),
         "hardware": sc.hw.id,
         "model": sc.model.id,
         "format": sc.format,
@@ -343,7 +343,7 @@ def describe_as_asked(sc: Scenario, asked: str, layout: str = "deployed") -> dic
     if asked != name:   # answered under the layout: say so, with the lecture's even spread beside it
         d["asked"] = asked
         try:
-            d["even_spread"] = {"quantity": asked, "display": fmt(sc.value(asked))}
+            d["even_spread"] = {"quantity": asked, "display": fmt_named(asked, sc.value(asked))}
         except MissingInput as e:
             d["even_spread"] = {"quantity": asked, "not_applicable": str(e)}
     d["layout"] = layouts.degrees(sc) if setup_dependence(name) in ("layout", "layout1") else {}

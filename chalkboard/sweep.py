@@ -168,8 +168,10 @@ def _shown_unit(q: str, values) -> tuple[str, float]:
     from units import Quantity, unit as parse_unit
 
     from .compiled import base_factor, declared
-    from .fmt import display_unit
+    from .fmt import display_unit, is_share
 
+    if is_share(q):   # a share of a whole, read as a percentage (as the report and eval print it)
+        return "%", 100.0
     finite = [abs(v) for v in values if v is not None and not math.isnan(v)]
     if not finite or not REGISTRY[q].unit:
         return unit_of(q), 1.0
@@ -179,7 +181,7 @@ def _shown_unit(q: str, values) -> tuple[str, float]:
 
 
 def sweep_table(result: dict, quantities: list[str]) -> list[list[str]]:
-    shown = {q: _shown_unit(q, result["columns"][q]) for q in quantities}
+    shown = {q: _shown_unit(q, _sample(result["columns"][q])) for q in quantities}
     heads = [f"{n} [{unit_of(n)}]" for n in result["axes"]] + [f"{q} [{shown[q][0]}]" for q in quantities] + ["fits"]
     rows = [heads]
     size = next(iter(result["axes"].values())).size
@@ -206,16 +208,19 @@ def sweep_records(result: dict, quantities: list[str]) -> list[dict]:
 
 
 def sweep_csv(result: dict, quantities: list[str], chunk: int = 65_536):
-    """The sweep as CSV text, in pieces: the fields of sweep_records (each input, each quantity in
-    its declared unit, named in the header as "name [unit]", an empty field for a value that does
-    not apply, and whether the set-up fits, "fits" as the table calls it), written column by column
-    (each column's numbers turned to text at once; a count as a whole number) and joined a chunk of
-    rows at a time, so a 10^6-point sweep holds no record per point."""
+    """The sweep as CSV text, in pieces, in the units the table shows: each input in its declared
+    unit, each quantity in the unit its column of the table is read in (ms rather than s, a share as
+    a percentage) at full precision, named in the header as "name [unit]"; an empty field for a value
+    that does not apply; and whether the set-up fits, "yes" or "no", as the table says. Written
+    column by column (each column's numbers turned to text at once; a count as a whole number) and
+    joined a chunk of rows at a time, so a 10^6-point sweep holds no record per point."""
     cols = [list(map(str, v.astype(np.int64).tolist())) if n in WHOLE_NUMBERS else list(map(repr, v.tolist()))
             for n, v in result["axes"].items()]
+    shown = {q: _shown_unit(q, _sample(result["columns"][q])) for q in quantities}
     for q in quantities:
         values = result["columns"][q]
-        text = list(map(repr, values.tolist()))
+        factor = shown[q][1]
+        text = list(map(repr, (values * factor if factor != 1.0 else values).tolist()))
         for i in np.flatnonzero(np.isnan(values)).tolist():
             text[i] = ""
         cols.append(text)
@@ -224,12 +229,19 @@ def sweep_csv(result: dict, quantities: list[str], chunk: int = 65_536):
     if fill is None:
         cols.append([""] * size)
     else:
-        cols.append(np.where(np.isnan(fill), "", np.where(fill <= 1, "True", "False")).tolist())
-    yield ",".join([*(f"{n} [{unit_of(n)}]" for n in result["axes"]), *(f"{q} [{unit_of(q)}]" for q in quantities),
+        cols.append(np.where(np.isnan(fill), "", np.where(fill <= 1, "yes", "no")).tolist())
+    yield ",".join([*(f"{n} [{unit_of(n)}]" for n in result["axes"]), *(f"{q} [{shown[q][0]}]" for q in quantities),
                     "fits"]) + "\n"
     for start in range(0, size, chunk):
         rows = zip(*(c[start:start + chunk] for c in cols))
         yield "\n".join(map(",".join, rows)) + "\n"
+
+
+def _sample(values: np.ndarray, most: int = 10_001) -> list:
+    """Up to ``most`` of a column's values, evenly spaced: enough to choose the unit it is read in
+    (the median's), without a Python float per point of a 10^6-point sweep."""
+    step = max(1, values.size // most)
+    return values[::step].tolist()
 
 
 def compare(data, hardware: list[str], models: list[str], quantities: list[str], overrides: dict) -> list[dict]:

@@ -45,6 +45,7 @@ class Quantity:
     valid: str | None = None  # derived: the value must be positive; else "not applicable: <valid>"
     moe_only: bool = False    # meaningful only for a mixture-of-experts model (n/a for a dense one)
     fit_measure: bool = False  # measures the memory fit itself (never flagged as "does not fit")
+    share: bool = False       # a fraction of a whole (MFU, HBM fill): shown as a percentage
 
     @property
     def is_input(self) -> bool:

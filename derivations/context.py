@@ -35,13 +35,13 @@ L_star = R.derived(
 
 mfu = R.derived(
     "mfu", sp.Min(1, t_compute / t_mem), "",
-    "fraction of peak compute used in a step (roofline: compute over step time)", "MFU")
+    "fraction of peak compute used in a step (roofline: compute over step time)", "MFU", share=True)
 mfu_inf = R.derived(
     "mfu_large_batch",
     R.limit(lambda: R.closed_form("mfu", keep=("weight_fetch_time",))
             .xreplace({t_weights: R.closed_form("weight_fetch_time_all")}), B, sp.oo), "",
     "MFU as the batch grows without bound: 1 below the crossover, less beyond it",
-    "MFU", "∞", how="limit of mfu as batch → ∞ (the bounded weight fetch drops out)")
+    "MFU", "∞", how="limit of mfu as batch → ∞ (the bounded weight fetch drops out)", share=True)
 
 # Where attention compute starts to matter (the lecture: "in the millions of tokens",
 # chapters-3-7.md#C-04): the context at which a token's attention FLOPs equal its weight FLOPs.

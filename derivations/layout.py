@@ -102,7 +102,7 @@ S_layout = R.derived("layout_chips", tp * dp * pp * c_1, "chip",
                      "chips the layout uses: tp · dp_attention · pp", "S", "layout")
 f_kv = R.derived("kv_share_per_rank", sp.Max(1 / tp, 1 / n_split), "",
                  "share of a sequence's KV cache each tensor-parallel rank holds and reads: 1/tp, but never "
-                 "less than one KV head (replicated past that)", "f", "KV,rank")
+                 "less than one KV head (replicated past that)", "f", "KV,rank", share=True)
 
 # -- what each chip holds ------------------------------------------------------------------------
 m_w = R.derived(
@@ -117,7 +117,7 @@ m_chip = R.derived("memory_per_chip_layout", m_w + m_kv, "byte/chip",
                    "HBM each chip needs under the layout: its weights and its KV cache", "m", "chip,layout",
                    fit_measure=True)
 R.derived("hbm_fill_layout", m_chip / C_hbm, "",
-          "share of each chip's HBM the layout needs: above 1 it does not fit", "φ", "layout", fit_measure=True)
+          "share of each chip's HBM the layout needs: above 1 it does not fit", "φ", "layout", fit_measure=True, share=True)
 
 # -- one stage, on one chip ----------------------------------------------------------------------
 t_c = R.derived(
@@ -191,7 +191,7 @@ R.derived("speed_ceiling_layout", delta / t_floor, "token/s/sequence",
 R.derived("cost_per_token_layout", price * S_layout * t_step / (B * delta), "USD/token",
           "rental cost of the layout's chips for one step, shared by the tokens it makes", "c", "tok,layout")
 R.derived("comm_share_layout", t_x / t_step, "",
-          "share of a decode step spent in communication under the layout", "κ", "layout")
+          "share of a decode step spent in communication under the layout", "κ", "layout", share=True)
 
 # The lecture's even spread and the same question under the layout. eval, its sweeps and compare
 # answer a lecture name (left) under the deployed layout (right) unless asked for the lecture's

@@ -52,14 +52,14 @@ flops_chip = R.derived(
     "model FLOP/s each chip achieved: 2 per active parameter per token produced", "F", "meas")
 R.derived("mfu_measured", flops_chip / F, "",
           "model FLOP utilisation of the measurement: achieved over peak FLOP/s (weights' FLOPs only; "
-          "attention raises the FLOPs done, not the model FLOPs counted)", "MFU", "meas")
+          "attention raises the FLOPs done, not the model FLOPs counted)", "MFU", "meas", share=True)
 bw_chip = R.derived(
     "achieved_bandwidth_per_chip", t_mem * W / t_step_meas, "byte/s/chip",
     "HBM bytes per second each chip must have read: a step's weights used and KV cache over the "
     "measured step time", "W", "meas")
 R.derived("mbu_measured", bw_chip / W, "",
           "memory-bandwidth utilisation of the measurement: the bytes a step must read over what the "
-          "chips could read in the measured step time", "MBU", "meas")
+          "chips could read in the measured step time", "MBU", "meas", share=True)
 R.derived("cost_per_token_measured", price * S / thr, "USD/Mtoken",
           "rental cost of a token at the measured throughput", "c", "meas")
 R.derived("flops_per_dollar", F / price, "FLOP/USD",
@@ -127,9 +127,9 @@ H = R.workload("measured_chip_hours", "chip*hour", "chip-hours a training run to
                "H", "meas")
 R.derived("training_mfu_implied", C_pre / (H * F), "",
           "model FLOP utilisation a run's chip-hours imply: 6 FLOP per parameter per token over what the "
-          "chip-hours could do at peak", "MFU", "run")
+          "chip-hours could do at peak", "MFU", "run", share=True)
 R.derived("training_hfu_implied", c_train_re * N_active * D_pre / (H * F), "",
           "hardware FLOP utilisation the chip-hours imply, counting the forward passes recomputed in the "
-          "backward pass (8 FLOP per parameter per token)", "HFU", "run")
+          "backward pass (8 FLOP per parameter per token)", "HFU", "run", share=True)
 R.derived("fleet_flops", H * F, "FLOP",
           "FLOPs the chip-hours could do at peak: a fleet's capacity over the run", "C", "fleet")

@@ -56,7 +56,7 @@ R.equation("pipelined_kv_is_one_micro_batch", m_kv_pipe, B_star * L * b_kv / S,
 R.derived(
     "hbm_fill_pipelined", m_pipe / C_hbm, "",
     "share of each chip's HBM the pipelined set-up needs: above 1 it does not fit", "φ", "HBM,P",
-    fit_measure=True)
+    fit_measure=True, share=True)
 eq_kv = R.equation("kv_term_equals_weight_term", m_kv_pipe, w_chip_pipe,
                    "the depth at which the KV term per chip equals the weight term")
 R.derived(

@@ -69,12 +69,12 @@ a2a_tok = R.derived("a2a_bytes_per_token", c_a2a * k * d_model * beta_act, "byte
 a2a_chip = R.derived("a2a_bytes_per_chip", B * delta * n_moe * a2a_tok / S_E, "byte/chip",
                      "all-to-all bytes each chip sends per step, over all MoE layers", "V", "a2a", moe_only=True)
 f_out = R.derived("offrack_fraction", 1 - 1 / n_racks, "",
-                  "share of all-to-all traffic that leaves the rack when a layer spans n racks", "f", "out")
+                  "share of all-to-all traffic that leaves the rack when a layer spans n racks", "f", "out", share=True)
 two_racks = R.constant("two_racks", "2", "a layer spread over two racks", "n", "2",
                        source="the lecture's example (seed 004, line 17)")
 R.derived("offrack_fraction_two_racks", (1 - 1 / n_racks).xreplace({n_racks: two_racks}), "",
           "share of all-to-all traffic that leaves the rack when a layer spans two racks", "f", "out,2",
-          how="offrack_fraction at racks = 2")
+          how="offrack_fraction at racks = 2", share=True)
 t_up = R.derived("a2a_time_scaleup", a2a_chip * (1 - f_out) / W_up, "s",
                  "time to send the in-rack share of the all-to-all over the scale-up network", "t", "up", moe_only=True)
 t_out = R.derived("a2a_time_scaleout", a2a_chip * f_out / W_out, "s",

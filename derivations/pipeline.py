@@ -109,15 +109,15 @@ R.rule("micro_batches", ("pipeline_stages",),
 
 R.derived(
     "pipeline_idle_one_batch", (P - 1) / P, "",
-    "share of the time each stage idles while one batch steps through P stages", "f", "idle,1")
+    "share of the time each stage idles while one batch steps through P stages", "f", "idle,1", share=True)
 R.derived(
     "pipeline_idle_fraction", sp.Max(0, 1 - m / P), "",
     "share of the time each stage idles in decode with m micro-batches circling the ring of stages "
-    "(none once m ≥ P)", "f", "idle")
+    "(none once m ≥ P)", "f", "idle", share=True)
 R.derived(
     "training_bubble_fraction", (P - 1) / (m + P - 1), "",
     "share of a training step's time each stage idles: fill and drain around m micro-batches "
-    "(GPipe/1F1B bubble, before zero-bubble schedules fill it)", "f", "bubble")
+    "(GPipe/1F1B bubble, before zero-bubble schedules fill it)", "f", "bubble", share=True)
 
 # -- what pipelining saves: memory, not time -------------------------------------------------
 R.section(

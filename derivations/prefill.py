@@ -51,7 +51,7 @@ att = R.derived(
     "C", "attn,pre")
 w_flops = fwd_params * n_pass   # the weights' FLOPs of one prompt: the forward pass's per token, per prompt token
 R.derived("prefill_attention_share", att / (w_flops + att), "",
-          "share of a prefill's FLOPs spent in attention", "f", "attn,pre")
+          "share of a prefill's FLOPs spent in attention", "f", "attn,pre", share=True)
 t_c = R.derived(
     "prefill_compute_time", t_pass_c + B * att / (S * F), "s",
     "compute time of a prefill of B prompts: every prompt token through the active weights, and the "
@@ -59,7 +59,7 @@ t_c = R.derived(
 f_pre = R.derived(
     "prefill_expert_fraction", 1 - (1 - k / E) ** (B * n_pass / tau), "",
     "expected share of routed experts a prefill touches: each of its B·pass_tokens tokens picks k of E "
-    "(uniform, independent routing)", "f", "read,pre")
+    "(uniform, independent routing)", "f", "read,pre", share=True)
 t_w = R.derived(
     "prefill_weight_fetch_time", (N_always + N_routed * f_pre) * beta_w / (S * W), "s",
     "time to read the weights a prefill uses: the always-read ones and every expert its tokens touch",

@@ -140,7 +140,7 @@ R.derived("pass_tokens_compute_bound", _n_star, "token/sequence",
           "new tokens per sequence from which a pass is compute-bound", "n", "pass,*",
           how="solved pass_compute_time = memory_time for pass_tokens (memory_time kept whole)")
 mfu_pass = R.derived("prefill_mfu", sp.Min(1, t_pass_c / t_mem), "",
-                     "fraction of peak compute a pass of pass_tokens uses", "MFU", "pass")
+                     "fraction of peak compute a pass of pass_tokens uses", "MFU", "pass", share=True)
 R.derived("decode_over_prefill_cost", (t_step / delta) / (t_pass / n_pass), "",
           "chip time per decoded token over chip time per prefilled token, at the same batch and context",
           "r", "dec/pre")

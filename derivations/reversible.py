@@ -219,7 +219,7 @@ c_train_re = R.derived(
     "train_flop_per_param_token_recompute", c_train + n_re * c_F, "FLOP/parameter/token",
     "FLOP per parameter per training token with one forward pass recomputed (2 + 4 + 2)", "c", "train,re")
 R.derived("recompute_overhead", c_train_re / c_train - 1, "",
-          "extra training compute recomputation costs, as a fraction of a step without it", "o", "re")
+          "extra training compute recomputation costs, as a fraction of a step without it", "o", "re", share=True)
 R.derived("recompute_flops_per_token", n_re * c_F * N_active, "FLOP/token",
           "FLOP per training token recomputation adds: one more forward pass over the active parameters",
           "c", "re")

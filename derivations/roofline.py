@@ -80,7 +80,7 @@ N_always = R.derived(
 f_read = R.derived(
     "expert_fraction_read", 1 - (1 - k / E) ** (B * delta / tau), "",
     "expected share of routed experts a step touches: each of B·δ tokens picks k of E, uniformly "
-    "and independently", "f", "read")
+    "and independently", "f", "read", share=True)
 R.derived(
     "experts_touched", E * f_read, "",
     "expected experts touched per MoE layer in one step (uniform routing)", "E", "read", moe_only=True)

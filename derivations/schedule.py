@@ -54,7 +54,7 @@ m_chip = R.derived(
     "HBM each chip needs: its share of the weights and of the KV cache", "m", "chip", fit_measure=True)
 R.derived(
     "hbm_fill", m_chip / C_hbm, "",
-    "share of each chip's HBM the set-up needs: above 1 it does not fit", "φ", "HBM", fit_measure=True)
+    "share of each chip's HBM the set-up needs: above 1 it does not fit", "φ", "HBM", fit_measure=True, share=True)
 B_cap_exact = (S * C_hbm - N_total * beta_w) / (L * b_kv)
 B_cap = R.derived(
     "max_batch_capacity", sp.floor(B_cap_exact / B_1) * B_1, "sequence",

@@ -70,7 +70,7 @@ c_AR = R.constant("allreduce_phases", "2", "passes around the ring an all-reduce
                   "then an all-gather", "c", "AR", source=_SHARDING)
 
 f_ring = R.derived("ring_fraction", (n_ring - c_1) / n_ring, "",
-                   "share of the buffer each chip receives from the others: (n−1)/n", "f", "ring")
+                   "share of the buffer each chip receives from the others: (n−1)/n", "f", "ring", share=True)
 W_ring = R.derived(
     "collective_bandwidth", n_dir * n_ax * W_l / f_ring, "byte/s/chip",
     "effective all-gather bandwidth of each chip: its links in use over the (n−1)/n share of the "

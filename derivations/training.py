@@ -79,7 +79,7 @@ C_life = R.derived(
     "lifecycle_compute", C_pre + C_RL + C_inf, "FLOP",
     "compute over the model's life: pre-training + RL + inference", "C", "life")
 R.derived("pretrain_share", C_pre / C_life, "",
-          "pre-training's share of the lifecycle compute (the lecture assumes about ⅓)", "f", "pre")
+          "pre-training's share of the lifecycle compute (the lecture assumes about ⅓)", "f", "pre", share=True)
 
 eq_rl = R.equation("rl_equals_pretrain", C_RL, C_pre,
                    "the equal split: RL costs as much as pre-training")

@@ -168,7 +168,7 @@ R.derived("training_time_achieved", c_hw * N_active * D_pre / (S * X), "day",
           "with full recomputation, 6·T·P/(n·X) without", "t", "X",
           note="Narayanan et al. 2021, sec. 5.1, eq. 4")
 R.derived("training_hfu_achieved", X / F_train, "",
-          "hardware FLOP utilisation of the run: achieved over peak FLOP/s", "HFU", "X")
+          "hardware FLOP utilisation of the run: achieved over peak FLOP/s", "HFU", "X", share=True)
 R.derived("training_mfu_achieved", X * c_train / (c_hw * F_train), "",
           "model FLOP utilisation of the run: the model's 6 FLOP per parameter per token, at the achieved "
-          "rate, over peak FLOP/s (below the HFU by the recomputation)", "MFU", "X")
+          "rate, over peak FLOP/s (below the HFU by the recomputation)", "MFU", "X", share=True)

@@ -14,7 +14,7 @@ from ..data import DataError
 from ..evaluate import InputError, MissingInput, Scenario
 from ..dependence import PIPELINE_CHAPTERS
 from ..walk import walk
-from ..fmt import fmt, sig
+from ..fmt import fmt, fmt_named, sig
 from ..featured import FEATURED_HARDWARE as DEFAULT_HARDWARE, FEATURED_MODEL as DEFAULT_MODEL
 
 from .rules import (_unit_suffix, Verdict, _EDGE, _PLACEHOLDER, band_text, BATCHES, CONTEXTS, FAILS, FORMATS, GIB_PER_GB,
@@ -515,7 +515,7 @@ def _fill(ctx, claim: Claim, text: str | None, fld: str) -> str | None:
 
     def rep(m):
         try:
-            return fmt(sc.value(m.group(1)))
+            return fmt_named(m.group(1), sc.value(m.group(1)))
         except (MissingInput, InputError) as e:
             raise DataError("claims.yaml", claim.id, fld,
                             f"placeholder {{{m.group(1)}}} cannot be filled on {hid} × {mid}: {e}") from None

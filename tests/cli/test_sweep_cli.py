@@ -63,8 +63,8 @@ def test_sweep_table_and_csv(cli):
     r = cli("eval", "step_time", "--hardware", "h100-sxm", "--model", "llama-3-70b",
             "--sweep", "batch=1:3", "--csv", "--layout", "even")
     rows = list(csv.reader(io.StringIO(r.stdout)))
-    assert rows[0] == ["batch [sequence]", "step_time [s]", "fits"] and len(rows) == 4
-    assert float(rows[2][1]) == pytest.approx(step_by_hand(2, 8192), rel=1e-9)
+    assert rows[0] == ["batch [sequence]", "step_time [ms]", "fits"] and len(rows) == 4
+    assert float(rows[2][1]) == pytest.approx(step_by_hand(2, 8192) * 1000, rel=1e-9)   # in ms, as the table
 
 
 def test_compare_flags_what_does_not_fit(cli):
@@ -101,33 +101,54 @@ def test_bad_sweeps_and_comparisons_are_one_line(cli, args, words):
     assert len(r.stderr.strip().splitlines()) == 1 and words in r.stderr
 
 
-def test_csv_written_column_by_column_equals_one_record_per_point():
-    """sweep_csv (columns turned to text at once, joined in chunks) writes what csv.writer writes
-    from sweep_records, row for row: NaN as an empty field, the fit as True/False/empty."""
+def test_csv_is_the_table_at_full_precision():
+    """sweep_csv (columns turned to text at once, joined in chunks) writes the table's columns in
+    the table's units (ms, not s; USD/Mtoken, not USD/token), each value the table's to its 3
+    figures, an empty field where the table says n/a, and the fit as the table words it (yes/no)."""
     import numpy as np
 
     from chalkboard import sweep as sw
+    from chalkboard.fmt import sig
 
     nan = float("nan")
     result = {"axes": {"batch": np.array([1.0, 2.0, 3.0, 4.0, 5.0]), "context": np.array([10.0, 10.0, 20.0, 20.0, 1e5])},
-              "columns": {"step_time": np.array([1e-3, nan, 2.5e-7, 1.0 / 3.0, 7.0]),
-                          "cost_per_token": np.array([nan, nan, 1.0, 2.0, 3e12])},
+              "columns": {"step_time": np.array([1e-3, nan, 2.5e-3, 1.0 / 300.0, 7e-3]),
+                          "cost_per_token": np.array([nan, nan, 1e-6, 2e-6, 3e-6]),
+                          "mfu": np.array([0.5, 0.25, nan, 0.125, 1.0])},
               "fill": np.array([0.5, 1.0, 1.5, nan, 1.0000001])}
-    def body(recs):   # the records as csv.writer writes them, counts as whole numbers
-        return sw.as_csv([["" if v is None else int(v) if k == "batch" else v for k, v in r.items()]
-                          for r in recs])
-
-    recs = sw.sweep_records(result, ["step_time", "cost_per_token"])
-    for chunk in (1, 2, 65_536):
-        text = "".join(sw.sweep_csv(result, ["step_time", "cost_per_token"], chunk=chunk))
-        head, rest = text.split("\n", 1)
-        assert rest == body(recs)
-    # the header names each column's unit (the values are in it), the fit as the table calls it
-    assert head == "batch [sequence],context [token/sequence],step_time [s],cost_per_token [USD/token],fits"
-    assert list(csv.reader(io.StringIO(rest)))[1] == ["2", "10.0", "", "", "True"]
+    names = ["step_time", "cost_per_token", "mfu"]
+    table = sw.sweep_table(result, names)
+    texts = {"".join(sw.sweep_csv(result, names, chunk=chunk)) for chunk in (1, 2, 65_536)}
+    assert len(texts) == 1                       # chunking changes nothing
+    head, *rows = list(csv.reader(io.StringIO(texts.pop())))
+    assert head == table[0] == ["batch [sequence]", "context [token/sequence]", "step_time [ms]",
+                                "cost_per_token [USD/Mtoken]", "mfu [%]", "fits"]
+    for got, shown in zip(rows, table[1:]):
+        assert got[0] == shown[0]                # a count as a whole number, as the table shows it
+        for value, cell in zip(got[2:5], shown[2:5]):
+            assert (value == "") == (cell == "n/a") and (value == "" or sig(float(value)) == cell)
+        assert {"yes": "yes", "no": "NO †", "": "n/a"}[got[5]] == shown[5]
+    assert rows[3][2] == repr(1.0 / 300.0 * 1000)   # full precision, not the table's 3.33
     no_fill = {**result, "fill": None}
-    recs = sw.sweep_records(no_fill, ["cost_per_token"])
-    assert "".join(sw.sweep_csv(no_fill, ["cost_per_token"])).split("\n", 1)[1] == body(recs)
+    assert [r[-1] for r in csv.reader(io.StringIO("".join(sw.sweep_csv(no_fill, ["mfu"]))))][1:] == [""] * 5
+
+
+def test_a_share_reads_as_a_percentage_in_eval_sweep_and_compare(cli):
+    """MFU and HBM fill (declared share=True) are fractions in --json and percentages wherever a
+    person reads them: eval's line, a sweep's column, compare's column (one rule, fmt.fmt_named)."""
+    from chalkboard.fmt import sig
+
+    sets = ("--hardware", "h100-sxm", "--model", "llama-3-70b", "--set", "batch=64", "--layout", "even")
+    values = {q: json.loads(cli("eval", q, *sets, "--json").stdout)["value"] for q in ("mfu", "hbm_fill")}
+    assert 0 < values["mfu"] < 1 and 0 < values["hbm_fill"] < 1
+    text = cli("eval", "mfu", *sets).stdout
+    assert f"mfu = {sig(100 * values['mfu'])}%" in text
+    swept = cli("eval", "mfu", "hbm_fill", "--hardware", "h100-sxm", "--model", "llama-3-70b",
+                "--sweep", "batch=64,128", "--layout", "even").stdout.splitlines()
+    assert "mfu [%]" in swept[1] and "hbm_fill [%]" in swept[1]
+    assert swept[2].split()[1:3] == [sig(100 * values["mfu"]), sig(100 * values["hbm_fill"])]
+    compared = cli("compare", "mfu", "--hardware", "h100-sxm", "--model", "llama-3-70b", "--set", "batch=64").stdout
+    assert "mfu [%]" in compared and sig(100 * values["mfu"]) in compared
 
 
 def test_eval_of_several_quantities_is_each_one(cli):
