@@ -37,7 +37,18 @@ def test_spec_sheet_strings_parse():
     assert parse("2.99 USD/hour").to("USD/s").magnitude == pytest.approx(2.99 / 3600)
 
 
-@pytest.mark.parametrize("bad", ["3 furlongs", "", "3 TB/s)", "TB/s", "fast"])
+def test_a_count_takes_the_letters_people_write():
+    """15T token (DeepSeek-V3's 14.8T pre-training tokens, as its report writes them), 70B parameter:
+    the letter right after the number scales it; a byte unit written "70B" alone is Pint's."""
+    assert parse("15T token").to("token").magnitude == pytest.approx(15e12)
+    assert parse("70B parameter").to("parameter").magnitude == pytest.approx(70e9)
+    assert parse("2K token/sequence").to("token/sequence").magnitude == pytest.approx(2e3)
+    assert parse("1.5M token").to("token").magnitude == pytest.approx(1.5e6)
+    assert parse("70B").to("byte").magnitude == pytest.approx(70)
+    assert parse("80 GB").to("byte").magnitude == pytest.approx(80e9)
+
+
+@pytest.mark.parametrize("bad", ["3 furlongs", "", "3 TB/s)", "TB/s", "fast", "15 T token", "15Q token"])
 def test_unparseable_values_raise_a_readable_error(bad):
     # 'TB/s' alone would be 1 TB/s to Pint: a value must start with its number
     with pytest.raises(UnitParseError):

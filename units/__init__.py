@@ -28,6 +28,10 @@ _NUMBER = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?(\s|$|[a-zA-Zµ/*
 # to evaluate an expression such as '9**9**9' (an exponent tower that would never finish).
 _UNIT_TOKEN = re.compile(r"\s+|[A-Za-zµμ_]+|\*\*\s*[+-]?\d{1,2}|\^\s*[+-]?\d{1,2}|[*/()]")
 MAX_TEXT = 200          # characters in one value
+# a count written as people write it: "15T token", "70B parameter", "2K token/sequence" (the letter
+# right after the number, then a space and the unit; "80 GB" and "70B" alone are Pint's as before)
+_COUNT_SUFFIX = re.compile(r"^([+-]?(?:\d+(?:\.\d*)?|\.\d+))([kKMBGT])(?=\s+\S)")
+_COUNT_POWER = {"k": 3, "K": 3, "M": 6, "B": 9, "G": 9, "T": 12}
 MAX_PAREN_DEPTH = 4
 # Every input, converted to the registry's base units (byte, second, FLOP, ...), must lie in
 # this range: wide enough for any real chip or model, narrow enough that products and
@@ -105,6 +109,9 @@ def _parse(text: str | int | float) -> pint.Quantity:
         raise UnitParseError("empty value")
     if len(s) > MAX_TEXT:
         raise UnitParseError(f"value too long ({len(s)} characters; at most {MAX_TEXT})")
+    c = _COUNT_SUFFIX.match(s)
+    if c:
+        s = f"{c.group(1)}e{_COUNT_POWER[c.group(2)]}{s[c.end():]}"
     m = _NUMBER.match(s)
     if not m:
         raise UnitParseError(f"{s!r} does not start with a number")

@@ -70,10 +70,11 @@ def _print_one(d: dict, sc, layouts) -> None:
     if evidence:   # an expected number: the efficiencies it assumed, and the measurements behind them
         assumed = ", ".join(e["name"] + " = " + e["display"] for e in evidence)
         print(f"  assumed    : {assumed}; {evidence[0]['source']}")
-    print(f"  definition : {d['symbol']} = {d['definition']}")
-    print(f"  closed form: {d['symbol']} = {d['expression']}")
-    if d["board_form"] != d["expression"]:
-        print(f"  board form : {d['symbol']} = {d['board_form']}")
+    if d["definition"] != d["symbol"]:   # an input has none: never "N_total = N_total"
+        print(f"  definition : {d['symbol']} = {d['definition']}")
+        print(f"  closed form: {d['symbol']} = {d['expression']}")
+        if d["board_form"] != d["expression"]:
+            print(f"  board form : {d['symbol']} = {d['board_form']}")
     print("  inputs:")
     w = max(len(i["name"]) for i in d["inputs"]) if d["inputs"] else 0
     for i in d["inputs"]:

@@ -83,6 +83,19 @@ def test_eval_text_shows_closed_form_and_sources(cli):
     assert "hardware.yaml: h100-sxm.hbm_capacity" in r.stdout
 
 
+def test_eval_of_an_input_prints_no_equation_of_itself(cli):
+    """An input (here read from a config.json) has no definition: eval lists it, its value and its
+    source, never "N_total = N_total"; a --set count takes 15T as people write it."""
+    r = cli("eval", "params_total", "--hardware", "h100-sxm", "--model-config", "tests/configs/mixtral-8x7b-v0.1.json")
+    assert r.returncode == 0, r.stderr
+    assert "definition" not in r.stdout and "closed form" not in r.stdout and "N_total = N_total" not in r.stdout
+    assert "params_total = 4.67 × 10¹⁰ parameters" in r.stdout
+    r = cli("eval", "pretrain_tokens", "--hardware", "h100-sxm", "--model", "deepseek-v3",
+            "--set", "pretrain_tokens=15T token", "--json")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["value"] == pytest.approx(15e12)
+
+
 def test_list_hardware_json(cli):
     r = cli("list", "hardware", "--json")
     d = json.loads(r.stdout)
