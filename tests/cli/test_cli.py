@@ -13,6 +13,7 @@ def test_check_passes_and_counts(cli):
     assert "definitions" in r.stdout and "equations" in r.stdout and "OK" in r.stdout
 
 
+@pytest.mark.slow   # copies the project and solves its derivations cold (about 6 s); CI runs it
 def test_check_fails_on_a_wrong_equation(tmp_path):
     proj = tmp_path / "proj"
     shutil.copytree(ROOT, proj, ignore=shutil.ignore_patterns(".git", "build", "__pycache__", ".pytest_cache"))

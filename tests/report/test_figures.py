@@ -27,6 +27,7 @@ def _pixels(svg: str, tmp_path) -> np.ndarray:
     return np.asarray(Image.open(io.BytesIO(png)).convert("RGB")).astype(int)
 
 
+@pytest.mark.slow   # draws every figure twice (about 7 s); CI runs it
 def test_a_figure_drawn_once_is_the_picture_savefig_draws_twice(data, tmp_path, monkeypatch):
     once = figures.draw_all(data, HW, MODEL, {}, {}, None)
     monkeypatch.setattr(drawing, "svg_drawn_once", lambda fig: None)   # savefig(bbox_inches="tight")
