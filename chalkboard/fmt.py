@@ -142,6 +142,15 @@ def sig(x: float, digits: int = 3) -> str:
     return f"{r:,.{decimals}f}".rstrip("0").rstrip(".")  # 2.5, not 2.50
 
 
+def operand(x: float) -> str:
+    """A value substituted into a formula: ``sig``, except that a number from 1,000 up to 10
+    million that is not whole keeps one decimal, so a whole number shown is one (5,667.3 for
+    5,667.25, not 5,667, whose four times would not be the 22,669 computed)."""
+    if 1000 <= abs(x) < 1e7 and abs(x - round(x)) >= 1e-9 * abs(x):
+        return f"{x:,.1f}"
+    return sig(x)
+
+
 def unit_text(u) -> str:
     return f"{parse_unit(u):~P}" if isinstance(u, str) else f"{u:~P}"
 

@@ -48,9 +48,9 @@ def _node(e, values=None):
 def _build(e, values):
     if isinstance(e, sp.Symbol):
         if values is not None and e in values:
-            from .fmt import counted, sig, split
+            from .fmt import counted, operand, split
             mag, unit = split(values[e])
-            return ("val", sig(mag), counted(sig(mag), unit))
+            return ("val", operand(mag), counted(operand(mag), unit))
         return ("sym",) + _name(e)
     if e.is_Number:
         if e.is_Rational and not e.is_Integer:

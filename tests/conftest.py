@@ -1,4 +1,3 @@
-import subprocess
 import sys
 from pathlib import Path
 
@@ -6,6 +5,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests"))
+
+import warm  # noqa: E402
 
 
 @pytest.fixture(scope="session")
@@ -15,9 +17,9 @@ def data():
 
 
 def run_cli(*args, root=ROOT):
-    """Run ROOT/build.py as a user would, from that folder; returns the CompletedProcess."""
-    return subprocess.run([sys.executable, str(root / "build.py"), *args], cwd=root,
-                          capture_output=True, text=True, timeout=300)
+    """Run ROOT/build.py as a user would, from that folder; returns the CompletedProcess
+    (tests/warm.py: a forked child of a process that has imported the libraries once)."""
+    return warm.run(root / "build.py", args, cwd=root, timeout=300)
 
 
 @pytest.fixture

@@ -16,6 +16,7 @@ import sys
 
 import pytest
 
+import warm
 from conftest import ROOT
 
 PROGRESS = re.compile(r"^(chalkboard build|\s+\w+\s+\d+\.\d\d s)$")
@@ -28,8 +29,8 @@ BW = 'hbm_bandwidth: {value: "3.35 TB/s"'
 
 
 def run(args, env=None, timeout=180, preexec_fn=None):
-    return subprocess.run([sys.executable, str(ROOT / "build.py"), *args], cwd=ROOT, capture_output=True,
-                          text=True, timeout=timeout, env={**os.environ, **(env or {})}, preexec_fn=preexec_fn)
+    return warm.run(ROOT / "build.py", args, cwd=ROOT, env={**os.environ, **(env or {})}, timeout=timeout,
+                    preexec_fn=preexec_fn)
 
 
 def tree(folder):
