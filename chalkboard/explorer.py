@@ -28,7 +28,7 @@ from . import compiled
 from .errors import InputError, MissingInput
 from .evaluate import Scenario
 from .dependence import _derived_below, read_shared, setup_dependence
-from .fmt import _PLURAL, _TIMES, _factor, _plan, _target
+from .fmt import _TIMES, _factor, _plan, _target, counted
 
 # What the explorer shows, in this order: the numbers the report features for a set-up.
 QUANTITIES = ("step_time", "latency_floor", "user_speed", "throughput", "throughput_per_chip", "cost_per_token",
@@ -141,7 +141,7 @@ def _display_units(name: str) -> list[list]:
         labels = ("TB", "GB", "MB", "byte")
     else:
         labels = (fixed,)
-    return [[lab, _factor(_target(lab)), _PLURAL.get(lab, lab)] for lab in labels]
+    return [[lab, _factor(_target(lab)), counted("2", lab)] for lab in labels]   # plural: "tokens/s"
 
 
 def _levels(table: dict, names: list[str], hws: list[str], mids: list[str]) -> dict:

@@ -167,7 +167,8 @@ def split(q, unit: str | None = None) -> tuple[float, str]:
 
 
 _PLURAL = {"sequence": "sequences", "token": "tokens", "parameter": "parameters", "chip": "chips",
-           "die": "dies", "cable": "cables", "day": "days"}
+           "die": "dies", "cable": "cables", "day": "days", "hour": "hours", "minute": "minutes",
+           "byte": "bytes", "bit": "bits"}
 
 
 def unit_words(u: str) -> str:

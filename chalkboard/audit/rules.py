@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 from units import parse
 
-from ..fmt import sig, unit_words
+from ..fmt import counted, sig, unit_words
 
 
 KINDS = ("derived", "arithmetic", "identity", "spec", "input", "sourced", "qualitative")
@@ -106,10 +106,6 @@ def band_text(part) -> str:
             f"{sig(lo / b)}–{sig(hi * b)}")
 
 
-_PLURAL = {"chip": "chips", "sequence": "sequences", "token": "tokens", "die": "dies", "cable": "cables",
-           "parameter": "parameters"}
-
-
 def rule_of_thumb(claims: list, quantity: str):
     """The claimed value of the rule of thumb about ``quantity`` (a claim about it over many chips,
     e.g. "a drain time of about 20 ms"), for reference lines; None if the claims make none. It
@@ -146,4 +142,4 @@ class Verdict:
 
 def _unit_suffix(part) -> str:
     u = f"{part.unit:~P}"
-    return f" {unit_words(_PLURAL.get(u, u))}" if u and u != "dimensionless" else ""
+    return f" {unit_words(counted('2', u))}" if u and u != "dimensionless" else ""

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..fmt import sig, unit_words
+from ..fmt import counted, sig, unit_words
 
-from .rules import _PLURAL, CSS, FAILS, HOLDS, INCONCLUSIVE, KIND_TEXT, KINDS, ND, ROUGHLY, rule_of_thumb, Verdict, VERDICTS
+from .rules import CSS, FAILS, HOLDS, INCONCLUSIVE, KIND_TEXT, KINDS, ND, ROUGHLY, rule_of_thumb, Verdict, VERDICTS
 
 
 def _short(where: list[str]) -> str:
@@ -191,6 +191,4 @@ def _num(val: float, unit: str) -> str:
     text = sig(val)
     if not unit or unit == "dimensionless":
         return text
-    if text != "1" and unit in _PLURAL:
-        unit = _PLURAL[unit]
-    return f"{text} {unit_words(unit)}"
+    return f"{text} {unit_words(counted(text, unit))}"
