@@ -220,7 +220,8 @@ def test_page_does_not_scroll_sideways_at_390_px(built):
 def test_no_display_formula_is_cut_off_at_1280_px(built):
     """On a desktop every display formula fits its column (a long one is set over lines,
     chalkboard/linebreak.py); none is cut off at the right edge. Measured in Chromium, whose
-    MathML fonts differ from Typst's."""
+    MathML fonts differ from Typst's. On a phone (390 px) a formula wider than the screen
+    scrolls, and shows a shadow at the edge that says so."""
     from playwright.sync_api import sync_playwright
 
     assert CHROMIUM, "CI must install Chromium"
@@ -235,10 +236,18 @@ def test_no_display_formula_is_cut_off_at_1280_px(built):
                 const cut = all.filter(e => e.scrollWidth > e.clientWidth + 1)
                     .map(e => (e.closest('[id]') || {}).id + ' ' + e.scrollWidth + '/' + e.clientWidth);
                 return [all.length, all.filter(e => e.classList.contains('lines')).length, cut.slice(0, 5)]; }""")
+            view.set_viewport_size({"width": 390, "height": 844})
+            wide, unmarked = view.evaluate("""() => {
+                const wide = [...document.querySelectorAll('math[display=block]')]
+                    .filter(e => e.scrollWidth > e.clientWidth + 1);
+                const marked = e => { const s = getComputedStyle(e);
+                    return s.overflowX === 'auto' && s.backgroundImage.includes('radial-gradient'); };
+                return [wide.length, wide.filter(e => !marked(e)).length]; }""")
         finally:
             browser.close()
     assert shown > 500 and lines > 50
     assert cut == [], cut
+    assert wide > 50 and unmarked == 0, f"{unmarked} of {wide} formulas wider than a phone have no scroll cue"
 
 
 # -- the lecture's seven chapters as the report's parts --------------------------------------------
