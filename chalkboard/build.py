@@ -86,12 +86,12 @@ def environments(root: Path):
     return html, typ
 
 
-# Typst does not break display formulas, so one wider than the text is scaled down to the text's
-# width. Which ones are wide is measured by Typst itself, but only for formulas that might be:
-# the printers give each formula an upper estimate of its width in em (printers._em); on the
-# report's 737 display formulas the set width is at most 1.08x that estimate (0.95x above 30 em),
-# and the text is 48.2 em wide (17 cm at 10 pt), so a formula estimated under 44 em always fits.
-# tests/report/test_report_defects.py measures every formula of the report.
+# A display formula wider than the text is set over lines (chalkboard/linebreak.py, lines of at
+# most 49 em of the printers' estimate, printers._em); one still wider (a piece that cannot break)
+# is scaled down to the text's width. Which ones are wide is measured by Typst itself, but only for
+# formulas that might be: on the report's formulas the set width is at most 1.08x the estimate
+# (0.97x above 30 em), and the text is 48.2 em wide (17 cm at 10 pt), so a formula estimated
+# under 49 em always fits. tests/report/test_report_defects.py measures every formula of the report.
 def build(root: Path, args) -> int:
     from .data import check_counts, load, read_yaml
 

@@ -14,7 +14,7 @@ from .errors import BuildError, InputError
 from .cache.forked import Forked
 
 
-FIT_FROM_EM = 44.0
+FIT_FROM_EM = 49.0   # see chalkboard/build.py: a formula estimated narrower always fits
 FIT_FROM_CHARS = 80   # Typst source without a width estimate: none under 131 characters fills a line
 _MAYBE_WIDE = re.compile(r"^#fit\[\$ (.*) \$\]$", re.M)
 SETTINGS_END = "// -- end of settings --"

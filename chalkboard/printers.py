@@ -386,7 +386,21 @@ def _glyphs(s: str, size: float = _GLYPH) -> float:
     return sum(size * (1.4 if c.isupper() else 1.0) for c in s)
 
 
+_EM_MEMO: dict | None = None   # while a formula is laid out over lines (linebreak.formula): widths kept
+
+
 def _em(n, ctx=None) -> float:
+    memo = _EM_MEMO
+    if memo is None:
+        return _em_of(n, ctx)
+    key = (id(n), ctx)
+    hit = memo.get(key)
+    if hit is None or hit[0] is not n:   # the node is kept with its width: its id is not reused
+        hit = memo[key] = (n, _em_of(n, ctx))
+    return hit[1]
+
+
+def _em_of(n, ctx=None) -> float:
     k = n[0]
     if k == "val":
         w = _glyphs(n[1]) + _glyphs(n[2] or "") + (0.25 if n[2] else 0)
