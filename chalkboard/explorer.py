@@ -28,7 +28,7 @@ from . import compiled
 from .errors import InputError, MissingInput
 from .evaluate import Scenario
 from .dependence import _derived_below, read_shared, setup_dependence
-from .fmt import _TIMES, _factor, _plan, _target, counted
+from .fmt import SHARE_SYMBOL, _TIMES, _factor, _plan, _target, plural, share_factor
 
 # What the explorer shows, in this order: the numbers the report features for a set-up.
 QUANTITIES = ("step_time", "latency_floor", "user_speed", "throughput", "throughput_per_chip", "cost_per_token",
@@ -130,7 +130,7 @@ def _display_units(name: str) -> list[list]:
     """The units a value of ``name`` may be shown in: [label, factor from base units, plural label],
     largest first; the page shows the first in which the value is at least 1 (the report's choice)."""
     if name in SHARES:
-        return [["%", 0.01, "%"]]
+        return [[SHARE_SYMBOL, share_factor(), SHARE_SYMBOL]]
     u, _ = compiled.declared(name)
     kind, _, fixed = _plan(u)
     if kind == "bare":
@@ -141,7 +141,7 @@ def _display_units(name: str) -> list[list]:
         labels = ("TB", "GB", "MB", "byte")
     else:
         labels = (fixed,)
-    return [[lab, _factor(_target(lab)), counted("2", lab)] for lab in labels]   # plural: "tokens/s"
+    return [[lab, _factor(_target(lab)), plural(lab)] for lab in labels]
 
 
 def _levels(table: dict, names: list[str], hws: list[str], mids: list[str]) -> dict:

@@ -190,9 +190,18 @@ def is_share(name: str) -> bool:
     return bool(q is not None and q.share)
 
 
+SHARE_UNIT, SHARE_SYMBOL = "percent", "%"   # a share of a whole is shown in percent (units/definitions.txt)
+
+
+@lru_cache(maxsize=None)
+def share_factor() -> float:
+    """One percent as a bare number (0.01): what a share is divided by to read in percent."""
+    return float(Quantity(1, SHARE_UNIT).to("").magnitude)
+
+
 def percent(fraction: float, digits: int = 3) -> str:
     """A share of a whole as a percentage: 0.383 -> '38.3%'."""
-    return f"{sig(100 * fraction, digits)}%"
+    return f"{sig(fraction / share_factor(), digits)}{SHARE_SYMBOL}"
 
 
 def fmt_named(name: str, q, digits: int = 3) -> str:
@@ -206,6 +215,11 @@ def fmt_base(base_mag: float, units, digits: int = 3) -> str:
     """``fmt`` of a magnitude in base units, of a quantity declared in ``units`` (no Pint quantity
     made: for the many numbers of a fit's reason)."""
     return _shown(*split_base(base_mag, units), digits)
+
+
+def plural(u: str) -> str:
+    """``u`` after a number other than one: "tokens/s", "chips"."""
+    return counted("", u)
 
 
 def counted(text: str, u: str) -> str:

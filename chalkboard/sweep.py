@@ -168,10 +168,10 @@ def _shown_unit(q: str, values) -> tuple[str, float]:
     from units import Quantity, unit as parse_unit
 
     from .compiled import base_factor, declared
-    from .fmt import display_unit, is_share
+    from .fmt import SHARE_SYMBOL, display_unit, is_share, share_factor
 
     if is_share(q):   # a share of a whole, read as a percentage (as the report and eval print it)
-        return "%", 100.0
+        return SHARE_SYMBOL, 1 / share_factor()
     finite = [abs(v) for v in values if v is not None and not math.isnan(v)]
     if not finite or not REGISTRY[q].unit:
         return unit_of(q), 1.0

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 from units import parse
 
-from ..fmt import counted, sig, unit_words
+from ..fmt import plural, sig, unit_words
 
 
 KINDS = ("derived", "arithmetic", "identity", "spec", "input", "sourced", "qualitative")
@@ -142,4 +142,4 @@ class Verdict:
 
 def _unit_suffix(part) -> str:
     u = f"{part.unit:~P}"
-    return f" {unit_words(counted('2', u))}" if u and u != "dimensionless" else ""
+    return f" {unit_words(plural(u))}" if u and u != "dimensionless" else ""
