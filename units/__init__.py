@@ -29,9 +29,17 @@ _NUMBER = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?(\s|$|[a-zA-Zµ/*
 _UNIT_TOKEN = re.compile(r"\s+|[A-Za-zµμ_]+|\*\*\s*[+-]?\d{1,2}|\^\s*[+-]?\d{1,2}|[*/()]")
 MAX_TEXT = 200          # characters in one value
 # a count written as people write it: "15T token", "70B parameter", "2K token/sequence" (the letter
-# right after the number, then a space and the unit; "80 GB" and "70B" alone are Pint's as before)
+# right after the number, then a space and the unit; "80 GB" and "70B" alone are Pint's as before).
+# Each letter scales as the prefix of definitions.txt it names: B (billion) and K as giga and kilo.
 _COUNT_SUFFIX = re.compile(r"^([+-]?(?:\d+(?:\.\d*)?|\.\d+))([kKMBGT])(?=\s+\S)")
-_COUNT_POWER = {"k": 3, "K": 3, "M": 6, "B": 9, "G": 9, "T": 12}
+_COUNT_PREFIX = {"k": "k", "K": "k", "M": "M", "B": "G", "G": "G", "T": "T"}
+
+
+@lru_cache(maxsize=None)
+def _count_power(letter: str) -> int:
+    """The power of ten of the prefix ``letter`` stands for, as definitions.txt declares it."""
+    prefix = _COUNT_PREFIX[letter]
+    return round(math.log10(ureg.Quantity(1, prefix + "byte").to("byte").magnitude))
 MAX_PAREN_DEPTH = 4
 # Every input, converted to the registry's base units (byte, second, FLOP, ...), must lie in
 # this range: wide enough for any real chip or model, narrow enough that products and
@@ -111,7 +119,7 @@ def _parse(text: str | int | float) -> pint.Quantity:
         raise UnitParseError(f"value too long ({len(s)} characters; at most {MAX_TEXT})")
     c = _COUNT_SUFFIX.match(s)
     if c:
-        s = f"{c.group(1)}e{_COUNT_POWER[c.group(2)]}{s[c.end():]}"
+        s = f"{c.group(1)}e{_count_power(c.group(2))}{s[c.end():]}"
     m = _NUMBER.match(s)
     if not m:
         raise UnitParseError(f"{s!r} does not start with a number")
