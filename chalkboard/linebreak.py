@@ -23,7 +23,7 @@ WIDTH_EM = 49.0
 INDENT_EM = 1.0      # one level of indentation: Typst's `quad`, MathML's 1em space
 _OP_EM = {"+": P._OP_GAP, "−": P._OP_GAP, "=": P._OP_GAP, "·": P._DOT_GAP, ",": 0.5, "/": 0.8}
 _TYPST_OP = {"+": "+", "−": "-", "=": "=", "·": "dot", ",": ",", "/": "slash"}
-_MATHML_OP = {"+": "+", "−": "&#x2212;", "=": "=", "·": "&#x22C5;", ",": ",", "/": "/"}
+_MATHML_OP = {**P._OP, "=": "=", ",": ",", "/": "/"}   # the printers' +, − and ·, and this layout's own
 
 
 class _Flow:

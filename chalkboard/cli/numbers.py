@@ -50,6 +50,8 @@ def cmd_eval(args) -> int:
 
 def _print_one(d: dict, sc, layouts) -> None:
     """One evaluated quantity as text: the value, the set-up, the fit, the formula and its inputs."""
+    from derivations import REGISTRY
+
     print(f"{d['quantity']} = {d['display']}   ({d['meaning']})")
     print(f"  on {d['hardware']} x {d['model']}; {sc.formats_text()}")
     if d["layout"]:
@@ -70,7 +72,7 @@ def _print_one(d: dict, sc, layouts) -> None:
     if evidence:   # an expected number: the efficiencies it assumed, and the measurements behind them
         assumed = ", ".join(e["name"] + " = " + e["display"] for e in evidence)
         print(f"  assumed    : {assumed}; {evidence[0]['source']}")
-    if d["definition"] != d["symbol"]:   # an input has none: never "N_total = N_total"
+    if not REGISTRY[d["quantity"]].is_input:   # an input has no definition: never "N_total = N_total"
         print(f"  definition : {d['symbol']} = {d['definition']}")
         print(f"  closed form: {d['symbol']} = {d['expression']}")
         if d["board_form"] != d["expression"]:

@@ -36,27 +36,15 @@ def _functions_in_page(html: str) -> dict:
     return dict(re.findall(r'^  "(\w+)": function \(v\) \{ return (.*?); \},$', m.group(1), re.S | re.M))
 
 
-def _below(name):
-    """Every derived quantity the definition of ``name`` reads, all the way down (itself included)."""
-    from derivations import REGISTRY
-
-    q = REGISTRY[name]
-    if q.is_input:
-        return set()
-    out = {name}
-    for s in q.expr.free_symbols:
-        out |= _below(REGISTRY.q(s).name)
-    return out
-
-
 # -- (a) the script holds no formula typed by hand ------------------------------------------------
 def test_page_functions_are_sympys_javascript_of_the_closed_forms(report):
     from chalkboard import explorer
+    from chalkboard.dependence import _derived_below
     from derivations import REGISTRY
 
     funcs = _functions_in_page(report.read_text(encoding="utf-8"))
     # the quantities the explorer shows, and the domain checks (``valid``) below them
-    guards = {d for n in explorer.QUANTITIES for d in _below(n) if REGISTRY[d].valid}
+    guards = {d for n in explorer.QUANTITIES for d in _derived_below(n) if REGISTRY[d].valid}
     assert set(funcs) == set(explorer.QUANTITIES) | guards
     assert {"step_time", "latency_floor", "balance_batch", "cost_per_token", "mfu", "throughput"} <= set(funcs)
     for name, code in funcs.items():
