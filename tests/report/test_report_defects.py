@@ -164,20 +164,42 @@ def test_no_display_formula_is_wider_than_the_text(built, tmp_path):
     assert not needless, f"{len(needless)} formulas scaled that fit as they are"
 
 
-def test_no_half_empty_pdf_pages(built):
+def test_no_half_empty_pdf_pages(built, tmp_path):
     """Every PDF page but the last is written down to near its foot: a section start, a figure
-    or a formula block that does not fit must not leave half a page blank. The report's Typst
+    or a formula block that does not fit must not leave half a page blank. A part starts a page,
+    so the end of a part may leave one: its last page of text, and the pages after it that hold
+    the part's last figures (floats set before the break), are not counted. The report's Typst
     source is rendered as images (at a low resolution) and the lowest inked row of each page's
-    body measured; the page number in the bottom margin is not counted."""
+    body measured; the page number in the bottom margin is not counted. Where the parts start and
+    where the figures stand is asked of Typst."""
     import io
+    import json
 
     import matplotlib.image as mpimg
     import numpy as np
     import typst
 
     pages = typst.compile(str(built / "report.typ"), root=str(built), format="png", ppi=20)
+    here = tmp_path / "report"   # the probe sits beside the report's figures, in a copy of the shared build
+    shutil.copytree(built, here)
+    probe = here / "parts.typ"
+    probe.write_text((built / "report.typ").read_text() + "\n#context [#metadata((query(heading.where("
+                     "level: 1)), query(figure)).map(q => q.map(e => e.location().page()))) <pages>]\n")
+    starts, figures = json.loads(typst.query(str(probe), "<pages>", field="value", root=str(here)))[0]
+    assert len(starts) >= 9 and max(starts) < len(pages) and len(figures) >= 12, (starts, figures)
+    assert all(b > a for a, b in zip(starts, starts[1:])), f"two parts start on one page: {starts}"
+    # a part's end: the page before the next part's start; and where a part's last figures float
+    # past the page that anchors them (a figure's location is its anchor's page), that page and
+    # the pages after it, one page at most for each figure it anchors
+    part_ends = {start - 1 for start in starts}
+    for start in starts:
+        anchored = [f for f in figures if f < start]
+        if anchored and start - 1 - max(anchored) <= anchored.count(max(anchored)):
+            part_ends.update(range(max(anchored), start))
     short = []
     for i, png in enumerate(pages[:-1], start=1):
+        if i in part_ends:
+            continue
         grey = mpimg.imread(io.BytesIO(png), format="png")[..., :3].mean(axis=2)
         height = grey.shape[0]
         inked = np.where((grey < 0.9).any(axis=1))[0]
