@@ -66,6 +66,17 @@ def check_equation(registry, eq) -> bool:
 
 
 def check_all(registry) -> CheckReport:
+    """Every definition and equation of ``registry`` checked. The report depends on the sources
+    alone (the derivations, units/, this module and the walk, SymPy's and Pint's versions: the
+    key of chalkboard/cache/symcache.py), so it is kept with SymPy's work: a later run of the same
+    sources reads it instead of walking every expression again."""
+    # kept as plain fields: the cache is read before this module may be imported
+    fields = registry.kept(("dimension check", len(registry.derived_quantities()), len(registry.equations)),
+                           lambda: vars(_check_all(registry)))
+    return CheckReport(**{**fields, "failures": list(fields["failures"])})
+
+
+def _check_all(registry) -> CheckReport:
     rep = CheckReport()
     for q in registry.derived_quantities():
         try:

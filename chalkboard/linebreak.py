@@ -142,6 +142,20 @@ def formula(expr, lhs=None, values=None) -> tuple[str, str, "P.TypstMath"]:
         P._EM_MEMO = None
 
 
+def kept_formula(key: tuple, expr, lhs=None) -> tuple[str, str, "P.TypstMath"]:
+    """formula(expr, lhs) of a formula of the sources alone (a definition, a closed form, an
+    equation: no numbers), kept with SymPy's work under ``key`` (chalkboard/cache/symcache.py keys
+    it by the derivations, this module and the printers): printing the report's 800 of them costs
+    about 0.3 s a build."""
+    from derivations import REGISTRY
+
+    def printed():
+        text, mathml, typst = formula(expr, lhs)
+        return text, mathml, str(typst), typst.em   # plain values: the cache is read before this module
+    text, mathml, typst, em = REGISTRY.kept(("formula",) + key, printed)
+    return text, mathml, P._math(typst, em)
+
+
 def lines(n, lhs=None, width: float = WIDTH_EM) -> list[list] | None:
     """``[lhs =] n`` laid out in lines of at most ``width`` em where it can break; None if it
     fits on one line."""

@@ -7,8 +7,10 @@ results of an earlier run made from byte-identical sources (``load``), among the
 the whole registry that replaces running the lecture modules (derivations.load), and writes what
 this run had to compute (``save``). The file name is a hash of every derivations/*.py file, of
 the chalkboard modules whose SymPy work is kept too (the audit's parses and identity checks, the
-dimension check, the generated code, the printers), of units/, the SymPy version and the Python
-version: an edited source gets a new name, so a stale result is never used. A cache that cannot
+dimension check and the walk it makes, the generated code, the printers and the formulas they
+lay out over lines), of units/, the SymPy
+and Pint versions and the Python version: an edited source gets a new name, so a stale result is
+never used. A cache that cannot
 be read or written is ignored; the numbers are the same either way, only slower.
 
 The file is a pickle in the project's own .cache/ folder, trusted like the project's code.
@@ -16,7 +18,7 @@ The file is a pickle in the project's own .cache/ folder, trusted like the proje
 A fresh clone has no .cache/ yet, so the project also ships the same results in SHIPPED (made by
 ``python3 -m chalkboard.cache.symcache --ship``, which runs every command once and keeps what they
 computed), with the key they were made under: a first build uses them only if that key is this
-run's (the same sources, SymPy and Python versions), and otherwise computes everything, as
+run's (the same sources, SymPy, Pint and Python versions), and otherwise computes everything, as
 before. tests/cache/test_symcache.py fails when the shipped file no longer matches the sources.
 """
 from __future__ import annotations
@@ -31,9 +33,11 @@ from pathlib import Path
 FOLDER = ".cache"
 SHIPPED = Path("derivations") / "solved.pickle"   # {"key": ..., "results": {...}}: see the docstring
 # besides the derivations, the modules whose SymPy work is kept too: the audit's parses and
-# identity checks, the dimension check's identities, the generated code, and the printed forms
-# (and units/, whose definitions name the constants' units in the registry's snapshot)
-ALSO_KEYED = ("audit", "check.py", "compiled.py", "printers.py")   # a folder: every module in it
+# identity checks, the dimension check (its report, and the walk it makes with Pint), the
+# generated code, and the printed forms and formulas laid out over lines (and units/, whose
+# definitions name the constants' units in the registry's snapshot and the dimensions the check
+# compares)
+ALSO_KEYED = ("audit", "check.py", "walk.py", "compiled.py", "printers.py", "linebreak.py")   # a folder: every module in it
 
 
 def _key(root: Path) -> str:
@@ -44,9 +48,10 @@ def _key(root: Path) -> str:
               *sorted(p for p in (root / "units").iterdir() if p.is_file() and p.suffix in (".py", ".txt"))]:
         h.update(p.name.encode())
         h.update(p.read_bytes())
-    import sympy   # after the sources are read: what this run imports is what was hashed
+    import pint   # after the sources are read: what this run imports is what was hashed
+    import sympy
 
-    h.update(f"sympy {sympy.__version__} python {sys.version_info[:2]}".encode())
+    h.update(f"sympy {sympy.__version__} pint {pint.__version__} python {sys.version_info[:2]}".encode())
     return h.hexdigest()[:24]
 
 
@@ -118,6 +123,11 @@ SHIP_COMMANDS = (["build", "--force", "--all-hardware", "--out", "{OUT}"], ["che
                  ["compare", "step_time", "cost_per_token"])
 
 
+# kept in .cache/ but not shipped: text a first build prints again in about half a second (the
+# formulas, 0.9 MB) or that only the same Python takes (the templates' compiled code)
+NOT_SHIPPED = ("formula", "template")
+
+
 def ship(root: Path) -> Path:
     """Write SHIPPED from a run of every command on the project's own sources."""
     import shutil
@@ -138,7 +148,7 @@ def ship(root: Path) -> Path:
         shutil.rmtree(out, ignore_errors=True)
     made = path(root)
     with open(made, "rb") as f:
-        results = pickle.load(f)
+        results = {k: v for k, v in pickle.load(f).items() if k[0] not in NOT_SHIPPED}
     fd, tmp = tempfile.mkstemp(prefix=".solved-", dir=(root / SHIPPED).parent)
     with os.fdopen(fd, "wb") as f:
         pickle.dump({"key": made.name, "results": results}, f, protocol=pickle.HIGHEST_PROTOCOL)
