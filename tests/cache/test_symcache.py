@@ -165,3 +165,32 @@ def test_a_fresh_clone_starts_from_the_shipped_results_and_an_edit_ignores_them(
     mod = project / "derivations" / "inputs.py"
     mod.write_text(mod.read_text() + "\n# edited\n")
     assert _preloaded(project) == 0     # another key: nothing shipped is used
+
+
+def test_a_kept_template_is_taken_only_as_compiled_from_its_source_and_options(tmp_path):
+    """The templates' compiled code is kept with SymPy's work (chalkboard/build.py, _KeptTemplates):
+    an edited template is compiled again, and an environment that reads templates differently
+    (other delimiters) never takes another's code for the same template."""
+    import jinja2
+    from chalkboard.build import _KeptTemplates
+    from derivations import REGISTRY
+
+    (tmp_path / "t.j2").write_text("{{ x }} <{ x }>")
+    loader = jinja2.FileSystemLoader(str(tmp_path))
+
+    def render(**options):
+        env = jinja2.Environment(loader=loader, **options)
+        env.bytecode_cache = _KeptTemplates(env)
+        return env.get_template("t.j2").render(x=1)
+    kept = {k for k in REGISTRY.fresh if k[0] == "template"}
+    try:
+        assert render() == "1 <{ x }>"
+        ours = {k for k in REGISTRY.fresh if k[0] == "template"} - kept
+        assert len(ours) == 1   # compiled once, and kept
+        assert render() == "1 <{ x }>"
+        assert render(variable_start_string="<{", variable_end_string="}>") == "{{ x }} 1"
+        (tmp_path / "t.j2").write_text("{{ x }}{{ x }}")
+        assert render() == "11"
+    finally:
+        for k in {k for k in REGISTRY.fresh if k[0] == "template"} - kept:
+            del REGISTRY.fresh[k]
