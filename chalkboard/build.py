@@ -207,40 +207,42 @@ def build(root: Path, args) -> int:
         raise BuildError("evaluation failed: " + res.errors[0])
     sc.value("step_time")
     t = stage("evaluate", t)
-    audit = auditing.result() if auditing is not None else None
-    t = stage("audit", t)   # the wait for the audit made beside the stages before
-    html_env, typ_env = environments(root)
-    from .report import shared_tables
-    audit_ctx = audit.for_report() if audit else None
-    check_ctx = {"definitions": rep.definitions, "equations": rep.equations, "evaluations": res.count_ok}
-    shared = shared_tables(data, sc.model.id)
-    ctx = context(data, sc, {}, audit=audit_ctx, check=check_ctx, validation=validation, shared=shared)
-    t = stage("render", t)
-    figures = drawing.wait()
-    if validation is not None:
-        validation["svg"] = figures["validation"][0]
-    t = stage("figures", t)  # the wait for the figures drawn beside the stages before
-    attach_figures(ctx, figures, sc)
-    typ_src = typ_env.get_template("report.typ.j2").render(**ctx)   # its formulas fitted when written
-    chips = html = None
-    if getattr(args, "all_hardware", False):
-        html = html_env.get_template("report.html.j2").render(**ctx)
-        chips = chip_reports(data, sc, overrides, refs, figures, (html, typ_src), html_env, typ_env,
-                             lambda chip_sc: context(data, chip_sc, {}, audit=audit_ctx, check=check_ctx,
-                                                     validation=validation, shared=shared))
-        t = stage("hardware", t)
-
     try:
         with Staging(out) as staged:
             written = {}
 
             def put(rel, content):
                 written[rel] = staged.write(rel, content)
+            # results.json first (written as it is made: 300 MB at 6,400 pairs, never held whole),
+            # while the claims are audited and the figures drawn beside this process
+            put("results.json", results_json_parts(data, res, REGISTRY))
+            t = stage("results", t)
+            audit = auditing.result() if auditing is not None else None
+            t = stage("audit", t)   # the wait for the audit made beside the stages before
+            html_env, typ_env = environments(root)
+            from .report import shared_tables
+            audit_ctx = audit.for_report() if audit else None
+            check_ctx = {"definitions": rep.definitions, "equations": rep.equations, "evaluations": res.count_ok}
+            shared = shared_tables(data, sc.model.id)
+            ctx = context(data, sc, {}, audit=audit_ctx, check=check_ctx, validation=validation, shared=shared)
+            t = stage("render", t)
+            figures = drawing.wait()
+            if validation is not None:
+                validation["svg"] = figures["validation"][0]
+            t = stage("figures", t)  # the wait for the figures drawn beside the stages before
+            attach_figures(ctx, figures, sc)
+            typ_src = typ_env.get_template("report.typ.j2").render(**ctx)   # its formulas fitted when written
+            chips = html = None
+            if getattr(args, "all_hardware", False):
+                html = html_env.get_template("report.html.j2").render(**ctx)
+                chips = chip_reports(data, sc, overrides, refs, figures, (html, typ_src), html_env, typ_env,
+                                     lambda chip_sc: context(data, chip_sc, {}, audit=audit_ctx, check=check_ctx,
+                                                             validation=validation, shared=shared))
+                t = stage("hardware", t)
             for n, (svg, _) in figures.items():
                 put(f"figures/{n}.svg", svg)
             # the formulas are fitted and the PDF compiled (with the staged figures) on the other
-            # core while this one writes results.json (written as it is made: 300 MB at 6,400
-            # pairs, never held whole) and the page
+            # core while this one writes the page
             # (unless a PDF made from the same source, figures, date, fonts and Typst is kept)
             pdf_key = kept_pdf = pdf = None
             if timestamp is not None:
@@ -248,7 +250,6 @@ def build(root: Path, args) -> int:
                 kept_pdf = pdfcache.get(root, pdf_key)
                 if kept_pdf is None:
                     pdf = compile_pdf_background(staged.path, timestamp, typ_src)
-            put("results.json", results_json_parts(data, res, REGISTRY))
             put("report.html", html or html_env.get_template("report.html.j2").render(**ctx))
             if timestamp is None:
                 put("report.typ", fit_formulas(typ_src))   # after the last fork: Typst starts threads
