@@ -90,12 +90,23 @@ def main() -> int:
     spec = importlib.util.spec_from_file_location("chalkboard_cli", ROOT / "build.py")
     cli = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(cli)
+    from chalkboard.cache.forked import Forked
     from chalkboard.staging import Staging
 
+    # the build's forked jobs (the audit, the figures) may still run when the write stage starts:
+    # their results are received here before the children that will ask for them are forked
+    jobs, orig_init = [], Forked.__init__
+
+    def recorded_init(self, *a, **k):
+        orig_init(self, *a, **k)
+        jobs.append(self)
+    Forked.__init__ = recorded_init
     orig_enter = Staging.__enter__
     rows, failures = [], []
 
     def forking_enter(self):
+        for job in jobs:
+            job.settle()
         n = 1
         while True:
             shutil.rmtree(out, ignore_errors=True)

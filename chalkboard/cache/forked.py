@@ -28,6 +28,7 @@ def can_fork() -> bool:
 class Forked:
     def __init__(self, what: str, fn, *args, close_in_child=()):
         self.what, self.fn, self.args, self.child = what, fn, args, None
+        self.outcome = None   # what the child sent, once received
         if not can_fork():
             return
         try:
@@ -41,16 +42,24 @@ class Forked:
         except (ValueError, OSError):
             self.child = None
 
-    def result(self):
-        if self.child is None:
-            return self.fn(*self.args)
+    def settle(self) -> None:
+        """Receive the child's outcome now; result() then gives it. For a process about to fork
+        one that will ask for the result: only the process that started the job can receive it."""
+        if self.outcome is not None or self.child is None:
+            return
         try:
             try:
-                kind, payload = self.receive.recv()
+                self.outcome = self.receive.recv()
             except EOFError:
-                kind, payload = "error", "the process ended without a result"
+                self.outcome = ("error", "the process ended without a result")
         finally:  # also on an interruption: no child is left behind
             self.stop()
+
+    def result(self):
+        self.settle()
+        if self.outcome is None:   # no child: the work is done here
+            return self.fn(*self.args)
+        kind, payload = self.outcome
         if kind == "known":
             raise payload
         if kind == "error":
