@@ -213,10 +213,12 @@ def build(root: Path, args) -> int:
 
             def put(rel, content):
                 written[rel] = staged.write(rel, content)
-            # results.json first (written as it is made: 300 MB at 6,400 pairs, never held whole),
-            # while the claims are audited and the figures drawn beside this process
-            put("results.json", results_json_parts(data, res, REGISTRY))
-            t = stage("results", t)
+            # results.json (written as it is made: 300 MB at 6,400 pairs, never held whole) is
+            # written while this process would wait for the audit and the figures made beside it,
+            # and what is left of it while the PDF compiles
+            results = staged.writing("results.json", results_json_parts(data, res, REGISTRY))
+            if auditing is not None:
+                results.write_while(lambda: not auditing.ready())
             audit = auditing.result() if auditing is not None else None
             t = stage("audit", t)   # the wait for the audit made beside the stages before
             html_env, typ_env = environments(root)
@@ -226,6 +228,7 @@ def build(root: Path, args) -> int:
             shared = shared_tables(data, sc.model.id)
             ctx = context(data, sc, {}, audit=audit_ctx, check=check_ctx, validation=validation, shared=shared)
             t = stage("render", t)
+            results.write_while(lambda: not drawing.finished())
             figures = drawing.wait()
             if validation is not None:
                 validation["svg"] = figures["validation"][0]
@@ -251,6 +254,7 @@ def build(root: Path, args) -> int:
                 if kept_pdf is None:
                     pdf = compile_pdf_background(staged.path, timestamp, typ_src)
             put("report.html", html or html_env.get_template("report.html.j2").render(**ctx))
+            written["results.json"] = results.finish()
             if timestamp is None:
                 put("report.typ", fit_formulas(typ_src))   # after the last fork: Typst starts threads
             else:

@@ -388,6 +388,10 @@ class Drawing:
                 job.stop()
             self.jobs = []
 
+    def finished(self) -> bool:
+        """Whether wait() would return without waiting for a process."""
+        return all(job.ready() for job in self.jobs)
+
     def wait(self) -> dict:
         """Every figure, once every process has finished."""
         from .cache.forked import results

@@ -133,6 +133,39 @@ def _alive(pid: int) -> bool:
     return True
 
 
+class Writing:
+    """A file of the output being written from ``content`` (text, bytes, or text in parts):
+    ``write_while(go_on)`` writes parts while ``go_on()`` is true (the build writes results.json
+    while it would otherwise wait for its forked jobs), ``finish()`` writes the rest, syncs the
+    file and returns its SHA-256."""
+
+    def __init__(self, path: Path, content):
+        self.path, self.digest = path, hashlib.sha256()
+        self.parts = iter([content] if isinstance(content, (str, bytes)) else content)
+        self.file = open(path, "xb")
+
+    def write_while(self, go_on) -> None:
+        try:
+            while go_on():
+                part = next(self.parts, None)
+                if part is None:
+                    return
+                chunk = part.encode("utf-8") if isinstance(part, str) else part
+                self.digest.update(chunk)
+                self.file.write(chunk)
+        except BaseException:
+            self.file.close()
+            raise
+
+    def finish(self) -> str:
+        with self.file as f:
+            self.write_while(lambda: True)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(self.path, 0o644)
+        return self.digest.hexdigest()
+
+
 class Staging:
     """A fresh sibling of the output folder to write the whole output into; commit() exchanges it
     with the output folder. Leaving the block without commit() removes it."""
@@ -166,21 +199,16 @@ class Staging:
     def write(self, rel: str, content) -> str:
         """Write ``content`` (text, bytes, or text in parts, written as they come) to ``rel``;
         returns its SHA-256."""
+        return self.writing(rel, content).finish()
+
+    def writing(self, rel: str, content) -> "Writing":
+        """``rel`` opened for ``content``, to be written a part at a time (see Writing)."""
         path = self.path / rel
         for folder in reversed(path.parents):
             if folder.is_relative_to(self.path) and not folder.is_dir():
                 folder.mkdir()
                 os.chmod(folder, 0o755)
-        digest = hashlib.sha256()
-        with open(path, "xb") as f:
-            for part in [content] if isinstance(content, (str, bytes)) else content:
-                chunk = part.encode("utf-8") if isinstance(part, str) else part
-                digest.update(chunk)
-                f.write(chunk)
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(path, 0o644)
-        return digest.hexdigest()
+        return Writing(path, content)
 
     def commit(self) -> None:
         for d in [p for p in self.path.rglob("*") if p.is_dir()] + [self.path]:

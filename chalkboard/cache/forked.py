@@ -42,6 +42,10 @@ class Forked:
         except (ValueError, OSError):
             self.child = None
 
+    def ready(self) -> bool:
+        """Whether result() would return without waiting for the child."""
+        return self.child is None or self.outcome is not None or self.receive.poll()
+
     def settle(self) -> None:
         """Receive the child's outcome now; result() then gives it. For a process about to fork
         one that will ask for the result: only the process that started the job can receive it."""
