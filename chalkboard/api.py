@@ -98,7 +98,7 @@ class Setup:
 
         from .layouts import resolve
         from .linebreak import formula
-        from .report import substituted
+        from .report.context import substituted
         from .results import describe_as_asked
 
         answered = resolve(name, self.layout)

@@ -20,10 +20,10 @@ import jinja2
 
 from .cache import pdfcache
 from .data import CONTROL_CHARS, SAFE_URL
-from .chip_reports import chip_reports
+from .report.chip_reports import chip_reports
 from .errors import BuildError, OutputError  # noqa: F401  (BuildError re-exported)
 from .cache.forked import Forked
-from .pdf import (compile_pdf, compile_pdf_background, fit_formulas, pdf_timestamp,  # noqa: F401  (re-exported)
+from .report.pdf import (compile_pdf, compile_pdf_background, fit_formulas, pdf_timestamp,  # noqa: F401  (re-exported)
                   source_date_epoch, typst_display)
 from .results_json import results_json_parts
 from .staging import Staging, output_folder, shown_path
@@ -170,8 +170,8 @@ def build(root: Path, args) -> int:
     from .audit import read_claims, run_audit
     from .check import check_all
     from .evaluate import Scenario
-    from .figures import MARKED_RULES_OF_THUMB, Drawing
-    from .report import attach_figures, context
+    from .report.figures import MARKED_RULES_OF_THUMB, Drawing
+    from .report.context import attach_figures, context
     from .results import evaluate_all
     t = stage("derive", t)
     overrides = dict(getattr(args, "set_pairs", {}) or {})
@@ -190,7 +190,8 @@ def build(root: Path, args) -> int:
             if claims is not None and (v := claims.rule_of_thumb(q)) is not None}
     t = stage("validate", t)
     # every figure is drawn on the other core from here on
-    extra = {"validation": (val.figure_svg, checked)} if validation is not None else {}
+    from .report.figures_validation import figure_svg
+    extra = {"validation": (figure_svg, checked)} if validation is not None else {}
     from .cache.figcache import FigureCache
     # figures kept from earlier builds under exactly what they read
     kept = FigureCache(root, getattr(args, "program", None), recheck=True)
@@ -222,7 +223,7 @@ def build(root: Path, args) -> int:
             audit = auditing.result() if auditing is not None else None
             t = stage("audit", t)   # the wait for the audit made beside the stages before
             html_env, typ_env = environments(root)
-            from .report import shared_tables
+            from .report.context import shared_tables
             audit_ctx = audit.for_report() if audit else None
             check_ctx = {"definitions": rep.definitions, "equations": rep.equations, "evaluations": res.count_ok}
             shared = shared_tables(data, sc.model.id)

@@ -474,46 +474,7 @@ def as_text(results: list[Result], data=None) -> str:
     return "\n".join(lines)
 
 
-# -- the report -------------------------------------------------------------------------------
-REGIME_COLOURS = {REGIMES[0]: "#d62728", REGIMES[1]: "#ff7f0e", REGIMES[2]: "#1f77b4"}
-
-
-def figure_svg(results: list[Result]) -> str:
-    """Measured against bound, output tokens/s per chip on log axes: one marker per record
-    (filled: batch published; open: the loosest batch), coloured by regime, with y = x."""
-    from .drawing import svg, plt
-
-    fig, ax = plt.subplots(figsize=(6.4, 4.6))
-    xs = [r.bound_chip_rate for r in results] + [r.measured_chip_rate for r in results]
-    lo, hi = min(xs) / 2, max(xs) * 2
-    ax.plot([lo, hi], [lo, hi], color="#111111", lw=1, label="measured = bound (y = x)")
-    for frac, style in ((0.5, "--"), (0.1, ":")):
-        ax.plot([lo, hi], [lo * frac, hi * frac], color="#888888", lw=0.8, ls=style,
-                label=f"{frac:.0%} of the bound")
-    for g in REGIMES:
-        for known in (True, False):
-            pts = [r for r in results if r.regime == g and (r.record.batch is not None) == known]
-            if not pts:
-                continue
-            ax.scatter([r.bound_chip_rate for r in pts], [r.measured_chip_rate for r in pts], s=26,
-                       color=REGIME_COLOURS[g], facecolors=REGIME_COLOURS[g] if known else "none",
-                       label=g + ("" if known else " (batch not published)"), zorder=3)
-    for r in results:
-        if not r.dense:
-            ax.scatter([r.bound_chip_rate], [r.measured_chip_rate], s=70, marker="s",
-                       facecolors="none", edgecolors="#555555", lw=0.7, zorder=2)
-    ax.scatter([], [], s=70, marker="s", facecolors="none", edgecolors="#555555", lw=0.7, label="MoE model")
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlim(lo, hi)
-    ax.set_ylim(lo, hi)
-    ax.set_xlabel("chalkboard's bound: output tokens/s per chip (batch / step_time_min)")
-    ax.set_ylabel("published measurement: output tokens/s per chip")
-    ax.set_title(f"How close do real systems get? {len(results)} published measurements")
-    ax.legend(fontsize=7, loc="upper left", frameon=False)
-    return svg(fig)
-
-
+# -- the report (its figure is chalkboard/report/figures_validation.py) ---------------------------
 def _n(x: float) -> str:
     from .fmt import sig
     return sig(x)

@@ -14,7 +14,7 @@ from chalkboard import FEATURED_HARDWARE as HW, FEATURED_MODEL as MODEL
 from chalkboard.data import load
 from chalkboard.data import Data
 from chalkboard.cache.figcache import MISS, SETTINGS, TABLES, WHOLE, FigureCache, _Traced, code_digest, traced
-from chalkboard.figures import FIGURES, PER_CHIP, Drawing
+from chalkboard.report.figures import FIGURES, PER_CHIP, Drawing
 
 ROOT = Path(__file__).resolve().parents[2]
 OTHER_CHIP = "h100-sxm"   # not the featured chip
@@ -99,7 +99,7 @@ def test_the_programs_files_are_part_of_every_key(tmp_path):
         shutil.copytree(ROOT / rel, tmp_path / rel, ignore=shutil.ignore_patterns("__pycache__"))
     before = code_digest(tmp_path)
     assert code_digest(tmp_path) == before
-    path = tmp_path / "chalkboard" / "figures.py"
+    path = tmp_path / "chalkboard" / "report" / "figures.py"
     path.write_text(path.read_text() + "\n# edited\n")
     assert code_digest(tmp_path) != before
 
@@ -179,7 +179,7 @@ def test_a_program_edited_during_the_build_keeps_no_figure(tmp_path):
         shutil.copytree(ROOT / rel, tmp_path / rel, ignore=shutil.ignore_patterns("__pycache__"))
     kept = FigureCache(tmp_path, code_digest(tmp_path), recheck=True)
     kept.put(kept.key("step_time_vs_batch"), {}, ("<svg/>", HW))
-    path = tmp_path / "chalkboard" / "figures.py"
+    path = tmp_path / "chalkboard" / "report" / "figures.py"
     path.write_text(path.read_text() + "\n# edited during the build\n")
     kept.save()
     folder = tmp_path / ".cache" / "figures"

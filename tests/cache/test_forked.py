@@ -1,5 +1,5 @@
 """Jobs in forked processes (chalkboard/cache/forked.py) that start jobs of their own: the figures are
-drawn by one process that imports matplotlib and then forks the second (chalkboard/figures.py,
+drawn by one process that imports matplotlib and then forks the second (chalkboard/report/figures.py,
 Drawing), so the second does not import it again."""
 from __future__ import annotations
 

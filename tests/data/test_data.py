@@ -144,7 +144,7 @@ def test_a_secondary_source_is_marked_wherever_its_figures_show(tmp_path, cli):
     its figures ◊ with the reason, and eval names it as a secondary source beside the input."""
     import shutil
 
-    from chalkboard import report
+    from chalkboard.report import context as report
     from chalkboard.data import load
 
     for f in ("hardware.yaml", "models.yaml", "prices.yaml"):

@@ -254,8 +254,8 @@ def test_fractional_stage_count_is_refused():
 
 
 def test_memory_figure_is_registered_and_drawn(data):
-    from chalkboard.figures import FIGURES
-    from chalkboard.figures_pipeline import memory_vs_stages
+    from chalkboard.report.figures import FIGURES
+    from chalkboard.report.figures_pipeline import memory_vs_stages
     title, fn, section = FIGURES["memory_vs_stages"]
     assert fn is memory_vs_stages and section == "pipeline_memory" and section in R.sections
     svg = memory_vs_stages(data, "gb200-nvl72", "deepseek-v3")

@@ -260,7 +260,7 @@ def test_incoherent_overrides_are_errors_naming_the_conflict(data, sets, words):
 # -- the report ----------------------------------------------------------------------------------
 def test_report_marks_an_unfit_setup_and_names_formats(data):
     from chalkboard.build import environments
-    from chalkboard.report import context
+    from chalkboard.report.context import context
     from conftest import ROOT
 
     sc = Scenario(data, "h100-sxm", "llama-3-70b", {"context": "4096"})
@@ -268,7 +268,7 @@ def test_report_marks_an_unfit_setup_and_names_formats(data):
     html = environments(ROOT)[0].get_template("report.html.j2").render(**ctx)
     assert "This set-up does not fit." in html and "at most 372" in html
     assert "weights bf16, KV bf16, compute bf16" in html
-    from chalkboard.report import SUMMARY_COLUMNS, summary
+    from chalkboard.report.context import SUMMARY_COLUMNS, summary
     table = summary(data, "deepseek-v3")
     a100 = next(r for r in table["rows"] if r["id"] == "a100-80gb")
     fmts = a100["cells"][[c for c, _ in SUMMARY_COLUMNS].index("MoE formats w/KV/c") - 1]  # no cell for "Chip"

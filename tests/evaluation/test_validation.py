@@ -221,7 +221,8 @@ def test_cli_validate_bad_record_is_one_line(tmp_path):
 
 
 def test_report_section(data, results):
-    from chalkboard.validation import figure_svg, for_report
+    from chalkboard.report.figures_validation import figure_svg
+    from chalkboard.validation import for_report
     rep = for_report(results)
     assert rep["count"] == len(results) and rep["violations"] == []
     assert len(rep["rows"]) == len(results)

@@ -38,7 +38,7 @@ def _functions_in_page(html: str) -> dict:
 
 # -- (a) the script holds no formula typed by hand ------------------------------------------------
 def test_page_functions_are_sympys_javascript_of_the_closed_forms(report):
-    from chalkboard import explorer
+    from chalkboard.report import explorer
     from chalkboard.dependence import _derived_below
     from derivations import REGISTRY
 
@@ -67,14 +67,14 @@ def test_explorer_script_names_no_quantity():
 
 
 def test_each_plot_names_a_unit_it_can_show():
-    from chalkboard import explorer
+    from chalkboard.report import explorer
 
     for f in explorer.FIGURES:
         assert f["unit"] in [u[0] for u in explorer._display_units(f["quantity"])], f
 
 
 def test_explorer_data_has_every_chip_and_model_and_base_units(data):
-    from chalkboard import explorer
+    from chalkboard.report import explorer
     from chalkboard.evaluate import Scenario
 
     sc = Scenario(data, "h100-sxm", "llama-3-70b", {"context": "4096"})
@@ -157,7 +157,7 @@ COMBOS = [
 def test_explorer_numbers_match_eval(report):
     from playwright.sync_api import sync_playwright
 
-    from chalkboard import explorer
+    from chalkboard.report import explorer
 
     errors, requests, checked = [], [], 0
     with sync_playwright() as p:
@@ -235,7 +235,9 @@ def test_printed_max_min_floor_piecewise_evaluate_like_python():
     """SymPy's JavaScript for Max, Min, floor and Piecewise gives the compiled path's numbers."""
     from playwright.sync_api import sync_playwright
 
-    from chalkboard import compiled, explorer
+    from chalkboard import compiled
+
+    from chalkboard.report import explorer
     from derivations import REGISTRY
 
     B, L, S = (REGISTRY[n].sym for n in ("batch", "context", "chips"))

@@ -1,4 +1,4 @@
-"""Figures are drawn once and cropped (chalkboard/drawing.py, ``svg``): the picture must be the one
+"""Figures are drawn once and cropped (chalkboard/report/drawing.py, ``svg``): the picture must be the one
 matplotlib's savefig(bbox_inches="tight") gives with its two draws. Both SVGs are rendered to pixels
 by Typst (as the PDF renders them) and compared: only anti-aliasing may differ.
 
@@ -10,7 +10,7 @@ import io
 import numpy as np
 import pytest
 
-from chalkboard import drawing, figures
+from chalkboard.report import drawing, figures
 
 HW, MODEL = "gb200-nvl72", "deepseek-v3"
 AA = 64   # anti-aliasing moves an edge by a fraction of a pixel: measured at most 29 of 255

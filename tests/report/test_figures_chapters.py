@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 from chalkboard.evaluate import MissingInput, NotApplicable, Scenario
-from chalkboard.figures import FIGURES, draw_all
-from chalkboard import figures_chapters as fc
+from chalkboard.report.figures import FIGURES, draw_all
+from chalkboard.report import figures_chapters as fc
 from derivations import REGISTRY as R
 
 HW, MODEL, DENSE = "gb200-nvl72", "deepseek-v3", "llama-3-70b"

@@ -10,7 +10,7 @@ from conftest import ROOT, run_cli
 
 # the PDF made to fail once results.json has been written beside it
 FAIL_IN_PDF = (
-    "import sys, runpy; sys.path.insert(0, {root!r}); import chalkboard.build as b, chalkboard.pdf as pdf\n"
+    "import sys, runpy; sys.path.insert(0, {root!r}); import chalkboard.build as b, chalkboard.report.pdf as pdf\n"
     "def fail(*a, **k):\n"
     "    raise b.BuildError('stopped on purpose while compiling the PDF')\n"
     "pdf.compile_pdf = fail\n"

@@ -24,11 +24,11 @@ from sympy.printing.jscode import JavascriptCodePrinter
 
 from derivations import REGISTRY
 
-from . import compiled
-from .errors import InputError, MissingInput
-from .evaluate import Scenario
-from .dependence import _derived_below, read_shared, setup_dependence
-from .fmt import SHARE_SYMBOL, _TIMES, _factor, _plan, _target, plural, share_factor
+from .. import compiled
+from ..errors import InputError, MissingInput
+from ..evaluate import Scenario
+from ..dependence import _derived_below, read_shared, setup_dependence
+from ..fmt import SHARE_SYMBOL, _TIMES, _factor, _plan, _target, plural, share_factor
 
 # What the explorer shows, in this order: the numbers the report features for a set-up.
 QUANTITIES = ("step_time", "latency_floor", "user_speed", "throughput", "throughput_per_chip", "cost_per_token",

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from .drawing import bars, C, featured_batch, legend_below, plt, points_right, shade_unfit, svg, sweep_values, unmeasured_row_labels
-from .evaluate import MissingInput, NotApplicable, Scenario
+from ..evaluate import MissingInput, NotApplicable, Scenario
 from .figures_chapters import lifecycle_compute_vs_tokens, pipelining_by_chip, token_latency_vs_stages
 from .figures_layout import layout_breakdown, plan_frontier, training_memory
 from .figures_pipeline import memory_vs_stages
@@ -360,13 +360,13 @@ class Drawing:
     PROCESSES = 2
 
     def __init__(self, data, hw, model, overrides=None, extra=None, refs=None, kept=None):
-        from .cache.forked import Forked, can_fork
+        from ..cache.forked import Forked, can_fork
 
         overrides, extra, refs = dict(overrides or {}), extra or {}, refs or {}
         self.args, self.kept, self.jobs = (data, hw, model, overrides, refs), kept, []
         self.keys, self.ready = {}, {}   # name -> key in ``kept``; name -> figure taken from it (None: none)
         if kept is not None:
-            from .cache.figcache import MISS
+            from ..cache.figcache import MISS
 
             arguments = (hw, model, sorted(overrides.items()), sorted((k, str(v)) for k, v in refs.items()))
             self.keys = {name: kept.figure_key(name, data, *arguments) for name in FIGURES}
@@ -394,7 +394,7 @@ class Drawing:
 
     def wait(self) -> dict:
         """Every figure, once every process has finished."""
-        from .cache.forked import results
+        from ..cache.forked import results
 
         if self.jobs:
             drawn = {}
@@ -416,7 +416,7 @@ class Drawing:
 def _draw_shares(data, hw, model, overrides, refs, extra, shares, trace):
     """The first share of the figures (and ``extra``) drawn here, each other share in a process
     forked from this one once matplotlib is imported (each process would otherwise import it)."""
-    from .cache.forked import Forked, results
+    from ..cache.forked import Forked, results
 
     plt.figure   # imports and styles matplotlib
     others = [Forked("drawing the figures", _draw_everything, data, hw, model, overrides, refs, {}, names, trace)
@@ -437,7 +437,7 @@ def _draw_everything(data, hw, model, overrides, refs, extra, only, trace=False)
             got = draw_all(data, hw, model, overrides, refs, {name})
             out[name] = (got.get(name), None)
             continue
-        from .cache.figcache import read_digest, traced
+        from ..cache.figcache import read_digest, traced
 
         log: set = set()
         got = draw_all(traced(data, log), hw, model, overrides, refs, {name})

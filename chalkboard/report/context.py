@@ -12,13 +12,14 @@ from derivations import (ATTENTION_FLOPS_BY_ATTENTION, ATTENTION_PARAMS_BY_ATTEN
                          REGISTRY)
 from derivations._core import CHAPTERS
 
-from . import explorer, printers
-from .linebreak import formula, kept_formula
-from .evaluate import MissingInput, NotApplicable, NotGiven, Scenario
-from .settings import EVIDENCE
-from .walk import DimensionMismatch
-from .fmt import fmt, fmt_named, sig, split
-from .featured import DENSE_REFERENCE_MODEL
+from .. import printers
+from . import explorer
+from ..linebreak import formula, kept_formula
+from ..evaluate import MissingInput, NotApplicable, NotGiven, Scenario
+from ..settings import EVIDENCE
+from ..walk import DimensionMismatch
+from ..fmt import fmt, fmt_named, sig, split
+from ..featured import DENSE_REFERENCE_MODEL
 from .figures import FIGURES
 
 
@@ -218,7 +219,7 @@ def _data_cell(entry, fld, unit):
         return {"text": "–", "href": None, "title": "no sourced figure"}
     from units import Quantity
 
-    from .data import PER_CHIP
+    from ..data import PER_CHIP
     q = v.quantity * Quantity(1, "chip") if fld in PER_CHIP else v.quantity
     text = f"{sig(q.to(unit).magnitude)}" if unit else f"{int(q.magnitude)}"
     title = f"{v.source.title} (as of {v.as_of})"

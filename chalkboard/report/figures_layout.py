@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from .featured import DENSE_REFERENCE_MODEL as DENSE_REFERENCE
+from ..featured import DENSE_REFERENCE_MODEL as DENSE_REFERENCE
 from .drawing import C, legend_below, plt, svg
-from .errors import InputError, MissingInput
-from .evaluate import Scenario
-from .planner.search import layouts
-from .settings import AT_MOST
+from ..errors import InputError, MissingInput
+from ..evaluate import Scenario
+from ..planner.search import layouts
+from ..settings import AT_MOST
 
 DENSE_BATCH = "64"                # sequences: a batch every chip's HBM holds for it at a few thousand tokens
 TERMS = (("compute_time_layout", "compute", "compute"), ("weight_fetch_time_layout", "weights", "weights"),
@@ -84,7 +84,7 @@ def plan_frontier(data, hw, model, overrides=None) -> str:
     """Cost per million tokens against tokens per second per user: for each chip with a rental
     price, the frontier over its layouts, batches and the model's weight format (`plan`'s search,
     judged at the bound: full efficiency); the featured chip drawn heavier."""
-    from .planner import Targets, answer, plan
+    from ..planner import Targets, answer, plan
 
     overrides = dict(overrides or {})
     context = float(Scenario(data, hw, model, overrides).mag("context"))

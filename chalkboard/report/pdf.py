@@ -10,8 +10,8 @@ import re
 from pathlib import Path
 
 
-from .errors import BuildError, InputError
-from .cache.forked import Forked
+from ..errors import BuildError, InputError
+from ..cache.forked import Forked
 
 
 FIT_FROM_EM = 49.0   # see chalkboard/build.py: a formula estimated narrower always fits

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 
 
-from .cache.forked import Forked
+from ..cache.forked import Forked
 
 
 # -- one report per chip (--all-hardware) --------------------------------------------------------
@@ -22,8 +22,8 @@ def index_cell(sc, name: str) -> dict:
     """One headline number of a chip as the index shows it: the text `build.py eval` prints
     (display), the value and unit it prints with --json, and † with the reason where the set-up
     does not fit; a dash with the reason where an input is not published."""
-    from .errors import MissingInput, NotApplicable
-    from .fmt import fmt_named, split
+    from ..errors import MissingInput, NotApplicable
+    from ..fmt import fmt_named, split
 
     try:
         v = sc.value(name)
@@ -59,7 +59,7 @@ def _draw_chip_figures(data, chips, model, overrides, refs) -> dict:
 def _draw_chips_background(data, chips, model, overrides, refs):
     """Draw the figures of ``chips`` in two forked processes (half the chips each) while the
     caller renders; returns a function that waits for them."""
-    from .cache.forked import results
+    from ..cache.forked import results
     jobs = [Forked("drawing the chips' figures", _draw_chip_figures, data, group, model, overrides, refs)
             for group in (chips[0::2], chips[1::2])]
 
@@ -79,8 +79,8 @@ def chip_reports(data, featured_sc, overrides, refs, featured_figures, featured_
     pair, the audit, the validation, the summary tables, the figures by launch year and of the
     measurements) comes from the featured build; per chip only its scenario, its sections and its
     figures are made. Returns {"pages": [{id, html, typ, figures}], "index": html}."""
-    from .evaluate import Scenario
-    from .report import attach_figures
+    from ..evaluate import Scenario
+    from .context import attach_figures
 
     model = featured_sc.model.id
     order = chip_order(data)
@@ -130,5 +130,5 @@ def chip_reports(data, featured_sc, overrides, refs, featured_figures, featured_
 
 
 def fmt_value(sc, name: str) -> str:
-    from .fmt import fmt_named
+    from ..fmt import fmt_named
     return fmt_named(name, sc.value(name))
