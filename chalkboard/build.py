@@ -190,8 +190,8 @@ def build(root: Path, args) -> int:
             if claims is not None and (v := claims.rule_of_thumb(q)) is not None}
     t = stage("validate", t)
     # every figure is drawn on the other core from here on
-    from .report.figures_validation import figure_svg
-    extra = {"validation": (figure_svg, checked)} if validation is not None else {}
+    from .report.figures_validation import figure_svg, points
+    extra = {"validation": (figure_svg, points(checked))} if validation is not None else {}
     from .cache.figcache import FigureCache
     # figures kept from earlier builds under exactly what they read
     kept = FigureCache(root, getattr(args, "program", None), recheck=True)

@@ -221,10 +221,10 @@ def test_cli_validate_bad_record_is_one_line(tmp_path):
 
 
 def test_report_section(data, results):
-    from chalkboard.report.figures_validation import figure_svg
+    from chalkboard.report.figures_validation import figure_svg, points
     from chalkboard.validation import for_report
     rep = for_report(results)
     assert rep["count"] == len(results) and rep["violations"] == []
     assert len(rep["rows"]) == len(results)
-    svg = figure_svg(results)
+    svg = figure_svg(points(results))
     assert svg.lstrip().startswith("<?xml") and "<svg" in svg
