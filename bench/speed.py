@@ -129,12 +129,12 @@ def sweep_vs_numpy(points: int = 1_000_000) -> tuple[float, float]:
     from chalkboard.cache import symcache
     symcache.load(ROOT)
     from chalkboard.data import load
-    from chalkboard.evaluate import Scenario
+    from chalkboard.evaluation.evaluate import Scenario
 
     data = load(ROOT)
     sc = Scenario(data, "gb200-nvl72", "deepseek-v3")
     batches = np.arange(1, points + 1, dtype=float)
-    from chalkboard.dependence import FUSE_FROM
+    from chalkboard.evaluation.dependence import FUSE_FROM
     sc.sweep(("step_time",), "batch", batches[:FUSE_FROM])  # compile once (imports SymPy's printer), untimed
     g = {n: sc._mag(n) for n in ("peak_flops", "hbm_bandwidth", "params_active", "context",
                                   "kv_bytes_per_token", "attention_flops_per_token", "bytes_per_weight",
@@ -188,7 +188,7 @@ def numpy_csv_script(points: int, where: Path) -> Path:
     from chalkboard.cache import symcache
     symcache.load(ROOT)
     from chalkboard.data import load
-    from chalkboard.evaluate import Scenario
+    from chalkboard.evaluation.evaluate import Scenario
 
     sc = Scenario(load(ROOT), "gb200-nvl72", "deepseek-v3")
     g = {n: sc._mag(n) for n in ("peak_flops", "hbm_bandwidth", "params_active", "context",

@@ -83,8 +83,8 @@ class Setup:
     """One chip x model x workload (and layout); ``evaluate`` and ``sweep`` read it."""
 
     def __init__(self, data, hardware: str, model: str, layout: str, sets: dict, root: Path):
-        from .evaluate import Scenario
-        from .layouts import resolve
+        from .evaluation.evaluate import Scenario
+        from .evaluation.layouts import resolve
 
         resolve("step_time", layout)   # an unknown layout fails here
         self.data, self.hardware, self.model, self.layout, self.sets = data, hardware, model, layout, sets
@@ -96,10 +96,10 @@ class Setup:
     def evaluate(self, name: str) -> Result:
         from derivations import REGISTRY
 
-        from .layouts import resolve
+        from .evaluation.layouts import resolve
         from .linebreak import formula
         from .report.context import substituted
-        from .results import describe_as_asked
+        from .evaluation.results import describe_as_asked
 
         answered = resolve(name, self.layout)
         if answered not in REGISTRY:
@@ -118,8 +118,8 @@ class Setup:
         """``names`` over the grid of ``axes`` (input name -> values), one row per point."""
         import numpy as np
 
-        from . import sweep as sw
-        from .layouts import resolve
+        from .evaluation import sweep as sw
+        from .evaluation.layouts import resolve
 
         names = [resolve(n, self.layout) for n in names]
         result = sw.sweep(self._scenario, names, [(k, np.asarray(v, dtype=float)) for k, v in axes.items()])
@@ -140,8 +140,8 @@ def scenario(hardware: str = FEATURED_HARDWARE, model: str = FEATURED_MODEL, *, 
 def compare(quantities: list[str], hardware: list[str] | None = None, models: list[str] | None = None, *,
             layout: str = "deployed", root: str | Path | None = None, **sets) -> Table:
     """``quantities`` for each chip x model, one row each, as `compare --json`."""
-    from . import sweep as sw
-    from .layouts import resolve
+    from .evaluation import sweep as sw
+    from .evaluation.layouts import resolve
 
     data = _data(root)
     names = [resolve(q, layout) for q in quantities]

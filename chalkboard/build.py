@@ -168,11 +168,11 @@ def build(root: Path, args) -> int:
     from derivations import REGISTRY  # importing the lecture modules declares and solves everything
 
     from .audit import read_claims, run_audit
-    from .check import check_all
-    from .evaluate import Scenario
+    from .evaluation.check import check_all
+    from .evaluation.evaluate import Scenario
     from .report.figures import MARKED_RULES_OF_THUMB, Drawing
     from .report.context import attach_figures, context
-    from .results import evaluate_all
+    from .evaluation.results import evaluate_all
     t = stage("derive", t)
     overrides = dict(getattr(args, "set_pairs", {}) or {})
     sc = Scenario(data, args.hardware, args.model, overrides)

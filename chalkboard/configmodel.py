@@ -12,7 +12,7 @@ from units import parse
 
 from .data import Data, DataError, Source, Value, _check_model
 from .errors import InputError, MissingInput, NotApplicable
-from .evaluate import Scenario
+from .evaluation.evaluate import Scenario
 from .hfconfig import UNDATED, read_config
 
 

@@ -14,9 +14,9 @@ def results_json_parts(data, res, registry):
     """results.json as a sequence of strings (one per pair, after a head): the text
     ``json.dumps(..., sort_keys=True)`` gives each entry, one entry of each top-level mapping a
     line, written directly. An input's record shared by many pairs is written once and repeated."""
-    from .compiled import declared
+    from .evaluation.compiled import declared
     from .fmt import base_splitter
-    from .results import list_hardware, list_models
+    from .evaluation.results import list_hardware, list_models
 
     def dumps(v):
         return json.dumps(v, sort_keys=True, ensure_ascii=False)

@@ -23,7 +23,7 @@ from units import UnitParseError, conform, magnitude_problem, parse
 from .data import (ID_RE, NUMBER_FORMAT_NAMES, RATE_FORMATS, DataError, Source, _source_id, _sources, _text,
                    is_whole, read_yaml)
 from .errors import InputError, MissingInput, NotApplicable
-from .regimes import REGIMES, SMALL_BATCH, regime_index  # noqa: F401 - SMALL_BATCH named here too
+from .evaluation.regimes import REGIMES, SMALL_BATCH, regime_index  # noqa: F401 - SMALL_BATCH named here too
 
 MEASUREMENTS_FILE = "measurements.yaml"
 
@@ -272,7 +272,7 @@ def layout_sets(rec: Record) -> dict | None:
 
 
 def _scenario(data, rec: Record, batch: float, context: float, delta: float):
-    from .evaluate import Scenario
+    from .evaluation.evaluate import Scenario
     o = {**rec.set, "batch": f"{batch:.17g} sequence", "context": f"{context:.17g} token/sequence",
          "chips": f"{rec.chips:.17g} chip", "weight_format": rec.formats["weight_format"],
          "kv_format": rec.formats.get("kv_format", LOOSEST_KV)}
@@ -351,7 +351,7 @@ def evaluate_record(data, rec: Record) -> Result:
     t_layout = None
     layout = layout_sets(rec)
     if layout is not None:
-        from .evaluate import Scenario
+        from .evaluation.evaluate import Scenario
         try:
             t_layout = Scenario(data, rec.hardware, rec.model, {**sc.raw_overrides, **layout}).mag(
                 "step_time_layout_min", "s")

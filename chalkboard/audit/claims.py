@@ -13,8 +13,8 @@ from units import Quantity, UnitParseError, parse
 
 from .. import seeds
 from ..data import Data, DataError, UniqueKeyLoader
-from ..evaluate import InputError, MissingInput, Scenario
-from ..walk import placeholders, walk
+from ..evaluation.evaluate import InputError, MissingInput, Scenario
+from ..evaluation.walk import placeholders, walk
 from ..fmt import fmt
 from ..featured import FEATURED_HARDWARE as DEFAULT_HARDWARE, FEATURED_MODEL as DEFAULT_MODEL
 

@@ -11,9 +11,9 @@ from derivations import REGISTRY
 from .. import printers
 from ..linebreak import formula
 from ..data import DataError
-from ..evaluate import InputError, MissingInput, Scenario
-from ..dependence import PIPELINE_CHAPTERS
-from ..walk import walk
+from ..evaluation.evaluate import InputError, MissingInput, Scenario
+from ..evaluation.dependence import PIPELINE_CHAPTERS
+from ..evaluation.walk import walk
 from ..fmt import fmt, fmt_named, sig
 from ..featured import FEATURED_HARDWARE as DEFAULT_HARDWARE, FEATURED_MODEL as DEFAULT_MODEL
 

@@ -8,14 +8,14 @@ from .common import ROOT, UserError, load, parse_sets
 
 
 def cmd_eval(args) -> int:
-    from chalkboard import layouts
+    from chalkboard.evaluation import layouts
     from chalkboard.data import check_counts
-    from chalkboard.evaluate import Scenario
-    from chalkboard.dependence import unused_overrides
-    from chalkboard.results import describe_as_asked
+    from chalkboard.evaluation.evaluate import Scenario
+    from chalkboard.evaluation.dependence import unused_overrides
+    from chalkboard.evaluation.results import describe_as_asked
     from derivations import REGISTRY
 
-    from chalkboard.results import choices
+    from chalkboard.evaluation.results import choices
 
     for name in args.quantity:
         _known_quantity(name, REGISTRY)
@@ -86,9 +86,9 @@ def _print_one(d: dict, sc, layouts) -> None:
 def _eval_choice(args) -> int:
     """eval of a choice (e.g. best_kv_tier): the option chosen, and each option's value."""
     from chalkboard.data import check_counts
-    from chalkboard.evaluate import Scenario
+    from chalkboard.evaluation.evaluate import Scenario
     from chalkboard.fmt import sig
-    from chalkboard.results import describe_choice
+    from chalkboard.evaluation.results import describe_choice
 
     if len(args.quantity) > 1 or args.sweep or args.csv:
         raise UserError(f"{args.quantity[0]} names an option, not a number: give it alone, without "
@@ -114,7 +114,7 @@ def _eval_choice(args) -> int:
 
 
 def _known_quantity(name, registry) -> None:
-    from chalkboard.results import choices
+    from chalkboard.evaluation.results import choices
 
     if name not in registry and name not in choices():
         close = [n for n in registry.quantities if name.lower() in n]
@@ -125,7 +125,7 @@ def _known_quantity(name, registry) -> None:
 def _under_layout(names, layout):
     """The names that answer ``names`` under --layout, and a note naming each one answered by its
     form under the deployed layout (printed once the answer is out)."""
-    from chalkboard import layouts
+    from chalkboard.evaluation import layouts
 
     out = [layouts.resolve(n, layout) for n in names]
     moved = [f"{a} as {b}" for a, b in zip(names, out) if a != b]
@@ -135,9 +135,9 @@ def _under_layout(names, layout):
 
 
 def _eval_sweep(args) -> int:
-    from chalkboard import sweep as sw
+    from chalkboard.evaluation import sweep as sw
     from chalkboard.data import check_counts
-    from chalkboard.evaluate import Scenario
+    from chalkboard.evaluation.evaluate import Scenario
 
     if len(args.sweep) > 3:
         raise UserError("--sweep: at most three inputs at once")
@@ -162,7 +162,7 @@ def _eval_sweep(args) -> int:
 
 
 def cmd_compare(args) -> int:
-    from chalkboard import sweep as sw
+    from chalkboard.evaluation import sweep as sw
     from derivations import REGISTRY
 
     for name in args.quantity:

@@ -9,8 +9,8 @@ from .common import ROOT, load
 
 
 def cmd_check(args) -> int:
-    from chalkboard.check import check_all
-    from chalkboard.results import evaluate_all
+    from chalkboard.evaluation.check import check_all
+    from chalkboard.evaluation.results import evaluate_all
     from derivations import REGISTRY
 
     t0 = time.perf_counter()
@@ -39,7 +39,7 @@ def cmd_check(args) -> int:
 
 
 def cmd_list(args) -> int:
-    from chalkboard.results import list_hardware, list_models, list_quantities
+    from chalkboard.evaluation.results import list_hardware, list_models, list_quantities
 
     what = args.what
     if what == "quantities":

@@ -11,8 +11,8 @@ from derivations.rules import expert_chips
 from units import Quantity
 
 from ..errors import InputError, MissingInput
-from ..evaluate import Scenario
-from ..regimes import REGIMES, regime_index
+from ..evaluation.evaluate import Scenario
+from ..evaluation.regimes import REGIMES, regime_index
 
 # The batches searched: every eighth of a doubling from 1 to 65,536 sequences, whole numbers.
 BATCHES = np.unique(np.round(2.0 ** (np.arange(0, 16 * 8 + 1) / 8)))

@@ -79,7 +79,7 @@ def chip_reports(data, featured_sc, overrides, refs, featured_figures, featured_
     pair, the audit, the validation, the summary tables, the figures by launch year and of the
     measurements) comes from the featured build; per chip only its scenario, its sections and its
     figures are made. Returns {"pages": [{id, html, typ, figures}], "index": html}."""
-    from ..evaluate import Scenario
+    from ..evaluation.evaluate import Scenario
     from .context import attach_figures
 
     model = featured_sc.model.id

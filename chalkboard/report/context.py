@@ -15,9 +15,9 @@ from derivations._core import CHAPTERS
 from .. import printers
 from . import explorer
 from ..linebreak import formula, kept_formula
-from ..evaluate import MissingInput, NotApplicable, NotGiven, Scenario
-from ..settings import EVIDENCE
-from ..walk import DimensionMismatch
+from ..evaluation.evaluate import MissingInput, NotApplicable, NotGiven, Scenario
+from ..evaluation.settings import EVIDENCE
+from ..evaluation.walk import DimensionMismatch
 from ..fmt import fmt, fmt_named, sig, split
 from ..featured import DENSE_REFERENCE_MODEL
 from .figures import FIGURES

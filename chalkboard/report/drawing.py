@@ -7,7 +7,7 @@ from __future__ import annotations
 import io
 import re
 
-from ..evaluate import MissingInput, NotApplicable, Scenario
+from ..evaluation.evaluate import MissingInput, NotApplicable, Scenario
 
 _STYLE = {
     "svg.hashsalt": "chalkboard",      # deterministic ids: two builds give identical SVG
@@ -246,7 +246,7 @@ def sweep_values(data, hw, model, names, var, values, unit, extra=None, to=""):
     """Evaluate quantities ``names`` with input ``var`` swept over ``values``: name -> array in ``to``.
 
     One scenario, evaluated over the whole array at once (the compiled, vectorised path)."""
-    from ..compiled import base_factor, declared
+    from ..evaluation.compiled import base_factor, declared
     from units import unit as parse_unit
 
     base = Scenario(data, hw, model, dict(extra or {}))

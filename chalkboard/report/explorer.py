@@ -24,10 +24,10 @@ from sympy.printing.jscode import JavascriptCodePrinter
 
 from derivations import REGISTRY
 
-from .. import compiled
+from ..evaluation import compiled
 from ..errors import InputError, MissingInput
-from ..evaluate import Scenario
-from ..dependence import _derived_below, read_shared, setup_dependence
+from ..evaluation.evaluate import Scenario
+from ..evaluation.dependence import _derived_below, read_shared, setup_dependence
 from ..fmt import SHARE_SYMBOL, _TIMES, _factor, _plan, _target, plural, share_factor
 
 # What the explorer shows, in this order: the numbers the report features for a set-up.

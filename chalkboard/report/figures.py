@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from .drawing import bars, C, featured_batch, legend_below, plt, points_right, shade_unfit, svg, sweep_values, unmeasured_row_labels
-from ..evaluate import MissingInput, NotApplicable, Scenario
+from ..evaluation.evaluate import MissingInput, NotApplicable, Scenario
 from .figures_chapters import lifecycle_compute_vs_tokens, pipelining_by_chip, token_latency_vs_stages
 from .figures_layout import layout_breakdown, plan_frontier, training_memory
 from .figures_pipeline import memory_vs_stages

@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from .drawing import bars, C, legend_below, plt, points_right, superscript, svg, sweep_values, unmeasured_row_labels
-from ..evaluate import MissingInput, NotApplicable, Scenario
+from ..evaluation.evaluate import MissingInput, NotApplicable, Scenario
 
 # -- chapter 3: the pipelining condition, chip by chip ------------------------------------------
 

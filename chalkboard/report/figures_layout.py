@@ -8,9 +8,9 @@ import numpy as np
 from ..featured import DENSE_REFERENCE_MODEL as DENSE_REFERENCE
 from .drawing import C, legend_below, plt, svg
 from ..errors import InputError, MissingInput
-from ..evaluate import Scenario
+from ..evaluation.evaluate import Scenario
 from ..planner.search import layouts
-from ..settings import AT_MOST
+from ..evaluation.settings import AT_MOST
 
 DENSE_BATCH = "64"                # sequences: a batch every chip's HBM holds for it at a few thousand tokens
 TERMS = (("compute_time_layout", "compute", "compute"), ("weight_fetch_time_layout", "weights", "weights"),

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from .drawing import C, plt, svg, sweep_values
-from ..evaluate import Scenario
+from ..evaluation.evaluate import Scenario
 
 
 def memory_vs_stages(data, hw, model, overrides=None) -> str:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from .drawing import C, plt, svg, sweep_values
-from ..evaluate import MissingInput, Scenario
+from ..evaluation.evaluate import MissingInput, Scenario
 
 
 def cost_vs_context(data, hw, model, overrides=None) -> str:

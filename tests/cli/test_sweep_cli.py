@@ -107,7 +107,7 @@ def test_csv_is_the_table_at_full_precision():
     figures, an empty field where the table says n/a, and the fit as the table words it (yes/no)."""
     import numpy as np
 
-    from chalkboard import sweep as sw
+    from chalkboard.evaluation import sweep as sw
     from chalkboard.fmt import sig
 
     nan = float("nan")

@@ -7,7 +7,7 @@ import pytest
 from conftest import ROOT
 
 from chalkboard.data import HARDWARE_FIELDS, MODEL_FIELDS
-from chalkboard.evaluate import Scenario
+from chalkboard.evaluation.evaluate import Scenario
 from units import Quantity
 
 REQUIRED_HARDWARE = ["a100-40gb", "a100-80gb", "h100-sxm", "h200", "b200", "gb200-nvl72",

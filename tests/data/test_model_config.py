@@ -26,7 +26,7 @@ def _load(name):
 
 
 def _value(data, model, name):
-    from chalkboard.evaluate import Scenario
+    from chalkboard.evaluation.evaluate import Scenario
     return Scenario(data, "h100-sxm", model.id).value(name).to("parameter").magnitude
 
 

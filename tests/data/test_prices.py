@@ -11,7 +11,7 @@ import pytest
 import sympy as sp
 
 from chalkboard.data import DataError, load
-from chalkboard.evaluate import InputError, MissingInput, Scenario
+from chalkboard.evaluation.evaluate import InputError, MissingInput, Scenario
 from derivations import REGISTRY
 from derivations.prices import best_tier
 from tests.conftest import ROOT, run_cli

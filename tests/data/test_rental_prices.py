@@ -53,7 +53,7 @@ def test_chips_without_a_public_price_stay_without_one(data):
 
 
 def test_featured_cost_section_evaluates_for_its_own_chip(data):
-    from chalkboard.evaluate import Scenario
+    from chalkboard.evaluation.evaluate import Scenario
     from chalkboard.report.figures import draw_all, priced_stand_in
     from chalkboard.report.context import takeaway
     from derivations import REGISTRY

@@ -2,8 +2,8 @@
 import pytest
 import sympy as sp
 
-from chalkboard.check import check_all, check_definition
-from chalkboard.walk import DimensionMismatch
+from chalkboard.evaluation.check import check_all, check_definition
+from chalkboard.evaluation.walk import DimensionMismatch
 from derivations import REGISTRY as R
 from derivations._core import Registry
 

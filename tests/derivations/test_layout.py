@@ -23,7 +23,7 @@ LLAMA70_KV = 2 * 80 * 8 * 128 * 2                      # bytes per token, bf16
 
 
 def _sc(data, hardware, model, *sets):
-    from chalkboard.evaluate import Scenario
+    from chalkboard.evaluation.evaluate import Scenario
     return Scenario(data, hardware, model, dict(x.split("=", 1) for x in sets))
 
 
@@ -80,7 +80,7 @@ def test_default_moe_layout_replicates_attention_and_spreads_experts(data):
 
 
 def test_the_strict_bound_is_below_the_step_it_bounds(data):
-    from chalkboard.evaluate import Scenario
+    from chalkboard.evaluation.evaluate import Scenario
 
     for hw in ("h100-sxm", "h200", "gb200-nvl72", "mi300x", "tpu-v5p"):
         for model in data.models:

@@ -14,7 +14,7 @@
 """
 import pytest
 
-from chalkboard.evaluate import Scenario
+from chalkboard.evaluation.evaluate import Scenario
 from chalkboard.errors import NotGiven
 
 
@@ -65,7 +65,7 @@ def test_mbu_and_mfu_of_a_published_decode_measurement(data):
     assert sc.mag("mbu_measured") == pytest.approx(0.344, abs=0.001)
     assert sc.mag("mfu_measured") == pytest.approx(36 * 2 * 405e9 / (8 * 2614.9e12), rel=1e-9)
     # the measured system ran: no fit is judged for it (not the one-sequence fit of a set-up)
-    from chalkboard.results import feasibility
+    from chalkboard.evaluation.results import feasibility
     assert sc.flag("mbu_measured") is None
     assert feasibility(sc, "mbu_measured") == {"feasible": None, "reason": "a measured system: it ran, so its fit is not judged"}
 

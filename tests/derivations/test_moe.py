@@ -2,7 +2,7 @@
 import pytest
 import sympy as sp
 
-from chalkboard.evaluate import Scenario
+from chalkboard.evaluation.evaluate import Scenario
 from derivations import REGISTRY as R
 
 

@@ -11,8 +11,8 @@ import signal
 import pytest
 import sympy as sp
 
-from chalkboard.check import check_equation
-from chalkboard.evaluate import Scenario
+from chalkboard.evaluation.check import check_equation
+from chalkboard.evaluation.evaluate import Scenario
 from conftest import ROOT, run_cli
 from derivations import REGISTRY as R
 

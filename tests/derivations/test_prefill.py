@@ -13,7 +13,7 @@ import pytest
 
 
 def _sc(data, hw, model, **sets):
-    from chalkboard.evaluate import Scenario
+    from chalkboard.evaluation.evaluate import Scenario
     return Scenario(data, hw, model, {k: str(v) for k, v in sets.items()})
 
 

@@ -2,8 +2,8 @@
 import pytest
 import sympy as sp
 
-from chalkboard.check import check_all
-from chalkboard.evaluate import Scenario
+from chalkboard.evaluation.check import check_all
+from chalkboard.evaluation.evaluate import Scenario
 from derivations import REGISTRY as R
 from derivations import reversible as rv
 
@@ -130,8 +130,8 @@ def test_check_verifies_and_counts_the_inverse_identities():
 
 
 def test_check_fails_a_wrong_inverse_and_a_unit_mismatch():
-    from chalkboard.check import check_equation
-    from chalkboard.walk import DimensionMismatch
+    from chalkboard.evaluation.check import check_equation
+    from chalkboard.evaluation.walk import DimensionMismatch
     from derivations._core import Equation
     x, y = sp.symbols("x y")
     with sp.evaluate(False):

@@ -9,7 +9,7 @@ import math
 
 import pytest
 
-from chalkboard.evaluate import InputError, MissingInput, Scenario
+from chalkboard.evaluation.evaluate import InputError, MissingInput, Scenario
 
 # bytes per number of each format (bf16 = 2 bytes, fp8 = 1, fp4 = half a byte)
 BYTES = {"bf16": 2, "fp8": 1, "fp4": 0.5, "int8": 1, "int4": 0.5}
@@ -42,7 +42,7 @@ SETUP_QUANTITIES = ("step_time", "throughput", "memory_time", "compute_time", "w
 
 def test_every_pair_at_the_default_workload_is_flagged_when_it_does_not_fit(data):
     from chalkboard.results_json import results_json
-    from chalkboard.results import evaluate_all
+    from chalkboard.evaluation.results import evaluate_all
     from derivations import REGISTRY
 
     res = evaluate_all(data)
@@ -202,7 +202,7 @@ def test_context_crossover_exists_only_where_kv_grows_faster_than_attention_comp
 def test_no_quantity_is_negative_or_nan_for_any_pair(data):
     # Every declared quantity is a time, a size, a count, a rate or a ratio: a negative or NaN
     # value means a formula was used outside its domain without a 'valid' condition.
-    from chalkboard.results import evaluate_all
+    from chalkboard.evaluation.results import evaluate_all
     res = evaluate_all(data)
     assert not res.errors and res.count_ok > 10_000
     bad = [(h, m, n, v) for (h, m), vals in res.values.items() for n, v in vals.items()

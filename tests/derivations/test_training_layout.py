@@ -16,7 +16,7 @@ import json
 
 import pytest
 
-from chalkboard.evaluate import Scenario
+from chalkboard.evaluation.evaluate import Scenario
 
 H, A, S, LAYERS, V = 12288, 96, 2048, 96, 51200
 
@@ -114,7 +114,7 @@ def test_megatron_training_time_formula(cli, params, tokens, gpus, tflops, days)
 
 
 def test_mfu_is_below_hfu_by_the_recomputation(data):
-    from chalkboard.evaluate import Scenario
+    from chalkboard.evaluation.evaluate import Scenario
     # 140 TFLOP/s on an A100's 312 TFLOP/s dense bf16 (datasheet): HFU 44.9%; with full
     # recomputation 6 of every 8 FLOPs are the model's, so MFU is 3/4 of it
     sc = Scenario(data, "a100-80gb", "llama-3-70b", {"achieved_train_flops": "140 TFLOP/s", "recompute": "1"})

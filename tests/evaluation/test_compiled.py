@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from chalkboard.errors import MissingInput
-from chalkboard.evaluate import Scenario
+from chalkboard.evaluation.evaluate import Scenario
 from derivations import REGISTRY
 
 
@@ -61,7 +61,7 @@ def test_sweep_marks_values_outside_the_domain_as_nan(data):
 
 
 def test_a_long_sweep_is_fused_and_still_equals_pointwise_evaluation(data):
-    from chalkboard.dependence import FUSE_FROM
+    from chalkboard.evaluation.dependence import FUSE_FROM
 
     base = Scenario(data, "gb200-nvl72", "deepseek-v3")
     batches = np.arange(1, FUSE_FROM + 1, dtype=float)
@@ -79,7 +79,7 @@ def test_all_pairs_at_once_equal_each_pair_on_its_own(data, overrides):
     """evaluate_all evaluates each definition over every chip x model at once; it must give what
     each pair evaluated on its own gives: the values, why a value is missing, the inputs read
     (with their sources), the fit and the flags."""
-    from chalkboard.results import evaluate_all
+    from chalkboard.evaluation.results import evaluate_all
 
     one = evaluate_all(data, overrides, vectorised=False)
     every = evaluate_all(data, overrides)
@@ -98,7 +98,7 @@ def test_an_input_is_read_once_per_chip_model_or_evaluation_it_depends_on(data):
     """evaluate_all and the explorer read an input once per chip if it is the chip's, once per model
     if the model's, once in all if neither's (evaluate.read_shared), and per pair for the FLOP/s,
     whose format the chip and the model choose together."""
-    from chalkboard.dependence import read_shared
+    from chalkboard.evaluation.dependence import read_shared
 
     pairs = [(h, m) for h in data.hardware for m in data.models]
     scenarios = [Scenario(data, h, m) for h, m in pairs]

@@ -45,7 +45,7 @@ def test_coverage_of_chips_models_and_regimes(data, results):
 
 def test_bound_is_the_scenario_step_time_min(data, results):
     """The bound is the same number `eval step_time_min` gives for the record's set-up."""
-    from chalkboard.evaluate import Scenario
+    from chalkboard.evaluation.evaluate import Scenario
     r = next(x for x in results if x.record.id == "trtllm061-h100-llama2-70b-b1024")
     sc = Scenario(data, "h100-sxm", "llama-3-70b", {
         "batch": "1024", "context": "192", "chips": "2", "format": "fp8", "kv_format": "fp8",

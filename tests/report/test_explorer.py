@@ -39,7 +39,7 @@ def _functions_in_page(html: str) -> dict:
 # -- (a) the script holds no formula typed by hand ------------------------------------------------
 def test_page_functions_are_sympys_javascript_of_the_closed_forms(report):
     from chalkboard.report import explorer
-    from chalkboard.dependence import _derived_below
+    from chalkboard.evaluation.dependence import _derived_below
     from derivations import REGISTRY
 
     funcs = _functions_in_page(report.read_text(encoding="utf-8"))
@@ -75,7 +75,7 @@ def test_each_plot_names_a_unit_it_can_show():
 
 def test_explorer_data_has_every_chip_and_model_and_base_units(data):
     from chalkboard.report import explorer
-    from chalkboard.evaluate import Scenario
+    from chalkboard.evaluation.evaluate import Scenario
 
     sc = Scenario(data, "h100-sxm", "llama-3-70b", {"context": "4096"})
     d = explorer.data(data, sc)
@@ -235,7 +235,7 @@ def test_printed_max_min_floor_piecewise_evaluate_like_python():
     """SymPy's JavaScript for Max, Min, floor and Piecewise gives the compiled path's numbers."""
     from playwright.sync_api import sync_playwright
 
-    from chalkboard import compiled
+    from chalkboard.evaluation import compiled
 
     from chalkboard.report import explorer
     from derivations import REGISTRY

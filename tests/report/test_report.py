@@ -71,7 +71,7 @@ def test_results_json_has_values_inputs_and_sources(built):
 
 def test_pdf_text_has_sections_and_numbers(report_pdf_text):
     from chalkboard.data import load
-    from chalkboard.evaluate import Scenario
+    from chalkboard.evaluation.evaluate import Scenario
     from chalkboard.fmt import fmt
 
     text = report_pdf_text

@@ -25,7 +25,7 @@ def leftovers(parent, name):
 
 def test_results_written_in_parts_are_the_results_text_and_its_hash_is_recorded(tmp_path, data):
     from chalkboard.results_json import results_json
-    from chalkboard.results import evaluate_all
+    from chalkboard.evaluation.results import evaluate_all
     from derivations import REGISTRY
 
     out = tmp_path / "out"

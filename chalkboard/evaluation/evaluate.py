@@ -19,12 +19,12 @@ from units import Quantity, UnitParseError, conform, magnitude_problem, parse, u
 from derivations import rules
 
 from . import compiled
-from .data import MAY_BE_ZERO, RATE_FORMATS, Data
+from ..data import MAY_BE_ZERO, RATE_FORMATS, Data
 from .dependence import FUSE_FROM, _depends_on, _derived_below, _fields_to_inputs, _inputs_below, _joined
 from .fit import Fit
 from .settings import (AT_MOST, BY_ATTENTION, DENSE_MOE_DEFAULTS, DIVIDES, EVIDENCE, FORMAT_KEYS, INLINE_ID,
                        LAYOUT_DEGREES, ORDERED, SELECT_KEYS, WHOLE_NUMBERS, _compute_format, _with_inline)
-from .errors import InputError, MissingInput, NotApplicable, NotGiven  # noqa: F401  (re-exported)
+from ..errors import InputError, MissingInput, NotApplicable, NotGiven  # noqa: F401  (re-exported)
 from .regimes import REGIMES, regime_index
 from .walk import walk
 

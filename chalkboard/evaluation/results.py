@@ -10,12 +10,14 @@ from dataclasses import dataclass, field
 from derivations import REGISTRY
 from units import parse
 
-from . import layouts, printers
-from .data import Data
+from .. import printers
+
+from . import layouts
+from ..data import Data
 from .evaluate import MissingInput, Scenario
 from .dependence import MEASURED_SECTIONS, TRAINING_CHAPTERS, flag_kind, read_shared, setup_dependence
 from .walk import DimensionMismatch
-from .fmt import fmt, fmt_named, split
+from ..fmt import fmt, fmt_named, split
 
 
 @dataclass
@@ -157,7 +159,7 @@ def _evaluate_columns(scenarios: list[Scenario], names: list[str]) -> _Columns:
     import numpy as np
 
     from . import compiled
-    from .errors import InputError
+    from ..errors import InputError
 
     n = len(scenarios)
     reasons = [""]

@@ -6,9 +6,9 @@ from __future__ import annotations
 from derivations import (ATTENTION_FLOPS_BY_ATTENTION, ATTENTION_PARAMS_BY_ATTENTION, KV_BYTES_BY_ATTENTION,
                          KV_SHARDS_BY_ATTENTION)
 
-from .data import (FORMATS_ORDER, HARDWARE_WHOLE_NUMBER_FIELDS, RATE_FORMATS,
+from ..data import (FORMATS_ORDER, HARDWARE_WHOLE_NUMBER_FIELDS, RATE_FORMATS,
                    WHOLE_NUMBER_FIELDS, Data)
-from .errors import MissingInput
+from ..errors import MissingInput
 
 
 FORMAT_KEYS = ("format", "weight_format", "kv_format", "compute_format")
@@ -88,7 +88,7 @@ def _with_inline(data: Data, kind: str) -> Data:
     is asked for comes from --set (else the evaluation says which input to give)."""
     import dataclasses
 
-    from .data import Entry
+    from ..data import Entry
 
     if kind == "hardware":
         entry = Entry(INLINE_ID, "a chip given with --set", "hardware")
