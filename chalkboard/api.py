@@ -97,7 +97,7 @@ class Setup:
         from derivations import REGISTRY
 
         from .evaluation.layouts import resolve
-        from .linebreak import formula
+        from .typeset.linebreak import formula
         from .report.context import substituted
         from .evaluation.results import describe_as_asked
 

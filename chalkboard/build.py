@@ -58,7 +58,7 @@ def page_link(href) -> str:
 
 
 def _typst_str(s) -> str:
-    from .printers import typst_str  # loads the derivations: imported when rendering, not before
+    from .typeset.printers import typst_str  # loads the derivations: imported when rendering, not before
     return typst_str("" if s is None else str(s))
 
 
@@ -122,7 +122,7 @@ def environments(root: Path):
     return html, typ
 
 
-# A display formula wider than the text is set over lines (chalkboard/linebreak.py, lines of at
+# A display formula wider than the text is set over lines (chalkboard/typeset/linebreak.py, lines of at
 # most 49 em of the printers' estimate, printers._em); one still wider (a piece that cannot break)
 # is scaled down to the text's width. Which ones are wide is measured by Typst itself, but only for
 # formulas that might be: on the report's formulas the set width is at most 1.08x the estimate

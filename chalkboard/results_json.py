@@ -15,7 +15,7 @@ def results_json_parts(data, res, registry):
     ``json.dumps(..., sort_keys=True)`` gives each entry, one entry of each top-level mapping a
     line, written directly. An input's record shared by many pairs is written once and repeated."""
     from .evaluation.compiled import declared
-    from .fmt import base_splitter
+    from .typeset.fmt import base_splitter
     from .evaluation.results import list_hardware, list_models
 
     def dumps(v):

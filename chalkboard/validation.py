@@ -476,7 +476,7 @@ def as_text(results: list[Result], data=None) -> str:
 
 # -- the report (its figure is chalkboard/report/figures_validation.py) ---------------------------
 def _n(x: float) -> str:
-    from .fmt import sig
+    from .typeset.fmt import sig
     return sig(x)
 
 

@@ -15,7 +15,7 @@ from .. import seeds
 from ..data import Data, DataError, UniqueKeyLoader
 from ..evaluation.evaluate import InputError, MissingInput, Scenario
 from ..evaluation.walk import placeholders, walk
-from ..fmt import fmt
+from ..typeset.fmt import fmt
 from ..featured import FEATURED_HARDWARE as DEFAULT_HARDWARE, FEATURED_MODEL as DEFAULT_MODEL
 
 from .rules import _PLACEHOLDER, DEFAULT_BAND, DEFAULT_TOLERANCE, KINDS

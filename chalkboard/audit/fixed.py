@@ -5,8 +5,8 @@ import sympy as sp
 
 from derivations import REGISTRY
 
-from .. import printers
-from ..fmt import sig
+from ..typeset import printers
+from ..typeset.fmt import sig
 
 from .rules import _unit_suffix, band_text, FAILS, HOLDS, judge, judge_rule, miss_text, ROUGHLY, Verdict
 from .claims import _expand, Claim

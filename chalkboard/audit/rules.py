@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 from units import parse
 
-from ..fmt import plural, sig, unit_words
+from ..typeset.fmt import plural, sig, unit_words
 
 
 KINDS = ("derived", "arithmetic", "identity", "spec", "input", "sourced", "qualitative")

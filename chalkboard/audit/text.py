@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..fmt import counted, sig, unit_words
+from ..typeset.fmt import counted, sig, unit_words
 
 from .rules import CSS, FAILS, HOLDS, INCONCLUSIVE, KIND_TEXT, KINDS, ND, ROUGHLY, rule_of_thumb, Verdict, VERDICTS
 

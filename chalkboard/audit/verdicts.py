@@ -8,13 +8,13 @@ import sympy as sp
 
 from derivations import REGISTRY
 
-from .. import printers
-from ..linebreak import formula
+from ..typeset import printers
+from ..typeset.linebreak import formula
 from ..data import DataError
 from ..evaluation.evaluate import InputError, MissingInput, Scenario
 from ..evaluation.dependence import PIPELINE_CHAPTERS
 from ..evaluation.walk import walk
-from ..fmt import fmt, fmt_named, sig
+from ..typeset.fmt import fmt, fmt_named, sig
 from ..featured import FEATURED_HARDWARE as DEFAULT_HARDWARE, FEATURED_MODEL as DEFAULT_MODEL
 
 from .rules import (_unit_suffix, Verdict, _EDGE, _PLACEHOLDER, band_text, BATCHES, CONTEXTS, FAILS, FORMATS, GIB_PER_GB,

@@ -8,7 +8,7 @@ miss does the work again. Removing `.cache/` starts from nothing; nothing here c
              expressions, the generated code, a snapshot of the registry, the dimension check's
              report, the printed formulas of the sources and the templates as Jinja2 compiled them.
              Stale when: any file of derivations/ or units/, chalkboard/audit/, evaluation/check.py,
-             walk.py or compiled.py, printers.py or linebreak.py changes, or the SymPy, Pint or Python version
+             walk.py or compiled.py, typeset/printers.py or linebreak.py changes, or the SymPy, Pint or Python version
              does (`python3 -m chalkboard.cache.symcache --ship` makes the shipped file again); a
              template's code also when the template, its environment's options or Jinja2 change.
   figcache   .cache/figures/: each figure with the digest of every chip, model, price and file

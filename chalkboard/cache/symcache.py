@@ -37,8 +37,8 @@ SHIPPED = Path("derivations") / "solved.pickle"   # {"key": ..., "results": {...
 # generated code, and the printed forms and formulas laid out over lines (and units/, whose
 # definitions name the constants' units in the registry's snapshot and the dimensions the check
 # compares)
-ALSO_KEYED = ("audit", "evaluation/check.py", "evaluation/walk.py", "evaluation/compiled.py", "printers.py",
-              "linebreak.py")   # a folder: every module in it
+ALSO_KEYED = ("audit", "evaluation/check.py", "evaluation/walk.py", "evaluation/compiled.py",
+              "typeset/printers.py", "typeset/linebreak.py")   # a folder: every module in it
 
 
 def _key(root: Path) -> str:

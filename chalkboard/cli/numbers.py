@@ -87,7 +87,7 @@ def _eval_choice(args) -> int:
     """eval of a choice (e.g. best_kv_tier): the option chosen, and each option's value."""
     from chalkboard.data import check_counts
     from chalkboard.evaluation.evaluate import Scenario
-    from chalkboard.fmt import sig
+    from chalkboard.typeset.fmt import sig
     from chalkboard.evaluation.results import describe_choice
 
     if len(args.quantity) > 1 or args.sweep or args.csv:

@@ -128,7 +128,7 @@ class Fit:
     def _shown(self, name: str, base_mag: float | None = None) -> str:
         """``name``'s value as a reason shows it (fmt), from its base-unit float (``base_mag``: another
         value of the same unit, e.g. a sum), without making a Pint quantity."""
-        from ..fmt import fmt_base
+        from ..typeset.fmt import fmt_base
 
         return fmt_base(self._mag(name) if base_mag is None else base_mag, compiled.declared(name)[0])
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from derivations import REGISTRY, UNDER_LAYOUT
 
 from ..errors import InputError, MissingInput
-from ..fmt import fmt_named
+from ..typeset.fmt import fmt_named
 
 CHOICES = ("deployed", "even")
 DEGREES = ("tp", "dp_attention", "ep", "pp")

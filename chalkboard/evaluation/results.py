@@ -10,14 +10,14 @@ from dataclasses import dataclass, field
 from derivations import REGISTRY
 from units import parse
 
-from .. import printers
+from ..typeset import printers
 
 from . import layouts
 from ..data import Data
 from .evaluate import MissingInput, Scenario
 from .dependence import MEASURED_SECTIONS, TRAINING_CHAPTERS, flag_kind, read_shared, setup_dependence
 from .walk import DimensionMismatch
-from ..fmt import fmt, fmt_named, split
+from ..typeset.fmt import fmt, fmt_named, split
 
 
 @dataclass

@@ -19,7 +19,7 @@ from ..errors import InputError, MissingInput
 from .dependence import flag_kind
 from .evaluate import Scenario
 from .settings import WHOLE_NUMBERS
-from ..fmt import sig
+from ..typeset.fmt import sig
 
 MAX_POINTS = 10_000_000
 
@@ -168,7 +168,7 @@ def _shown_unit(q: str, values) -> tuple[str, float]:
     from units import Quantity, unit as parse_unit
 
     from .compiled import base_factor, declared
-    from ..fmt import SHARE_SYMBOL, display_unit, is_share, share_factor
+    from ..typeset.fmt import SHARE_SYMBOL, display_unit, is_share, share_factor
 
     if is_share(q):   # a share of a whole, read as a percentage (as the report and eval print it)
         return SHARE_SYMBOL, 1 / share_factor()

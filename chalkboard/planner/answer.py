@@ -8,7 +8,7 @@ import json
 
 import numpy as np
 
-from ..fmt import sig
+from ..typeset.fmt import sig
 from .search import LEFT_OUT, TTFT, Search
 
 DEGREES = ("tp", "dp_attention", "ep", "pp", "chips")

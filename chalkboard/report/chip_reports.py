@@ -23,7 +23,7 @@ def index_cell(sc, name: str) -> dict:
     (display), the value and unit it prints with --json, and † with the reason where the set-up
     does not fit; a dash with the reason where an input is not published."""
     from ..errors import MissingInput, NotApplicable
-    from ..fmt import fmt_named, split
+    from ..typeset.fmt import fmt_named, split
 
     try:
         v = sc.value(name)
@@ -130,5 +130,5 @@ def chip_reports(data, featured_sc, overrides, refs, featured_figures, featured_
 
 
 def fmt_value(sc, name: str) -> str:
-    from ..fmt import fmt_named
+    from ..typeset.fmt import fmt_named
     return fmt_named(name, sc.value(name))

@@ -12,13 +12,13 @@ from derivations import (ATTENTION_FLOPS_BY_ATTENTION, ATTENTION_PARAMS_BY_ATTEN
                          REGISTRY)
 from derivations._core import CHAPTERS
 
-from .. import printers
+from ..typeset import printers
 from . import explorer
-from ..linebreak import formula, kept_formula
+from ..typeset.linebreak import formula, kept_formula
 from ..evaluation.evaluate import MissingInput, NotApplicable, NotGiven, Scenario
 from ..evaluation.settings import EVIDENCE
 from ..evaluation.walk import DimensionMismatch
-from ..fmt import fmt, fmt_named, sig, split
+from ..typeset.fmt import fmt, fmt_named, sig, split
 from ..featured import DENSE_REFERENCE_MODEL
 from .figures import FIGURES
 

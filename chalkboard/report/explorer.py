@@ -28,7 +28,7 @@ from ..evaluation import compiled
 from ..errors import InputError, MissingInput
 from ..evaluation.evaluate import Scenario
 from ..evaluation.dependence import _derived_below, read_shared, setup_dependence
-from ..fmt import SHARE_SYMBOL, _TIMES, _factor, _plan, _target, plural, share_factor
+from ..typeset.fmt import SHARE_SYMBOL, _TIMES, _factor, _plan, _target, plural, share_factor
 
 # What the explorer shows, in this order: the numbers the report features for a set-up.
 QUANTITIES = ("step_time", "latency_floor", "user_speed", "throughput", "throughput_per_chip", "cost_per_token",

@@ -108,7 +108,7 @@ def test_csv_is_the_table_at_full_precision():
     import numpy as np
 
     from chalkboard.evaluation import sweep as sw
-    from chalkboard.fmt import sig
+    from chalkboard.typeset.fmt import sig
 
     nan = float("nan")
     result = {"axes": {"batch": np.array([1.0, 2.0, 3.0, 4.0, 5.0]), "context": np.array([10.0, 10.0, 20.0, 20.0, 1e5])},
@@ -136,7 +136,7 @@ def test_csv_is_the_table_at_full_precision():
 def test_a_share_reads_as_a_percentage_in_eval_sweep_and_compare(cli):
     """MFU and HBM fill (declared share=True) are fractions in --json and percentages wherever a
     person reads them: eval's line, a sweep's column, compare's column (one rule, fmt.fmt_named)."""
-    from chalkboard.fmt import sig
+    from chalkboard.typeset.fmt import sig
 
     sets = ("--hardware", "h100-sxm", "--model", "llama-3-70b", "--set", "batch=64", "--layout", "even")
     values = {q: json.loads(cli("eval", q, *sets, "--json").stdout)["value"] for q in ("mfu", "hbm_fill")}

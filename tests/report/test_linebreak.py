@@ -1,4 +1,4 @@
-"""Display formulas set over lines (chalkboard/linebreak.py): the same mathematics, lines that fit,
+"""Display formulas set over lines (chalkboard/typeset/linebreak.py): the same mathematics, lines that fit,
 and the MathML and Typst of every long formula of the project well formed."""
 import re
 import xml.etree.ElementTree as ET
@@ -7,7 +7,7 @@ import pytest
 import sympy as sp
 from sympy.parsing.sympy_parser import parse_expr
 
-from chalkboard import linebreak, printers
+from chalkboard.typeset import linebreak, printers
 from derivations import REGISTRY as R
 
 

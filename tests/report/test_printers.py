@@ -4,7 +4,7 @@ import xml.etree.ElementTree as ET
 import pytest
 import sympy as sp
 
-from chalkboard import printers
+from chalkboard.typeset import printers
 from derivations import REGISTRY as R
 
 
@@ -107,7 +107,7 @@ def test_no_printer_doubles_a_bracket():
 def test_a_substituted_number_shown_whole_is_whole():
     """Issue found in the report: 4 · (5,667 sequences) = 22,669 sequences, because 5,667 was
     5,667.25 rounded. A value from 1,000 up that is not whole keeps a decimal in a formula."""
-    from chalkboard.fmt import operand, sig
+    from chalkboard.typeset.fmt import operand, sig
 
     assert operand(5667.25) in ("5,667.2", "5,667.3") and operand(5667.0) == "5,667" and operand(70.27) == "70.3"
     assert sig(4 * float(operand(5667.25).replace(",", ""))) == sig(4 * 5667.25) == "22,669"

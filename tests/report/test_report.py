@@ -72,7 +72,7 @@ def test_results_json_has_values_inputs_and_sources(built):
 def test_pdf_text_has_sections_and_numbers(report_pdf_text):
     from chalkboard.data import load
     from chalkboard.evaluation.evaluate import Scenario
-    from chalkboard.fmt import fmt
+    from chalkboard.typeset.fmt import fmt
 
     text = report_pdf_text
     flat = re.sub(r"\s+", " ", text)

@@ -125,7 +125,7 @@ def test_lecture_times_cannot_be_read_as_seconds(prose, pdf_text):
 
 def test_no_display_formula_is_wider_than_the_text(built, tmp_path):
     """A display formula wider than the text is set over lines, broken at its top-level operators
-    (chalkboard/linebreak.py); one still wider is scaled down to the text's width (measured by
+    (chalkboard/typeset/linebreak.py); one still wider is scaled down to the text's width (measured by
     Typst before report.typ is written), never below 80%. A formula set as it is must fit in the
     17 cm between the margins, a scaled one must fit and must have needed it. Every display
     formula of the report is measured by Typst itself."""
@@ -241,7 +241,7 @@ def test_page_does_not_scroll_sideways_at_390_px(built):
                     reason="Chromium is not installed (apt-get install chromium); CI runs this test")
 def test_no_display_formula_is_cut_off_at_1280_px(built):
     """On a desktop every display formula fits its column (a long one is set over lines,
-    chalkboard/linebreak.py); none is cut off at the right edge. Measured in Chromium, whose
+    chalkboard/typeset/linebreak.py); none is cut off at the right edge. Measured in Chromium, whose
     MathML fonts differ from Typst's. On a phone (390 px) a formula wider than the screen
     scrolls, and shows a shadow at the edge that says so."""
     from playwright.sync_api import sync_playwright
