@@ -4,11 +4,9 @@ The lecture's own numbers (chapters-3-7.md#A-05: ≈ 1,667 bytes per token; #C-1
 and for each derivation at least one figure computed here by hand from published numbers.
 """
 import json
-import math
 import shutil
 
 import pytest
-import sympy as sp
 
 from chalkboard.data import DataError, load
 from chalkboard.evaluation.evaluate import InputError, MissingInput, Scenario
