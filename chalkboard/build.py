@@ -246,7 +246,7 @@ def build(root: Path, args) -> int:
             for n, (svg, _) in figures.items():
                 put(f"figures/{n}.svg", svg)
             # the formulas are fitted and the PDF compiled (with the staged figures) on the other
-            # core while this one writes the page
+            # core while this one writes the page and what is left of results.json
             # (unless a PDF made from the same source, figures, date, fonts and Typst is kept)
             pdf_key = kept_pdf = pdf = None
             if timestamp is not None:
