@@ -11,6 +11,7 @@ dated SOURCE_DATE_EPOCH (or the newest as-of date of the data), so two builds ar
 """
 from __future__ import annotations
 
+import os
 import re
 import sys
 import time
@@ -69,18 +70,25 @@ def _typst_text(s) -> str:
 
 class _KeptTemplates(jinja2.BytecodeCache):
     """Each template as Jinja2 compiled it, kept with SymPy's work (chalkboard/cache/symcache.py)
-    under the template's name, how the environment reads templates (delimiters, whitespace,
-    escaping) and Jinja2's version; Jinja2 itself takes the kept code only if it was compiled
-    from the template's source as it is now, by this Python. Compiling the templates costs about
-    0.13 s a build."""
+    under the template's name, all that decides the compiled code besides the template's source
+    (the delimiters, whitespace and escaping, whether each filter, test and the finalize function
+    is handed the context or the environment, the compiler's policies, async) and Jinja2's
+    version; Jinja2 itself takes the kept code only if it was compiled from the template's source
+    as it is now, by this Python. Compiling the templates costs about 0.13 s a build."""
 
     def __init__(self, env: jinja2.Environment):
-        # the options that decide the compiled code: those Jinja2 keys its lexers by, and more
+        def passes(f) -> str:   # how Jinja2 calls it, decided when a template is compiled
+            return str(getattr(f, "jinja_pass_arg", None))
         self.reads = (env.block_start_string, env.block_end_string, env.variable_start_string,
                       env.variable_end_string, env.comment_start_string, env.comment_end_string,
                       env.line_statement_prefix, env.line_comment_prefix, env.trim_blocks, env.lstrip_blocks,
-                      env.newline_sequence, env.keep_trailing_newline, env.autoescape, env.finalize is not None,
-                      env.optimized, tuple(sorted(env.extensions)), jinja2.__version__)
+                      env.newline_sequence, env.keep_trailing_newline, env.autoescape, env.optimized,
+                      env.is_async, None if env.finalize is None else passes(env.finalize),
+                      tuple(sorted((n, passes(f)) for n, f in env.filters.items())),
+                      tuple(sorted((n, passes(f)) for n, f in env.tests.items())),
+                      tuple(sorted((k, v) for k, v in env.policies.items()
+                                   if v is None or isinstance(v, (str, int, float, bool)))),
+                      tuple(sorted(env.extensions)), jinja2.__version__)
 
     def get_cache_key(self, name: str, filename=None) -> str:
         return name   # one folder of templates: the name is enough, wherever the project is
@@ -101,6 +109,12 @@ class _KeptTemplates(jinja2.BytecodeCache):
         REGISTRY.fresh[self._key(bucket)] = bucket.bytecode_to_string()
 
 
+def _about_output(path: Path, out: Path) -> bool:
+    """Whether ``path`` is the output folder, in it, its parent or in the folder it is staged in."""
+    return path == out.parent or path.is_relative_to(out) or any(
+        part.startswith(f".{out.name}.tmp-") for part in path.parts)
+
+
 def environments(root: Path):
     loader = jinja2.FileSystemLoader(str(root / "templates"))
     html = jinja2.Environment(loader=loader, autoescape=True, undefined=jinja2.StrictUndefined,
@@ -117,8 +131,8 @@ def environments(root: Path):
     typ.filters["tstr"] = _typst_str
     typ.filters["tx"] = _typst_text
     typ.filters["display"] = typst_display
-    for env in (html, typ):
-        env.bytecode_cache = _KeptTemplates(env)
+    for env in (html, typ):   # (an escaping decided by a function would be code the key cannot read)
+        env.bytecode_cache = _KeptTemplates(env) if isinstance(env.autoescape, bool) else None
     return html, typ
 
 
@@ -289,6 +303,9 @@ def build(root: Path, args) -> int:
             staged.commit()
         kept.save()
     except OSError as e:
+        if isinstance(e, jinja2.TemplateNotFound) or e.filename and not _about_output(
+                Path(os.path.abspath(e.filename)), out):
+            raise   # a file the build reads (a template, a figure kept): the entry names it
         where = e.filename if e.filename and not str(e.filename).startswith(str(out.parent / ".")) else out
         raise OutputError(f"cannot write {shown_path(Path(where))}: {e.strerror or e} "
                           "(the previous output is unchanged)") from None

@@ -23,9 +23,7 @@ def results_json_parts(data, res, registry):
 
     quantities = {}
     for q in registry.derived_quantities():
-        # SymPy's text of each closed form (about 0.3 s for all of them), kept with SymPy's work
-        text = registry.kept(("closed form text", q.name), lambda: str(registry.closed_form(q.name)))
-        quantities[q.name] = {"unit": q.unit, "meaning": q.meaning, "sympy": text,
+        quantities[q.name] = {"unit": q.unit, "meaning": q.meaning, "sympy": registry.closed_text(q.name),
                               "inputs": [leaf.name for leaf in registry.leaves(q.name)]}
     doc = _rounded({"hardware": list_hardware(data), "models": list_models(data), "quantities": quantities})
     for key in sorted(doc):   # "results" comes after these

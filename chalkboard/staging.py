@@ -154,7 +154,7 @@ class Writing:
                 self.digest.update(chunk)
                 self.file.write(chunk)
         except BaseException:
-            self.file.close()
+            self.close()
             raise
 
     def finish(self) -> str:
@@ -165,6 +165,13 @@ class Writing:
         os.chmod(self.path, 0o644)
         return self.digest.hexdigest()
 
+    def close(self) -> None:
+        """Stop where it is: the file closed, what would have been written dropped."""
+        self.file.close()
+        close = getattr(self.parts, "close", None)
+        if close is not None:
+            close()
+
 
 class Staging:
     """A fresh sibling of the output folder to write the whole output into; commit() exchanges it
@@ -172,6 +179,7 @@ class Staging:
 
     def __init__(self, out: Path):
         self.out, self.path, self.committed = out, None, False
+        self.open: list[Writing] = []   # files being written a part at a time
         self.prefix = f".{out.name}.tmp-"
 
     def _stale(self):
@@ -202,13 +210,15 @@ class Staging:
         return self.writing(rel, content).finish()
 
     def writing(self, rel: str, content) -> "Writing":
-        """``rel`` opened for ``content``, to be written a part at a time (see Writing)."""
+        """``rel`` opened for ``content``, to be written a part at a time (see Writing); closed
+        with the block if it is not finished."""
         path = self.path / rel
         for folder in reversed(path.parents):
             if folder.is_relative_to(self.path) and not folder.is_dir():
                 folder.mkdir()
                 os.chmod(folder, 0o755)
-        return Writing(path, content)
+        self.open.append(Writing(path, content))
+        return self.open[-1]
 
     def commit(self) -> None:
         for d in [p for p in self.path.rglob("*") if p.is_dir()] + [self.path]:
@@ -227,6 +237,8 @@ class Staging:
         _remove(self.path)                        # the old output, now beside
 
     def __exit__(self, exc_type, exc, tb):
+        for writing in self.open:
+            writing.close()
         if self.path is not None and not self.committed:
             _remove(self.path)
         return False

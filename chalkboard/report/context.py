@@ -69,7 +69,7 @@ def takeaway(sc: Scenario, template: str) -> str:
 def _step(sc: Scenario, q) -> dict:
     closed = REGISTRY.closed_form(q.name)
     board = REGISTRY.board_form(q.name)
-    _, def_mathml, def_typst = kept_formula(("definition", q.name), q.expr, lhs=q)
+    _, def_mathml, def_typst = kept_formula("definition", q.name)
     d = {
         "name": q.name, "meaning": q.meaning, "how": q.how, "unit": q.unit,
         "symbol_text": printers.text_symbol(q),
@@ -78,9 +78,9 @@ def _step(sc: Scenario, q) -> dict:
         "closed_mathml": None, "closed_typst": None, "board_mathml": None, "board_typst": None,
     }
     if closed != q.expr:
-        _, d["closed_mathml"], d["closed_typst"] = kept_formula(("closed form", q.name), closed, lhs=q)
+        _, d["closed_mathml"], d["closed_typst"] = kept_formula("closed form", q.name)
     if board != closed:
-        _, d["board_mathml"], d["board_typst"] = kept_formula(("board form", q.name), board, lhs=q)
+        _, d["board_mathml"], d["board_typst"] = kept_formula("board form", q.name)
     d["aside"] = None
     attention = sc.model.tags.get("attention")
     for table, what in ((KV_BYTES_BY_ATTENTION, "cache"), (ATTENTION_FLOPS_BY_ATTENTION, "compute"),
@@ -101,7 +101,7 @@ def _step(sc: Scenario, q) -> dict:
 
 def _equation(eq) -> dict:
     return {"name": eq.name, "meaning": eq.meaning, "identity": eq.identity,
-            **dict(zip(("text", "mathml", "typst"), kept_formula(("equation", eq.name), eq.rhs, lhs=eq.lhs)))}
+            **dict(zip(("text", "mathml", "typst"), kept_formula("equation", eq.name)))}
 
 
 def chapters(sections_: list[dict]) -> list[dict]:

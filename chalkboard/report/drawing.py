@@ -152,16 +152,17 @@ def svg_drawn_once(fig) -> str | None:
     width, height = fig.get_size_inches()
     renderer = MixedModeRenderer(fig, width, height, dpi,
                                  Renderer(width * 72, height * 72, buf, image_dpi=dpi, metadata={"Date": None}))
-    minor_ticks_as_one_line(fig)
-    axes = ticks_made_once(fig)
+    axes = []
     try:
+        minor_ticks_as_one_line(fig)
+        ticks_made_once(fig, axes)
         fig.draw(renderer)
         box = fig.get_tightbbox(renderer).padded(rcParams["savefig.pad_inches"])
+        renderer.finalize()
     finally:
         for axis in axes:
             del axis._update_ticks
-    renderer.finalize()
-    fig.dpi = dpi
+        fig.dpi = dpi
     return cropped(buf.getvalue(), width * 72, height * 72,
                     *(v * 72 for v in (box.x0, height - box.y1, box.width, box.height)))
 
@@ -170,14 +171,20 @@ def minor_ticks_as_one_line(fig) -> None:
     """Unlabelled minor ticks (a log axis's 2, 3, ... 9 × 10ⁿ) drawn as one line of tick marks per
     axis instead of a tick object each (two lines, two labels and a grid line apiece, made and laid
     out on every draw: a fifth of the drawing time): the same marks, with the ticks' own style,
-    at the places the axis's minor locator gives (without the major ticks' places). An axis whose
-    minor ticks are labelled or have grid lines keeps its ticks."""
+    at the places the axis's minor locator gives (without the major ticks' places), drawn with the
+    axis. An axis keeps its ticks where this would not be the same picture: minor ticks labelled
+    or with grid lines, an axis shared with another axes (they share the locator), an axes drawn
+    without its axes, or one whose aspect moves its limits while it is drawn."""
     import matplotlib.ticker as mt
     from matplotlib.lines import Line2D
 
     for ax in fig.axes:
-        for axis, tick_transform in ((ax.xaxis, ax.get_xaxis_transform), (ax.yaxis, ax.get_yaxis_transform)):
-            if isinstance(axis.get_minor_locator(), mt.NullLocator) or not axis.get_visible():
+        if not ax.axison or (ax.get_aspect() != "auto" and ax.get_adjustable() == "datalim"):
+            continue
+        for axis, tick_transform, shared in ((ax.xaxis, ax.get_xaxis_transform, ax.get_shared_x_axes()),
+                                             (ax.yaxis, ax.get_yaxis_transform, ax.get_shared_y_axes())):
+            if (isinstance(axis.get_minor_locator(), mt.NullLocator) or not axis.get_visible()
+                    or len(shared.get_siblings(ax)) > 1):
                 continue
             low, high = sorted(axis.get_view_interval())
             places = [x for x in axis.get_minorticklocs() if low <= x <= high]
@@ -197,17 +204,18 @@ def minor_ticks_as_one_line(fig) -> None:
                 line.set_transform(tick_transform(which=which))
                 line.set_clip_on(False)
                 line.set_in_layout(False)   # as ticks: the tight box counts tick labels, not tick marks
+                line.set_zorder(axis.get_zorder())   # drawn where the axis draws its ticks
                 ax.add_artist(line)
             axis.set_minor_locator(mt.NullLocator())
 
 
-def ticks_made_once(fig) -> list:
+def ticks_made_once(fig, changed: list) -> None:
     """Each axis of ``fig`` made to compute its ticks once for as long as what they depend on is
     unchanged (the view limits, the locators and formatters, the axes' place): matplotlib
     computes them again each time it measures an axis, its label, a neighbour's labels or the
     title's place, about nine times an axis in one draw and its measuring, which was a third of
-    the drawing time. Returns the axes changed; deleting their ``_update_ticks`` restores them."""
-    changed = []
+    the drawing time. Each axis changed is appended to ``changed`` as it is; deleting its
+    ``_update_ticks`` restores it."""
     for ax in fig.axes:
         for axis in (ax.xaxis, ax.yaxis):
             compute, memo = axis._update_ticks, {}
@@ -221,7 +229,6 @@ def ticks_made_once(fig) -> list:
                 return memo["ticks"]
             axis._update_ticks = update
             changed.append(axis)
-    return changed
 
 
 def cropped(svg: str, fw: float, fh: float, x0: float, y0: float, w: float, h: float) -> str | None:

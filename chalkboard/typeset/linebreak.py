@@ -142,17 +142,27 @@ def formula(expr, lhs=None, values=None) -> tuple[str, str, "P.TypstMath"]:
         P._EM_MEMO = None
 
 
-def kept_formula(key: tuple, expr, lhs=None) -> tuple[str, str, "P.TypstMath"]:
-    """formula(expr, lhs) of a formula of the sources alone (a definition, a closed form, an
-    equation: no numbers), kept with SymPy's work under ``key`` (chalkboard/cache/symcache.py keys
-    it by the derivations, this module and the printers): printing the report's 800 of them costs
-    about 0.3 s a build."""
+# The formulas of the sources alone (no numbers), by kind: the expression and its left side,
+# read from the registry here, so that what is kept depends only on keyed code (the derivations,
+# the printers and this module: chalkboard/cache/symcache.py).
+SOURCE_FORMS = {
+    "definition": lambda R, name: (R[name].expr, R[name]),
+    "closed form": lambda R, name: (R.closed_form(name), R[name]),
+    "board form": lambda R, name: (R.board_form(name), R[name]),
+    "equation": lambda R, name: (R.equations[name].rhs, R.equations[name].lhs),
+}
+
+
+def kept_formula(kind: str, name: str) -> tuple[str, str, "P.TypstMath"]:
+    """formula(expr, lhs) of the formula of kind ``kind`` (a key of SOURCE_FORMS) of the quantity
+    or equation ``name``, kept with SymPy's work: printing the report's 800 of them costs about
+    0.3 s a build."""
     from derivations import REGISTRY
 
     def printed():
-        text, mathml, typst = formula(expr, lhs)
+        text, mathml, typst = formula(*SOURCE_FORMS[kind](REGISTRY, name))
         return text, mathml, str(typst), typst.em   # plain values: the cache is read before this module
-    text, mathml, typst, em = REGISTRY.kept(("formula",) + key, printed)
+    text, mathml, typst, em = REGISTRY.kept(("formula", kind, name), printed)
     return text, mathml, P._math(typst, em)
 
 

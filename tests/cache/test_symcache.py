@@ -169,26 +169,36 @@ def test_a_fresh_clone_starts_from_the_shipped_results_and_an_edit_ignores_them(
 
 def test_a_kept_template_is_taken_only_as_compiled_from_its_source_and_options(tmp_path):
     """The templates' compiled code is kept with SymPy's work (chalkboard/build.py, _KeptTemplates):
-    an edited template is compiled again, and an environment that reads templates differently
-    (other delimiters) never takes another's code for the same template."""
+    an edited template is compiled again; an environment that reads templates differently (other
+    delimiters) never takes another's code for the same template; nor one whose filter is now
+    handed the environment (Jinja2 decides how to call a filter when it compiles)."""
     import jinja2
     from chalkboard.build import _KeptTemplates
     from derivations import REGISTRY
 
-    (tmp_path / "t.j2").write_text("{{ x }} <{ x }>")
+    (tmp_path / "t.j2").write_text("{{ x | f }} <{ x }>")
     loader = jinja2.FileSystemLoader(str(tmp_path))
 
-    def render(**options):
+    def plain(v):
+        return f"[{v}]"
+
+    @jinja2.pass_environment
+    def given_the_environment(env, v):
+        return f"<{v}>"
+
+    def render(f=plain, **options):
         env = jinja2.Environment(loader=loader, **options)
+        env.filters["f"] = f
         env.bytecode_cache = _KeptTemplates(env)
         return env.get_template("t.j2").render(x=1)
     kept = {k for k in REGISTRY.fresh if k[0] == "template"}
     try:
-        assert render() == "1 <{ x }>"
+        assert render() == "[1] <{ x }>"
         ours = {k for k in REGISTRY.fresh if k[0] == "template"} - kept
         assert len(ours) == 1   # compiled once, and kept
-        assert render() == "1 <{ x }>"
-        assert render(variable_start_string="<{", variable_end_string="}>") == "{{ x }} 1"
+        assert render() == "[1] <{ x }>"
+        assert render(given_the_environment) == "<1> <{ x }>"
+        assert render(variable_start_string="<{", variable_end_string="}>") == "{{ x | f }} 1"
         (tmp_path / "t.j2").write_text("{{ x }}{{ x }}")
         assert render() == "11"
     finally:

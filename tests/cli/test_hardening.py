@@ -375,3 +375,22 @@ def test_kill_at_every_write_step(tmp_path):
                        cwd=ROOT, capture_output=True, text=True, timeout=900)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     assert "wholly old or wholly new after every kill" in r.stdout
+
+
+def test_an_unreadable_template_is_named_not_taken_for_the_output(good, tmp_path):
+    """The build writes while it still reads (results.json while the figures are drawn): an input
+    it cannot read there (here a template that is a folder) is named as what it is, not reported
+    as a failed write of the output."""
+    proj = tmp_path / "proj"
+    shutil.copytree(ROOT, proj, ignore=shutil.ignore_patterns(".git", "build", "__pycache__", ".pytest_cache"))
+    template = proj / "templates" / "report.typ.j2"
+    template.unlink()
+    template.mkdir()
+    out = tmp_path / "out"
+    shutil.copytree(good[0], out)
+    before = tree(out)
+    r = warm.run(proj / "build.py", ["build", "--force", "--no-pdf", "--out", str(out)], cwd=proj,
+                 env=dict(os.environ), timeout=180)
+    line = one_line_error(r, "report.typ.j2")
+    assert "cannot write" not in line and "templates" in line
+    assert tree(out) == before and not leftovers(out)

@@ -40,3 +40,30 @@ def test_a_figure_drawn_once_is_the_picture_savefig_draws_twice(data, tmp_path, 
         diff = np.abs(a - b).max(axis=2)
         assert (diff > AA).sum() == 0, f"{name}: {(diff > AA).sum()} pixels differ by up to {diff.max()}"
         assert not (a == [255, 0, 255]).all(axis=2).any(), f"{name}: no background behind part of it"
+
+
+def test_minor_ticks_drawn_as_one_line_are_matplotlibs_on_shared_twin_and_bare_axes(tmp_path, monkeypatch):
+    """drawing.minor_ticks_as_one_line replaces a log axis's minor tick objects by one line of
+    marks: on axes that share an axis (they share its locator), a twin, an axes turned off and
+    an axes with inward ticks, the picture must still be matplotlib's own."""
+    def draw():
+        fig, (top, bottom) = drawing.plt.subplots(2, 1, sharex=True, figsize=(4, 4))
+        for ax in (top, bottom):
+            ax.plot([1, 10, 1000], [1, 5, 2])
+            ax.set_xscale("log")
+        twin = bottom.twinx()
+        twin.plot([1, 1000], [10, 1000], color="#d62728")
+        twin.set_yscale("log")
+        top.tick_params(which="minor", direction="in", length=4)
+        bare = fig.add_axes([0.7, 0.7, 0.2, 0.2])
+        bare.plot([1, 100], [1, 100])
+        bare.set_xscale("log")
+        bare.set_axis_off()
+        return fig
+    once = drawing.svg(draw())
+    monkeypatch.setattr(drawing, "svg_drawn_once", lambda fig: None)   # savefig(bbox_inches="tight")
+    twice = drawing.svg(draw())
+    a, b = _pixels(once, tmp_path), _pixels(twice, tmp_path)
+    assert a.shape == b.shape
+    diff = np.abs(a - b).max(axis=2)
+    assert (diff > AA).sum() == 0, f"{(diff > AA).sum()} pixels differ by up to {diff.max()}"

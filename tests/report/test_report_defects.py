@@ -167,11 +167,11 @@ def test_no_display_formula_is_wider_than_the_text(built, tmp_path):
 def test_no_half_empty_pdf_pages(built, tmp_path):
     """Every PDF page but the last is written down to near its foot: a section start, a figure
     or a formula block that does not fit must not leave half a page blank. A part starts a page,
-    so the end of a part may leave one: its last page of text, and the pages after it that hold
-    the part's last figures (floats set before the break), are not counted. The report's Typst
+    so the end of a part may leave one: its last page of text, and the pages after it that only
+    a part's last figures fill (floats set before the break), are not counted. The report's Typst
     source is rendered as images (at a low resolution) and the lowest inked row of each page's
-    body measured; the page number in the bottom margin is not counted. Where the parts start and
-    where the figures stand is asked of Typst."""
+    body measured; the page number in the bottom margin is not counted. Where the parts start,
+    where each figure is anchored in the text and where it is set is asked of Typst."""
     import io
     import json
 
@@ -183,19 +183,22 @@ def test_no_half_empty_pdf_pages(built, tmp_path):
     here = tmp_path / "report"   # the probe sits beside the report's figures, in a copy of the shared build
     shutil.copytree(built, here)
     probe = here / "parts.typ"
+    # a figure's location is where its float is anchored in the text; its image's, the page it is set on
     probe.write_text((built / "report.typ").read_text() + "\n#context [#metadata((query(heading.where("
-                     "level: 1)), query(figure)).map(q => q.map(e => e.location().page()))) <pages>]\n")
-    starts, figures = json.loads(typst.query(str(probe), "<pages>", field="value", root=str(here)))[0]
-    assert len(starts) >= 9 and max(starts) < len(pages) and len(figures) >= 12, (starts, figures)
+                     "level: 1)), query(figure), query(image)).map(q => q.map(e => e.location().page()))) <pages>]\n")
+    starts, anchors, placed = json.loads(typst.query(str(probe), "<pages>", field="value", root=str(here)))[0]
+    assert len(starts) >= 9 and max(starts) < len(pages) and len(anchors) == len(placed) >= 12, (starts, anchors)
     assert all(b > a for a, b in zip(starts, starts[1:])), f"two parts start on one page: {starts}"
-    # a part's end: the page before the next part's start; and where a part's last figures float
-    # past the page that anchors them (a figure's location is its anchor's page), that page and
-    # the pages after it, one page at most for each figure it anchors
-    part_ends = {start - 1 for start in starts}
-    for start in starts:
-        anchored = [f for f in figures if f < start]
-        if anchored and start - 1 - max(anchored) <= anchored.count(max(anchored)):
-            part_ends.update(range(max(anchored), start))
+    # a part's end: the page before the next part starts; and a page q of the part after which
+    # every page up to that start holds a figure anchored on q or before (pushed past q: q is
+    # where the part's text ends, the pages after it hold its last floats)
+    part_ends = set()
+    for first, start in zip([1, *starts], starts):
+        part_ends.add(start - 1)
+        for q in range(first, start - 1):
+            if all(any(page == later and anchor <= q for anchor, page in zip(anchors, placed))
+                   for later in range(q + 1, start)):
+                part_ends.add(q)
     short = []
     for i, png in enumerate(pages[:-1], start=1):
         if i in part_ends:
