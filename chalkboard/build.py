@@ -11,7 +11,6 @@ dated SOURCE_DATE_EPOCH (or the newest as-of date of the data), so two builds ar
 """
 from __future__ import annotations
 
-import os
 import re
 import sys
 import time
@@ -22,7 +21,7 @@ import jinja2
 from .cache import pdfcache
 from .data import CONTROL_CHARS, SAFE_URL
 from .report.chip_reports import chip_reports
-from .errors import BuildError, OutputError  # noqa: F401  (BuildError re-exported)
+from .errors import BuildError  # noqa: F401  (re-exported)
 from .cache.forked import Forked
 from .report.pdf import (compile_pdf, compile_pdf_background, fit_formulas, pdf_timestamp,  # noqa: F401  (re-exported)
                   source_date_epoch, typst_display)
@@ -107,12 +106,6 @@ class _KeptTemplates(jinja2.BytecodeCache):
         from derivations import REGISTRY
 
         REGISTRY.fresh[self._key(bucket)] = bucket.bytecode_to_string()
-
-
-def _about_output(path: Path, out: Path) -> bool:
-    """Whether ``path`` is the output folder, in it, its parent or in the folder it is staged in."""
-    return path == out.parent or path.is_relative_to(out) or any(
-        part.startswith(f".{out.name}.tmp-") for part in path.parts)
 
 
 def environments(root: Path):
@@ -222,93 +215,85 @@ def build(root: Path, args) -> int:
         raise BuildError("evaluation failed: " + res.errors[0])
     sc.value("step_time")
     t = stage("evaluate", t)
-    try:
-        with Staging(out) as staged:
-            written = {}
+    with Staging(out) as staged:
+        written = {}
 
-            def put(rel, content):
-                written[rel] = staged.write(rel, content)
-            # results.json (written as it is made: 300 MB at 6,400 pairs, never held whole) is
-            # written while this process would wait for the audit and the figures made beside it,
-            # and what is left of it while the PDF compiles
-            results = staged.writing("results.json", results_json_parts(data, res, REGISTRY))
-            if auditing is not None:
-                results.write_while(lambda: not auditing.ready())
-            audit = auditing.result() if auditing is not None else None
-            t = stage("audit", t)   # the wait for the audit made beside the stages before
-            html_env, typ_env = environments(root)
-            from .report.context import shared_tables
-            audit_ctx = audit.for_report() if audit else None
-            check_ctx = {"definitions": rep.definitions, "equations": rep.equations, "evaluations": res.count_ok}
-            shared = shared_tables(data, sc.model.id)
-            ctx = context(data, sc, {}, audit=audit_ctx, check=check_ctx, validation=validation, shared=shared)
-            t = stage("render", t)
-            results.write_while(lambda: not drawing.finished())
-            figures = drawing.wait()
-            if validation is not None:
-                validation["svg"] = figures["validation"][0]
-            t = stage("figures", t)  # the wait for the figures drawn beside the stages before
-            attach_figures(ctx, figures, sc)
-            typ_src = typ_env.get_template("report.typ.j2").render(**ctx)   # its formulas fitted when written
-            chips = html = None
-            if getattr(args, "all_hardware", False):
-                html = html_env.get_template("report.html.j2").render(**ctx)
-                chips = chip_reports(data, sc, overrides, refs, figures, (html, typ_src), html_env, typ_env,
-                                     lambda chip_sc: context(data, chip_sc, {}, audit=audit_ctx, check=check_ctx,
-                                                             validation=validation, shared=shared))
-                t = stage("hardware", t)
-            for n, (svg, _) in figures.items():
-                put(f"figures/{n}.svg", svg)
-            # the formulas are fitted and the PDF compiled (with the staged figures) on the other
-            # core while this one writes the page and what is left of results.json
-            # (unless a PDF made from the same source, figures, date, fonts and Typst is kept)
-            pdf_key = kept_pdf = pdf = None
-            if timestamp is not None:
-                pdf_key = pdfcache.key(typ_src, {n: svg for n, (svg, _) in figures.items()}, timestamp)
-                kept_pdf = pdfcache.get(root, pdf_key)
-                if kept_pdf is None:
-                    pdf = compile_pdf_background(staged.path, timestamp, typ_src)
-            put("report.html", html or html_env.get_template("report.html.j2").render(**ctx))
-            written["results.json"] = results.finish()
-            if timestamp is None:
-                put("report.typ", fit_formulas(typ_src))   # after the last fork: Typst starts threads
-            else:
-                fitted, pdf_bytes = kept_pdf or pdf.result()
-                put("report.typ", fitted)
-                put("report.pdf", pdf_bytes)
-                if kept_pdf is None:
-                    pdfcache.put(root, pdf_key, fitted, pdf_bytes)
-            t = stage("pdf", t)
-            if chips is not None:
-                for chip in chips["pages"]:
-                    folder = f"hardware/{chip['id']}"
-                    if getattr(args, "chip_pdf", False):
-                        for n, svg in chip["figures"].items():
-                            put(f"{folder}/figures/{n}.svg", svg)
-                        if timestamp is None:
-                            put(f"{folder}/report.typ", fit_formulas(chip["typ"]))
-                        else:
-                            fitted, pdf_bytes = compile_pdf(staged.path / folder, timestamp, chip["typ"])
-                            put(f"{folder}/report.typ", fitted)
-                            put(f"{folder}/report.pdf", pdf_bytes)
-                    put(f"{folder}/report.html", chip["html"])
-                put("hardware/index.html", chips["index"])
+        def put(rel, content):
+            written[rel] = staged.write(rel, content)
+        # results.json (written as it is made: 300 MB at 6,400 pairs, never held whole) is
+        # written while this process would wait for the audit and the figures made beside it,
+        # and what is left of it while the PDF compiles
+        results = staged.writing("results.json", results_json_parts(data, res, REGISTRY))
+        if auditing is not None:
+            results.write_while(lambda: not auditing.ready())
+        audit = auditing.result() if auditing is not None else None
+        t = stage("audit", t)   # the wait for the audit made beside the stages before
+        html_env, typ_env = environments(root)
+        from .report.context import shared_tables
+        audit_ctx = audit.for_report() if audit else None
+        check_ctx = {"definitions": rep.definitions, "equations": rep.equations, "evaluations": res.count_ok}
+        shared = shared_tables(data, sc.model.id)
+        ctx = context(data, sc, {}, audit=audit_ctx, check=check_ctx, validation=validation, shared=shared)
+        t = stage("render", t)
+        results.write_while(lambda: not drawing.finished())
+        figures = drawing.wait()
+        if validation is not None:
+            validation["svg"] = figures["validation"][0]
+        t = stage("figures", t)  # the wait for the figures drawn beside the stages before
+        attach_figures(ctx, figures, sc)
+        typ_src = typ_env.get_template("report.typ.j2").render(**ctx)   # its formulas fitted when written
+        chips = html = None
+        if getattr(args, "all_hardware", False):
+            html = html_env.get_template("report.html.j2").render(**ctx)
+            chips = chip_reports(data, sc, overrides, refs, figures, (html, typ_src), html_env, typ_env,
+                                 lambda chip_sc: context(data, chip_sc, {}, audit=audit_ctx, check=check_ctx,
+                                                         validation=validation, shared=shared))
+            t = stage("hardware", t)
+        for n, (svg, _) in figures.items():
+            put(f"figures/{n}.svg", svg)
+        # the formulas are fitted and the PDF compiled (with the staged figures) on the other
+        # core while this one writes the page and what is left of results.json
+        # (unless a PDF made from the same source, figures, date, fonts and Typst is kept)
+        pdf_key = kept_pdf = pdf = None
+        if timestamp is not None:
+            pdf_key = pdfcache.key(typ_src, {n: svg for n, (svg, _) in figures.items()}, timestamp)
+            kept_pdf = pdfcache.get(root, pdf_key)
+            if kept_pdf is None:
+                pdf = compile_pdf_background(staged.path, timestamp, typ_src)
+        put("report.html", html or html_env.get_template("report.html.j2").render(**ctx))
+        written["results.json"] = results.finish()
+        if timestamp is None:
+            put("report.typ", fit_formulas(typ_src))   # after the last fork: Typst starts threads
+        else:
+            fitted, pdf_bytes = kept_pdf or pdf.result()
+            put("report.typ", fitted)
+            put("report.pdf", pdf_bytes)
+            if kept_pdf is None:
+                pdfcache.put(root, pdf_key, fitted, pdf_bytes)
+        t = stage("pdf", t)
+        if chips is not None:
+            for chip in chips["pages"]:
+                folder = f"hardware/{chip['id']}"
                 if getattr(args, "chip_pdf", False):
-                    t = stage("chip pdfs", t)
-            if getattr(args, "fingerprint", None):  # lets an unchanged rebuild skip the work
-                from .cache.uptodate import STAMP, fingerprint, stamp
-                # only if nothing hashed changed during the build (else the next one builds again)
-                if fingerprint(root, getattr(args, "fingerprinted", args)) == args.fingerprint:
-                    staged.write(STAMP, stamp(args.fingerprint, written))
-            staged.commit()
-        kept.save()
-    except OSError as e:
-        if isinstance(e, jinja2.TemplateNotFound) or e.filename and not _about_output(
-                Path(os.path.abspath(e.filename)), out):
-            raise   # a file the build reads (a template, a figure kept): the entry names it
-        where = e.filename if e.filename and not str(e.filename).startswith(str(out.parent / ".")) else out
-        raise OutputError(f"cannot write {shown_path(Path(where))}: {e.strerror or e} "
-                          "(the previous output is unchanged)") from None
+                    for n, svg in chip["figures"].items():
+                        put(f"{folder}/figures/{n}.svg", svg)
+                    if timestamp is None:
+                        put(f"{folder}/report.typ", fit_formulas(chip["typ"]))
+                    else:
+                        fitted, pdf_bytes = compile_pdf(staged.path / folder, timestamp, chip["typ"])
+                        put(f"{folder}/report.typ", fitted)
+                        put(f"{folder}/report.pdf", pdf_bytes)
+                put(f"{folder}/report.html", chip["html"])
+            put("hardware/index.html", chips["index"])
+            if getattr(args, "chip_pdf", False):
+                t = stage("chip pdfs", t)
+        if getattr(args, "fingerprint", None):  # lets an unchanged rebuild skip the work
+            from .cache.uptodate import STAMP, fingerprint, stamp
+            # only if nothing hashed changed during the build (else the next one builds again)
+            if fingerprint(root, getattr(args, "fingerprinted", args)) == args.fingerprint:
+                staged.write(STAMP, stamp(args.fingerprint, written))
+        staged.commit()
+    kept.save()
     t = stage("write", t)
     total = time.perf_counter() - t_start
     reused = sum(1 for n in figures if n not in drawing.drawn)

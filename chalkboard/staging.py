@@ -10,6 +10,7 @@ import os
 import re
 import shutil
 import tempfile
+from contextlib import contextmanager
 from pathlib import Path
 
 
@@ -133,16 +134,29 @@ def _alive(pid: int) -> bool:
     return True
 
 
+@contextmanager
+def _writing_to(out: Path):
+    """An OSError while the output is written, as the one line the user reads: what could not be
+    written (the output folder, or the file named when it is not in the staging folder beside it)."""
+    try:
+        yield
+    except OSError as e:
+        where = e.filename if e.filename and not str(e.filename).startswith(str(out.parent / ".")) else out
+        raise OutputError(f"cannot write {shown_path(Path(where))}: {e.strerror or e} "
+                          "(the previous output is unchanged)") from None
+
+
 class Writing:
     """A file of the output being written from ``content`` (text, bytes, or text in parts):
     ``write_while(go_on)`` writes parts while ``go_on()`` is true (the build writes results.json
     while it would otherwise wait for its forked jobs), ``finish()`` writes the rest, syncs the
     file and returns its SHA-256."""
 
-    def __init__(self, path: Path, content):
-        self.path, self.digest = path, hashlib.sha256()
+    def __init__(self, path: Path, content, out: Path):
+        self.path, self.out, self.digest = path, out, hashlib.sha256()
         self.parts = iter([content] if isinstance(content, (str, bytes)) else content)
-        self.file = open(path, "xb")
+        with _writing_to(out):
+            self.file = open(path, "xb")
 
     def write_while(self, go_on) -> None:
         try:
@@ -152,7 +166,8 @@ class Writing:
                     return
                 chunk = part.encode("utf-8") if isinstance(part, str) else part
                 self.digest.update(chunk)
-                self.file.write(chunk)
+                with _writing_to(self.out):   # (an error reading the parts is not the output's)
+                    self.file.write(chunk)
         except BaseException:
             self.close()
             raise
@@ -160,9 +175,11 @@ class Writing:
     def finish(self) -> str:
         with self.file as f:
             self.write_while(lambda: True)
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(self.path, 0o644)
+            with _writing_to(self.out):
+                f.flush()
+                os.fsync(f.fileno())
+        with _writing_to(self.out):
+            os.chmod(self.path, 0o644)
         return self.digest.hexdigest()
 
     def close(self) -> None:
@@ -198,10 +215,11 @@ class Staging:
 
     def __enter__(self):
         parent = self.out.parent
-        parent.mkdir(parents=True, exist_ok=True)
-        self._stale()
-        self.path = Path(tempfile.mkdtemp(prefix=f"{self.prefix}{os.getpid()}-", dir=parent))
-        os.chmod(self.path, 0o755)
+        with _writing_to(self.out):
+            parent.mkdir(parents=True, exist_ok=True)
+            self._stale()
+            self.path = Path(tempfile.mkdtemp(prefix=f"{self.prefix}{os.getpid()}-", dir=parent))
+            os.chmod(self.path, 0o755)
         return self
 
     def write(self, rel: str, content) -> str:
@@ -213,14 +231,19 @@ class Staging:
         """``rel`` opened for ``content``, to be written a part at a time (see Writing); closed
         with the block if it is not finished."""
         path = self.path / rel
-        for folder in reversed(path.parents):
-            if folder.is_relative_to(self.path) and not folder.is_dir():
-                folder.mkdir()
-                os.chmod(folder, 0o755)
-        self.open.append(Writing(path, content))
+        with _writing_to(self.out):
+            for folder in reversed(path.parents):
+                if folder.is_relative_to(self.path) and not folder.is_dir():
+                    folder.mkdir()
+                    os.chmod(folder, 0o755)
+        self.open.append(Writing(path, content, self.out))
         return self.open[-1]
 
     def commit(self) -> None:
+        with _writing_to(self.out):
+            self._commit()
+
+    def _commit(self) -> None:
         for d in [p for p in self.path.rglob("*") if p.is_dir()] + [self.path]:
             _fsync_dir(d)
         if not self.out.exists() and not self.out.is_symlink():
