@@ -12,9 +12,12 @@ from pathlib import Path
 
 from ..errors import BuildError, InputError
 from ..cache.forked import Forked
+from ..typeset import WIDTH_EM
 
 
-FIT_FROM_EM = 49.0   # see chalkboard/build.py: a formula estimated narrower always fits
+# a formula estimated narrower than the line budget always fits (see chalkboard/build.py): only
+# those from there up (a piece that cannot break) are measured by Typst
+FIT_FROM_EM = WIDTH_EM
 FIT_FROM_CHARS = 80   # Typst source without a width estimate: none under 131 characters fills a line
 _MAYBE_WIDE = re.compile(r"^#fit\[\$ (.*) \$\]$", re.M)
 SETTINGS_END = "// -- end of settings --"

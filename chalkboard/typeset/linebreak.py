@@ -14,12 +14,8 @@ A formula that fits is printed as before, on one line.
 """
 from __future__ import annotations
 
+from . import WIDTH_EM  # noqa: F401  (the line budget, declared in typeset/__init__.py)
 from . import printers as P
-
-# the line budget, in printers._em's estimate: the PDF's text is 48.2 em of its 10 pt type and the
-# page's column 56 em at 1280 px; above 30 em the estimate runs 3% or more over what Typst sets, so a
-# line of 49 em fits (pdf.FIT_FROM_EM: measured by Typst only from there; the tests measure both)
-WIDTH_EM = 49.0
 INDENT_EM = 1.0      # one level of indentation: Typst's `quad`, MathML's 1em space
 _OP_EM = {"+": P._OP_GAP, "−": P._OP_GAP, "=": P._OP_GAP, "·": P._DOT_GAP, ",": 0.5, "/": 0.8}
 _TYPST_OP = {"+": "+", "−": "-", "=": "=", "·": "dot", ",": ",", "/": "slash"}
