@@ -204,3 +204,39 @@ def test_a_kept_template_is_taken_only_as_compiled_from_its_source_and_options(t
     finally:
         for k in {k for k in REGISTRY.fresh if k[0] == "template"} - kept:
             del REGISTRY.fresh[k]
+
+
+def test_what_is_kept_of_the_report_equals_what_is_computed_again():
+    """The dimension check's report and the closed forms' text shipped in derivations/solved.pickle
+    (what a fresh clone's first build reads) equal what the code computes now; a source formula
+    read back from the cache (kept as plain values) is the one printed now, its width included."""
+    import pickle
+    import sys
+
+    import sympy
+    from chalkboard.cache import symcache
+    from chalkboard.evaluation.check import _check_all
+    from chalkboard.typeset.linebreak import SOURCE_FORMS, formula, kept_formula
+    from derivations import REGISTRY
+
+    if sympy.__version__ != _pinned("sympy") or sys.version_info[:2] != (3, 11):
+        pytest.skip("the shipped results are made with the pinned SymPy on Python 3.11")
+    with open(ROOT / symcache.SHIPPED, "rb") as f:
+        shipped = pickle.load(f)["results"]
+    check = [v for k, v in shipped.items() if k[0] == "dimension check"]
+    assert check == [vars(_check_all(REGISTRY))]
+    texts = {k[1]: v for k, v in shipped.items() if k[0] == "closed form text"}
+    assert len(texts) == len(REGISTRY.derived_quantities())
+    assert all(text == str(REGISTRY.closed_form(name)) for name, text in texts.items())
+
+    names = ["step_time", "balance_batch", "cost_per_token", "max_batch_capacity"]
+    eq = next(iter(REGISTRY.equations))
+    for kind, name in [(k, n) for k in ("definition", "closed form", "board form") for n in names] + [("equation", eq)]:
+        text, mathml, typst = formula(*SOURCE_FORMS[kind](REGISTRY, name))
+        key = ("formula", kind, name)
+        REGISTRY.saved[key] = (text, mathml, str(typst), typst.em)   # as a later run reads it
+        try:
+            got = kept_formula(kind, name)
+        finally:
+            del REGISTRY.saved[key]
+        assert got == (text, mathml, typst) and got[2].em == typst.em, (kind, name)
