@@ -136,5 +136,21 @@ def main(argv=None) -> int:
         return EXIT_BAD_INPUT
 
 
+def _exit(status: int):
+    """End the command: its exit handlers run and its streams are flushed, then the process ends
+    without freeing its objects one by one (SymPy's and Pint's caches, a few million objects:
+    about 0.2 s of a build), which the system takes back whole."""
+    import atexit
+    import os
+
+    atexit._run_exitfuncs()   # what Python's own exit runs first (multiprocessing stops its workers)
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):   # a closed stream, or a reader gone: nothing left to say
+            pass
+    os._exit(status if isinstance(status, int) else 0 if status is None else 1)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    _exit(main())

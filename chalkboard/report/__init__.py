@@ -2,11 +2,13 @@
 
   context.py         each question's steps (definition, closed form, numbers substituted, takeaway),
                      the summary tables and the featured set-up: the templates' context
-  figures.py         every figure, registered in FIGURES with its caption and section, and Drawing
-                     (the figures drawn in forked processes, or taken from .cache/figures/); the
+  figures.py         every figure, registered in FIGURES with its caption and section; the
                      figures of chapters 3 to 6, of the layout sections and of the validation are
                      in figures_chapters.py, figures_pipeline.py, figures_prices.py,
                      figures_layout.py and figures_validation.py
+  figure_process.py  the figures drawn beside the build: a process forked as the build starts
+                     (matplotlib imported while the inputs are read), the figures taken from
+                     .cache/figures/ or drawn by two processes from one queue (Drawing)
   drawing.py         what every figure draws with: the style, SVG drawn once and cropped, a swept
                      quantity, the hatch past what fits
   pdf.py             the PDF: formulas fitted to the text, the Typst compile, its date

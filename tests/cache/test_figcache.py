@@ -14,7 +14,8 @@ from chalkboard import FEATURED_HARDWARE as HW, FEATURED_MODEL as MODEL
 from chalkboard.data import load
 from chalkboard.data import Data
 from chalkboard.cache.figcache import MISS, SETTINGS, TABLES, WHOLE, FigureCache, _Traced, code_digest, traced
-from chalkboard.report.figures import FIGURES, PER_CHIP, Drawing
+from chalkboard.report.figure_process import Drawing
+from chalkboard.report.figures import FIGURES, PER_CHIP
 
 ROOT = Path(__file__).resolve().parents[2]
 OTHER_CHIP = "h100-sxm"   # not the featured chip

@@ -243,3 +243,22 @@ def test_eval_says_the_default_chips_up_front(cli):
     r = cli("eval", "step_time", "--hardware", "h100-sxm", "--model", "llama-3-8b", "--layout", "even",
             "--set", "chips=1")
     assert not any(ln.strip().startswith("chips ") and ":" in ln[:14] for ln in r.stdout.splitlines()[:4])
+
+
+def test_the_command_ends_with_all_its_output_written_and_its_status():
+    """build.py ends its process without freeing its objects one by one (build.py, _exit): what it
+    printed still arrives whole, through a pipe too, and the exit status is the command's."""
+    import subprocess
+    import sys
+
+    run = lambda *args: subprocess.run([sys.executable, str(ROOT / "build.py"), *args], cwd=ROOT,  # noqa: E731
+                                       capture_output=True, text=True, timeout=300)
+    r = run("eval", "step_time", "--sweep", "batch=1:20000", "--csv")
+    lines = r.stdout.splitlines()
+    assert r.returncode == 0 and len(lines) == 20001, (r.returncode, r.stderr[-500:])
+    assert lines[-1].startswith("20000,") and lines[-1].endswith(",no")
+    r = run("eval", "step_time", "--set", "batch=-x")
+    assert r.returncode == 2 and r.stderr.strip().splitlines()[-1] == "error: --set batch: '-x' does not start with a number"
+    r = subprocess.run(f"'{sys.executable}' build.py eval step_time --sweep batch=1:200000 --csv | head -1",
+                       shell=True, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert r.stdout.startswith("batch [sequence],") and "Traceback" not in r.stderr and "Exception" not in r.stderr

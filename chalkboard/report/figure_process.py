@@ -1,0 +1,176 @@
+"""The figures, drawn beside the build on the other core.
+
+The build forks the figure process as it starts (``FigureProcess``): matplotlib's import (about
+half a second) is done while the build reads its inputs, derives and validates, on a core that
+would otherwise wait. Once the build knows what the figures read (the data, the claims' rules of
+thumb, the measurements), ``Drawing`` takes every figure it can from the figure cache and orders
+the process to draw the others. That process forks a second one (matplotlib imported once) and
+the two take the figures one at a time from a shared queue, the longest first, so that they
+finish together whatever each figure costs.
+"""
+from __future__ import annotations
+
+import os
+from typing import NamedTuple
+
+from .figures import FIGURES, PER_CHIP, draw_all
+
+PROCESSES = 2
+# The figures that draw one row per chip cost about as much as another figure per this many chips
+# (measured); they are drawn first.
+CHIPS_PER_FIGURE = 16
+
+
+class Order(NamedTuple):
+    """What the figure process is told to draw, with what it reads (sent pickled)."""
+    data: object
+    hw: str
+    model: str
+    overrides: dict
+    refs: dict
+    extra: dict      # name -> (function, argument): a figure drawn from its argument alone
+    names: list      # what to draw, the longest first
+    trace: bool      # record what each figure reads (for the figure cache)
+
+
+class FigureProcess:
+    """The process that will draw the figures, forked now: it imports matplotlib, then waits for
+    its order (``Drawing``). Without fork there is none (``job`` is None): the figures are drawn in
+    the build's own process. ``stop()`` ends it, ordered or not."""
+
+    def __init__(self):
+        from ..cache.forked import Forked, can_fork
+
+        self.job = Forked("drawing the figures", _figure_process, orders=True) if can_fork() else None
+        if self.job is not None and self.job.child is None:   # the fork failed
+            self.job = None
+
+    def stop(self) -> None:
+        if self.job is not None:
+            self.job.stop()
+
+
+def order_of_work(names: list[str], chips: int) -> list[str]:
+    """``names`` the longest first: a figure of one row per chip counts chips / CHIPS_PER_FIGURE,
+    every other figure one (ties in the declared order)."""
+    return sorted(names, key=lambda m: -(chips / CHIPS_PER_FIGURE if m in PER_CHIP else 1))
+
+
+class Drawing:
+    """Every figure of the report: a figure kept under what it reads now is taken from ``kept``
+    (a FigureCache, chalkboard/cache/figcache.py), the others are drawn by ``process`` (a
+    FigureProcess; one is started here if none is given), with what each read traced, and put into
+    ``kept``. ``extra``: other figures (name -> (function, argument) returning SVG), drawn from their
+    argument alone; ``refs``: the claims' rules of thumb the figures mark (read from the claims, not
+    their audit). ``wait()`` returns name -> (SVG, chip) in the declared order, raising BuildError
+    if drawing failed. Where no process can be forked, the figures are drawn in ``wait()``."""
+
+    def __init__(self, data, hw, model, overrides=None, extra=None, refs=None, kept=None, process=None):
+        overrides, extra, refs = dict(overrides or {}), extra or {}, refs or {}
+        self.data, self.kept, self.job = data, kept, None
+        self.keys, self.ready = {}, {}   # name -> key in ``kept``; name -> figure taken from it (None: none)
+        if kept is not None:
+            from ..cache.figcache import MISS
+
+            arguments = (hw, model, sorted(overrides.items()), sorted((k, str(v)) for k, v in refs.items()))
+            self.keys = {name: kept.figure_key(name, data, *arguments) for name in FIGURES}
+            self.keys.update({name: kept.key(name, argument) for name, (_, argument) in extra.items()})
+            for name, key in self.keys.items():
+                figure = kept.lookup(key, data)
+                if figure is not MISS:
+                    self.ready[name] = figure
+        todo = order_of_work([name for name in FIGURES if name not in self.ready], len(data.hardware))
+        extra = {name: e for name, e in extra.items() if name not in self.ready}
+        self.drawn = [*todo, *extra]    # what this build draws
+        self.order = Order(data, hw, model, overrides, refs, extra, self.drawn, kept is not None)
+        if not self.drawn:
+            if process is not None:
+                process.stop()   # nothing to draw: its core is the build's again
+            return
+        process = process or FigureProcess()
+        if process.job is not None:
+            process.job.order(self.order)
+            self.job = process.job
+
+    def finished(self) -> bool:
+        """Whether wait() would return without waiting for a process."""
+        return self.job is None or self.job.ready()
+
+    def wait(self) -> dict:
+        """Every figure, once the drawing has finished."""
+        from ..cache.forked import results
+
+        if self.job is not None:
+            drawn = results([self.job])[0]
+        elif self.drawn:
+            drawn = _draw(self.order, iter(self.drawn))
+        else:
+            drawn = {}
+        out = dict(self.ready)
+        for name, (figure, reads) in drawn.items():
+            out[name] = figure
+            if self.kept is not None:   # what it read, as this process's data gives it
+                self.kept.put(self.keys[name], {read: self.kept.digest(self.data, read) for read in reads}, figure)
+        return {n: out[n] for n in [*FIGURES, *[k for k in out if k not in FIGURES]] if out.get(n) is not None}
+
+
+def _figure_process(inbox):
+    """The figure process: matplotlib imported while the build goes on, then its order drawn with
+    a second process forked from this one, both taking the figures from one queue."""
+    from ..cache.forked import Forked, results
+    from .drawing import plt
+
+    plt.figure   # imports and styles matplotlib
+    try:
+        order = inbox.recv()
+    except EOFError:   # stopped before any order: the build failed, or took every figure from the cache
+        return {}
+    finally:
+        inbox.close()
+    # the queue: one byte per figure, its index in order.names; a read of one byte from a pipe is
+    # atomic, so each figure goes to exactly one process; the write end is closed before the
+    # second process is forked, so a read past the last figure ends both
+    assert len(order.names) <= 256, "one byte a figure"
+    take, put = os.pipe()
+    try:
+        os.write(put, bytes(range(len(order.names))))
+    finally:
+        os.close(put)
+    try:
+        others = [Forked("drawing the figures", _draw_queued, order, take)
+                  for _ in range(min(PROCESSES, len(order.names)) - 1)]
+        out = _draw_queued(order, take)
+        for part in results(others):
+            out.update(part)
+    finally:
+        os.close(take)
+    return out
+
+
+def _draw_queued(order: Order, take: int) -> dict:
+    def queue():
+        while got := os.read(take, 1):
+            yield order.names[got[0]]
+    return _draw(order, queue())
+
+
+def _draw(order: Order, names) -> dict:
+    """name -> (figure, reads) for each figure named: figure is (SVG, chip), or None where the
+    figure lacks inputs; reads is what the figure read of the data (chalkboard/cache/figcache.py,
+    traced), with ``order.trace``, else nothing."""
+    out = {}
+    for name in names:
+        if name in order.extra:
+            draw, argument = order.extra[name]
+            out[name] = ((draw(argument), None), ())   # a function of its argument alone (in its key)
+            continue
+        if not order.trace:
+            got = draw_all(order.data, order.hw, order.model, order.overrides, order.refs, {name})
+            out[name] = (got.get(name), ())
+            continue
+        from ..cache.figcache import traced
+
+        log: set = set()
+        got = draw_all(traced(order.data, log), order.hw, order.model, order.overrides, order.refs, {name})
+        out[name] = (got.get(name), sorted(log, key=repr))
+    return out
