@@ -117,16 +117,23 @@ class Drawing:
 def _figure_process(inbox):
     """The figure process: matplotlib imported while the build goes on, then its order drawn with
     a second process forked from this one, both taking the figures from one queue."""
+    import pickle
+    import threading
+
     from ..cache.forked import Forked, results
     from .drawing import plt
 
+    # the order (the data, some 70 kB pickled) is more than a pipe holds: it is read as it comes,
+    # beside the import, so that the build never waits to send it; unpickled once the import is done
+    received = []
+    reader = threading.Thread(target=_read_order, args=(inbox, received), daemon=True)
+    reader.start()
     plt.figure   # imports and styles matplotlib
-    try:
-        order = inbox.recv()
-    except EOFError:   # stopped before any order: the build failed, or took every figure from the cache
+    reader.join()   # (no thread is left when this process forks the second)
+    inbox.close()
+    if received == [None]:   # stopped before any order: the build failed, or took every figure from the cache
         return {}
-    finally:
-        inbox.close()
+    order = pickle.loads(received[0])
     # the queue: one byte per figure, its index in order.names; a read of one byte from a pipe is
     # atomic, so each figure goes to exactly one process; the write end is closed before the
     # second process is forked, so a read past the last figure ends both
@@ -145,6 +152,13 @@ def _figure_process(inbox):
     finally:
         os.close(take)
     return out
+
+
+def _read_order(inbox, received: list) -> None:
+    try:
+        received.append(inbox.recv_bytes())
+    except (EOFError, OSError):
+        received.append(None)
 
 
 def _draw_queued(order: Order, take: int) -> dict:
