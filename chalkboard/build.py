@@ -136,23 +136,9 @@ def environments(root: Path):
 # (0.97x above 30 em), and the text is 48.2 em wide (17 cm at 10 pt), so a formula estimated
 # under 49 em always fits. tests/report/test_report_defects.py measures every formula of the report.
 def build(root: Path, args) -> int:
-    from .report.figure_process import FigureProcess
-
-    t_start = time.perf_counter()
-    out = output_folder(root, args.out)   # a bad --out fails before anything is computed
-    source_date_epoch()
-    # the process that will draw the figures, forked now: it imports matplotlib on the other core
-    # while this one reads the inputs, derives and validates
-    process = FigureProcess()
-    try:
-        return _build(root, args, out, process, t_start)
-    finally:
-        process.stop()   # ended with the build, whatever ended it
-
-
-def _build(root: Path, args, out: Path, process, t_start: float) -> int:
     from .data import check_counts, load, read_yaml
 
+    t_start = time.perf_counter()
     timings = []
 
     def stage(name, t0):
@@ -161,6 +147,8 @@ def _build(root: Path, args, out: Path, process, t_start: float) -> int:
         print(f"  {name:<10} {dt:6.2f} s", file=sys.stderr)
         return time.perf_counter()
 
+    out = output_folder(root, args.out)   # a bad --out fails before anything is computed
+    source_date_epoch()
     print("chalkboard build", file=sys.stderr)
     t = time.perf_counter()
     data = load(root, args.hardware_file, args.models_file, getattr(args, "prices_file", "prices.yaml"))
@@ -215,7 +203,7 @@ def _build(root: Path, args, out: Path, process, t_start: float) -> int:
     from .cache.figcache import FigureCache
     # figures kept from earlier builds under exactly what they read
     kept = FigureCache(root, getattr(args, "program", None), recheck=True)
-    drawing = Drawing(data, args.hardware, args.model, overrides, extra, refs, kept, process)
+    drawing = Drawing(data, args.hardware, args.model, overrides, extra, refs, kept)
     # the claims are evaluated in a process of their own beside the check and the evaluation
     auditing = Forked("auditing the claims", run_audit, data, claims_path, args.claims_file, None, claims) \
         if has_claims else None

@@ -2,8 +2,6 @@
 
 ``Forked(fn, *args)`` runs ``fn(*args)`` in a forked child (which shares the parent's memory as
 it was at the fork, so nothing is pickled on the way in) and sends back what it returns.
-A job may be started before the build knows what it is to do (``orders=True``: ``fn``'s first
-argument is the connection on which ``order()`` sends that later, as a pickle).
 ``result()`` waits for it; an error the child raised comes back as the same BuildError,
 OutputError, InputError, DataError or MissingInput (one line for the user), anything else as a
 BuildError naming the job. ``stop()`` ends the child. Each child closes the parent's ends of
@@ -20,7 +18,7 @@ from ..data import DataError
 from ..errors import BuildError, InputError, MissingInput, OutputError
 
 _KNOWN = (BuildError, OutputError, InputError, DataError, MissingInput)
-_LIVE: list = []   # the parent's ends of the jobs not yet collected (closed in every child forked later)
+_LIVE: list = []   # the parent's read ends of the jobs not yet collected
 
 
 def can_fork() -> bool:
@@ -28,49 +26,21 @@ def can_fork() -> bool:
 
 
 class Forked:
-    def __init__(self, what: str, fn, *args, close_in_child=(), orders=False):
+    def __init__(self, what: str, fn, *args, close_in_child=()):
         self.what, self.fn, self.args, self.child = what, fn, args, None
         self.outcome = None   # what the child sent, once received
-        self.orders = None    # with orders=True, the end order() sends on until it has
         if not can_fork():
             return
         try:
             ctx = mp.get_context("fork")
             self.receive, send = ctx.Pipe(duplex=False)
-            mine = [self.receive]
-            if orders:
-                inbox, self.orders = ctx.Pipe(duplex=False)
-                args = (inbox, *args)
-                mine.append(self.orders)
-            self.child = ctx.Process(target=_run, args=(send, fn, args, [*_LIVE, *mine, *close_in_child]),
+            self.child = ctx.Process(target=_run, args=(send, fn, args, [*_LIVE, self.receive, *close_in_child]),
                                      daemon=True)
             self.child.start()
             send.close()
-            if orders:
-                inbox.close()
-            _LIVE.extend(mine)
+            _LIVE.append(self.receive)
         except (ValueError, OSError):
-            self._close_orders()
             self.child = None
-
-    def order(self, orders) -> None:
-        """Send a job started with orders=True what it is to do (once; a job that has no child
-        process has none to send to)."""
-        if self.orders is None:
-            return
-        try:
-            self.orders.send(orders)
-        except OSError:   # the child is gone: result() says why
-            pass
-        finally:
-            self._close_orders()
-
-    def _close_orders(self) -> None:
-        if self.orders is not None:
-            self.orders.close()
-            if self.orders in _LIVE:
-                _LIVE.remove(self.orders)
-            self.orders = None
 
     def ready(self) -> bool:
         """Whether result() would return without waiting for the child."""
@@ -106,7 +76,6 @@ class Forked:
         return payload
 
     def stop(self) -> None:
-        self._close_orders()   # a job waiting for its orders gets none, and ends
         if self.child is None:
             return
         self.receive.close()

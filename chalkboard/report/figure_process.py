@@ -1,12 +1,14 @@
 """The figures, drawn beside the build on the other core.
 
-The build forks the figure process as it starts (``FigureProcess``): matplotlib's import (about
-half a second) is done while the build reads its inputs, derives and validates, on a core that
-would otherwise wait. Once the build knows what the figures read (the data, the claims' rules of
-thumb, the measurements), ``Drawing`` takes every figure it can from the figure cache and orders
-the process to draw the others. That process forks a second one (matplotlib imported once) and
-the two take the figures one at a time from a shared queue, the longest first, so that they
-finish together whatever each figure costs.
+``Drawing`` takes every figure it can from the figure cache and forks a process to draw the
+others, once the build knows what they read (the data, the claims' rules of thumb, the
+measurements). That process imports matplotlib, then forks a second one (matplotlib imported
+once); the two take the figures one at a time from a shared queue, the longest first, so that
+they finish together whatever each figure costs.
+
+(Forking the figure process as the build starts, for matplotlib's import to overlap the reading of
+the inputs, was tried and dropped: on two cores it gained nothing, wall time A/B 1.00 in eleven
+pairs, for 6% more CPU.)
 """
 from __future__ import annotations
 
@@ -17,12 +19,12 @@ from .figures import FIGURES, PER_CHIP, draw_all
 
 PROCESSES = 2
 # The figures that draw one row per chip cost about as much as another figure per this many chips
-# (measured); they are drawn first.
+# (measured); where that is more than one, they are drawn first.
 CHIPS_PER_FIGURE = 16
 
 
 class Order(NamedTuple):
-    """What the figure process is told to draw, with what it reads (sent pickled)."""
+    """What the figure processes draw, with what it reads."""
     data: object
     hw: str
     model: str
@@ -33,23 +35,6 @@ class Order(NamedTuple):
     trace: bool      # record what each figure reads (for the figure cache)
 
 
-class FigureProcess:
-    """The process that will draw the figures, forked now: it imports matplotlib, then waits for
-    its order (``Drawing``). Without fork there is none (``job`` is None): the figures are drawn in
-    the build's own process. ``stop()`` ends it, ordered or not."""
-
-    def __init__(self):
-        from ..cache.forked import Forked, can_fork
-
-        self.job = Forked("drawing the figures", _figure_process, orders=True) if can_fork() else None
-        if self.job is not None and self.job.child is None:   # the fork failed
-            self.job = None
-
-    def stop(self) -> None:
-        if self.job is not None:
-            self.job.stop()
-
-
 def order_of_work(names: list[str], chips: int) -> list[str]:
     """``names`` the longest first: a figure of one row per chip counts chips / CHIPS_PER_FIGURE,
     every other figure one (ties in the declared order)."""
@@ -58,14 +43,16 @@ def order_of_work(names: list[str], chips: int) -> list[str]:
 
 class Drawing:
     """Every figure of the report: a figure kept under what it reads now is taken from ``kept``
-    (a FigureCache, chalkboard/cache/figcache.py), the others are drawn by ``process`` (a
-    FigureProcess; one is started here if none is given), with what each read traced, and put into
-    ``kept``. ``extra``: other figures (name -> (function, argument) returning SVG), drawn from their
-    argument alone; ``refs``: the claims' rules of thumb the figures mark (read from the claims, not
-    their audit). ``wait()`` returns name -> (SVG, chip) in the declared order, raising BuildError
-    if drawing failed. Where no process can be forked, the figures are drawn in ``wait()``."""
+    (a FigureCache, chalkboard/cache/figcache.py), the others are drawn in forked processes from
+    here on, with what each read traced, and put into ``kept``. ``extra``: other figures (name ->
+    (function, argument) returning SVG), drawn from their argument alone; ``refs``: the claims'
+    rules of thumb the figures mark (read from the claims, not their audit). ``wait()`` returns
+    name -> (SVG, chip) in the declared order, raising BuildError if drawing failed. Where no
+    process can be forked, the figures are drawn in ``wait()``."""
 
-    def __init__(self, data, hw, model, overrides=None, extra=None, refs=None, kept=None, process=None):
+    def __init__(self, data, hw, model, overrides=None, extra=None, refs=None, kept=None):
+        from ..cache.forked import Forked, can_fork
+
         overrides, extra, refs = dict(overrides or {}), extra or {}, refs or {}
         self.data, self.kept, self.job = data, kept, None
         self.keys, self.ready = {}, {}   # name -> key in ``kept``; name -> figure taken from it (None: none)
@@ -83,14 +70,10 @@ class Drawing:
         extra = {name: e for name, e in extra.items() if name not in self.ready}
         self.drawn = [*todo, *extra]    # what this build draws
         self.order = Order(data, hw, model, overrides, refs, extra, self.drawn, kept is not None)
-        if not self.drawn:
-            if process is not None:
-                process.stop()   # nothing to draw: its core is the build's again
-            return
-        process = process or FigureProcess()
-        if process.job is not None:
-            process.job.order(self.order)
-            self.job = process.job
+        if self.drawn and can_fork():
+            self.job = Forked("drawing the figures", _figure_processes, self.order)
+            if self.job.child is None:   # the fork failed: drawn in wait()
+                self.job = None
 
     def finished(self) -> bool:
         """Whether wait() would return without waiting for a process."""
@@ -109,31 +92,18 @@ class Drawing:
         out = dict(self.ready)
         for name, (figure, reads) in drawn.items():
             out[name] = figure
-            if self.kept is not None:   # what it read, as this process's data gives it
-                self.kept.put(self.keys[name], {read: self.kept.digest(self.data, read) for read in reads}, figure)
+            if self.kept is not None:
+                self.kept.put(self.keys[name], reads, figure)
         return {n: out[n] for n in [*FIGURES, *[k for k in out if k not in FIGURES]] if out.get(n) is not None}
 
 
-def _figure_process(inbox):
-    """The figure process: matplotlib imported while the build goes on, then its order drawn with
-    a second process forked from this one, both taking the figures from one queue."""
-    import pickle
-    import threading
-
+def _figure_processes(order: Order) -> dict:
+    """The first figure process: matplotlib imported, a second process forked from this one, both
+    taking the figures from one queue."""
     from ..cache.forked import Forked, results
     from .drawing import plt
 
-    # the order (the data, some 70 kB pickled) is more than a pipe holds: it is read as it comes,
-    # beside the import, so that the build never waits to send it; unpickled once the import is done
-    received = []
-    reader = threading.Thread(target=_read_order, args=(inbox, received), daemon=True)
-    reader.start()
     plt.figure   # imports and styles matplotlib
-    reader.join()   # (no thread is left when this process forks the second)
-    inbox.close()
-    if received == [None]:   # stopped before any order: the build failed, or took every figure from the cache
-        return {}
-    order = pickle.loads(received[0])
     # the queue: one byte per figure, its index in order.names; a read of one byte from a pipe is
     # atomic, so each figure goes to exactly one process; the write end is closed before the
     # second process is forked, so a read past the last figure ends both
@@ -154,13 +124,6 @@ def _figure_process(inbox):
     return out
 
 
-def _read_order(inbox, received: list) -> None:
-    try:
-        received.append(inbox.recv_bytes())
-    except (EOFError, OSError):
-        received.append(None)
-
-
 def _draw_queued(order: Order, take: int) -> dict:
     def queue():
         while got := os.read(take, 1):
@@ -170,21 +133,21 @@ def _draw_queued(order: Order, take: int) -> dict:
 
 def _draw(order: Order, names) -> dict:
     """name -> (figure, reads) for each figure named: figure is (SVG, chip), or None where the
-    figure lacks inputs; reads is what the figure read of the data (chalkboard/cache/figcache.py,
-    traced), with ``order.trace``, else nothing."""
+    figure lacks inputs; with ``order.trace``, reads is what the figure read of the data, each
+    with its digest (chalkboard/cache/figcache.py), else None."""
     out = {}
     for name in names:
         if name in order.extra:
             draw, argument = order.extra[name]
-            out[name] = ((draw(argument), None), ())   # a function of its argument alone (in its key)
+            out[name] = ((draw(argument), None), {})   # a function of its argument alone (in its key)
             continue
         if not order.trace:
             got = draw_all(order.data, order.hw, order.model, order.overrides, order.refs, {name})
-            out[name] = (got.get(name), ())
+            out[name] = (got.get(name), None)
             continue
-        from ..cache.figcache import traced
+        from ..cache.figcache import read_digest, traced
 
         log: set = set()
         got = draw_all(traced(order.data, log), order.hw, order.model, order.overrides, order.refs, {name})
-        out[name] = (got.get(name), sorted(log, key=repr))
+        out[name] = (got.get(name), {read: read_digest(order.data, read) for read in sorted(log, key=repr)})
     return out

@@ -1,7 +1,6 @@
 """Jobs in forked processes (chalkboard/cache/forked.py) that start jobs of their own: the figures are
 drawn by one process that imports matplotlib and then forks the second
-(chalkboard/report/figure_process.py), so the second does not import it again; and jobs started
-before they are told what to do (orders)."""
+(chalkboard/report/figure_process.py), so the second does not import it again."""
 from __future__ import annotations
 
 import os
@@ -68,37 +67,3 @@ def _unpicklable():
 def test_a_result_that_cannot_be_sent_back_is_an_error_naming_the_job():
     with pytest.raises(BuildError, match="^the job failed: .*pickle"):
         Forked("the job", _unpicklable).result()
-
-
-def _told(inbox, suffix):
-    try:
-        return inbox.recv() + suffix
-    except EOFError:
-        return "stopped before any order"
-
-
-def test_a_job_started_before_its_orders_does_what_it_is_told():
-    job = Forked("the job", _told, " at once", orders=True)
-    job.order("told later")
-    assert job.result() == "told later at once"
-
-
-def test_a_job_stopped_before_its_orders_ends_without_waiting_for_them():
-    job = Forked("the job", _told, "", orders=True)
-    child = job.child
-    job.stop()
-    child.join(timeout=10)
-    assert not child.is_alive()
-
-
-def test_a_job_forked_later_does_not_hold_an_earlier_jobs_orders_open():
-    # the later job inherits the build's end of the first job's orders; it must close it, or the
-    # first would wait for ever once the build stops it without an order
-    first = Forked("the first job", _told, "", orders=True)
-    later = Forked("the later job", _told, "", orders=True)
-    first._close_orders()   # the build gives up on the first job without stopping the later one
-    first.child.join(timeout=10)
-    assert not first.child.is_alive()
-    assert first.result() == "stopped before any order"
-    later.order("done")
-    assert later.result() == "done"

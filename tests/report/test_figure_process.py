@@ -1,5 +1,5 @@
-"""The figure process (chalkboard/report/figure_process.py): forked as the build starts, told what
-to draw once the build knows, drawing with a second process from one queue."""
+"""The figure processes (chalkboard/report/figure_process.py): forked once the build knows what the
+figures read, two processes drawing from one queue."""
 from __future__ import annotations
 
 import os
@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from chalkboard import FEATURED_HARDWARE as HW, FEATURED_MODEL as MODEL
-from chalkboard.cache.forked import can_fork
+from chalkboard.cache.forked import Forked, can_fork
 from chalkboard.data import load
-from chalkboard.report.figure_process import CHIPS_PER_FIGURE, Drawing, FigureProcess, Order, order_of_work
+from chalkboard.report.figure_process import CHIPS_PER_FIGURE, Drawing, Order, _figure_processes, order_of_work
 from chalkboard.report.figures import FIGURES, PER_CHIP
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -25,14 +25,12 @@ def _slow_figure(n):
 @pytest.mark.skipif(not can_fork(), reason="no fork here: the figures are drawn in the build's process")
 def test_two_processes_share_the_queue_each_figure_drawn_once():
     extra = {f"extra-{n}": (_slow_figure, n) for n in range(16)}
-    process = FigureProcess()
-    process.job.order(Order(None, HW, MODEL, {}, {}, extra, list(extra), False))
-    got = process.job.result()
+    got = Forked("drawing", _figure_processes, Order(None, HW, MODEL, {}, {}, extra, list(extra), False)).result()
     assert sorted(got) == sorted(extra)
     drew = {}
     for name, ((svg, chip), reads) in got.items():
         number, pid = svg.removeprefix("<svg>").removesuffix("</svg>").split(" drawn by ")
-        assert number == name.split("-")[1] and chip is None and reads == ()
+        assert number == name.split("-")[1] and chip is None and reads == {}
         drew.setdefault(pid, []).append(name)
     assert len(drew) == 2 and str(os.getpid()) not in drew   # both figure processes, not the build
 
@@ -44,33 +42,13 @@ def test_the_figures_of_every_chip_are_drawn_first_when_there_are_many_chips():
 
 
 @pytest.mark.slow   # draws every figure once
-@pytest.mark.skipif(not can_fork(), reason="no fork here: the figures are drawn in the build's process")
-def test_a_process_with_nothing_to_draw_is_stopped(tmp_path):
+def test_nothing_to_draw_forks_nothing(tmp_path):
     from chalkboard.cache.figcache import FigureCache
 
     data = load(ROOT)
     kept = FigureCache(tmp_path, code="this program")
-    Drawing(data, HW, MODEL, kept=kept).wait()   # every figure drawn and kept
+    first = Drawing(data, HW, MODEL, kept=kept).wait()   # every figure drawn and kept
     kept.save()
-    process = FigureProcess()
-    child = process.job.child
-    again = Drawing(data, HW, MODEL, kept=FigureCache(tmp_path, code="this program"), process=process)
-    assert again.drawn == [] and again.job is None and len(again.wait()) == len(FIGURES)
-    child.join(timeout=10)
-    assert not child.is_alive()   # its core is the build's again
-
-
-@pytest.mark.skipif(not can_fork(), reason="no fork here: the figures are drawn in the build's process")
-def test_a_build_failing_after_the_figure_process_started_leaves_no_process_behind(tmp_path):
-    import importlib.util
-    import multiprocessing as mp
-
-    spec = importlib.util.spec_from_file_location("chalkboard_cli", ROOT / "build.py")
-    cli = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(cli)
-    bad = tmp_path / "claims.yaml"
-    bad.write_text("claims: [unclosed\n")   # read after the figure process is forked
-    assert mp.active_children() == []
-    status = cli.main(["build", "--force", "--no-pdf", "--out", str(tmp_path / "out"), "--claims-file", str(bad)])
-    assert status == 2
-    assert mp.active_children() == []
+    again = Drawing(data, HW, MODEL, kept=FigureCache(tmp_path, code="this program"))
+    assert again.drawn == [] and again.job is None and again.finished()
+    assert again.wait() == first
