@@ -138,7 +138,7 @@ def main(argv=None) -> int:
 
 def _exit(status: int):
     """End the command: its exit handlers run and its streams are flushed, then the process ends
-    without freeing its objects one by one (SymPy's and Pint's caches, a few million objects:
+    without freeing its objects one by one (SymPy's and Pint's caches, the data, the results:
     about 0.2 s of a build), which the system takes back whole."""
     import atexit
     import os

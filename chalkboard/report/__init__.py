@@ -6,9 +6,9 @@
                      figures of chapters 3 to 6, of the layout sections and of the validation are
                      in figures_chapters.py, figures_pipeline.py, figures_prices.py,
                      figures_layout.py and figures_validation.py
-  figure_process.py  the figures drawn beside the build: a process forked as the build starts
-                     (matplotlib imported while the inputs are read), the figures taken from
-                     .cache/figures/ or drawn by two processes from one queue (Drawing)
+  figure_process.py  the figures beside the build (Drawing): taken from .cache/figures/ where
+                     what they read is unchanged, the others drawn by two forked processes that
+                     take them from one queue
   drawing.py         what every figure draws with: the style, SVG drawn once and cropped, a swept
                      quantity, the hatch past what fits
   pdf.py             the PDF: formulas fitted to the text, the Typst compile, its date
