@@ -77,18 +77,27 @@ def cmd_build(args) -> int:
         print(f"chalkboard build: {args.out} is up to date (no program, data or option changed, and "
               "every output file is as written); --force rebuilds", file=sys.stderr)
         return 0
-    from chalkboard.build import BuildError, build  # noqa: I001  (imports data only; derivations load in a timed stage)
-
     args.set_pairs = parse_sets(args.set)
     if args.chip_pdf and not args.all_hardware:
         raise UserError("--chip-pdf goes with --all-hardware")
     if args.chip_pdf and args.no_pdf:
         raise UserError("--chip-pdf and --no-pdf contradict each other")
+    from chalkboard.report.figure_process import standby
+
+    # the figure process, forked before anything is read: it gets ready to draw on the other core
+    # while this one reads the inputs, derives and validates
+    process = standby()
     try:
-        return build(ROOT, args)
-    except BuildError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 1
+        from chalkboard.build import BuildError, build  # noqa: I001  (imports data only; derivations load in a timed stage)
+
+        try:
+            return build(ROOT, args, process)
+        except BuildError as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 1
+    finally:
+        if process is not None:
+            process.stop()   # ended with the build, whatever ended it
 
 
 def main(argv=None) -> int:

@@ -135,7 +135,10 @@ def environments(root: Path):
 # formulas that might be: on the report's formulas the set width is at most 1.08x the estimate
 # (0.97x above 30 em), and the text is 48.2 em wide (17 cm at 10 pt), so a formula estimated
 # under 49 em always fits. tests/report/test_report_defects.py measures every formula of the report.
-def build(root: Path, args) -> int:
+def build(root: Path, args, process=None) -> int:
+    """The report, built from the inputs ``args`` names into its output folder. ``process``: the
+    figure process forked as the command started (chalkboard/report/figure_process.py, standby),
+    or None (the figures not kept are drawn by a process forked once the build knows them)."""
     from .data import check_counts, load, read_yaml
 
     t_start = time.perf_counter()
@@ -197,13 +200,13 @@ def build(root: Path, args) -> int:
     refs = {q: v for q in MARKED_RULES_OF_THUMB
             if claims is not None and (v := claims.rule_of_thumb(q)) is not None}
     t = stage("validate", t)
-    # every figure is drawn on the other core from here on
+    # the figures not kept are drawn on the other core from here on
     from .report.figures_validation import figure_svg, points
     extra = {"validation": (figure_svg, points(checked))} if validation is not None else {}
     from .cache.figcache import FigureCache
     # figures kept from earlier builds under exactly what they read
     kept = FigureCache(root, getattr(args, "program", None), recheck=True)
-    drawing = Drawing(data, args.hardware, args.model, overrides, extra, refs, kept)
+    drawing = Drawing(data, args.hardware, args.model, overrides, extra, refs, kept, process)
     # the claims are evaluated in a process of their own beside the check and the evaluation
     auditing = Forked("auditing the claims", run_audit, data, claims_path, args.claims_file, None, claims) \
         if has_claims else None

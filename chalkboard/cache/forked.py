@@ -2,6 +2,10 @@
 
 ``Forked(fn, *args)`` runs ``fn(*args)`` in a forked child (which shares the parent's memory as
 it was at the fork, so nothing is pickled on the way in) and sends back what it returns.
+A job may be started before the build knows what it is to do (``orders=True``: ``fn``'s first
+argument is the connection on which ``order()`` sends that later, as a pickle; the pipe is made
+large enough to hold an order of up to 1 MiB, so that sending one does not wait for the child to
+read it, and a larger one waits only until the child does).
 ``result()`` waits for it; an error the child raised comes back as the same BuildError,
 OutputError, InputError, DataError or MissingInput (one line for the user), anything else as a
 BuildError naming the job. ``stop()`` ends the child. Each child closes the parent's ends of
@@ -18,7 +22,7 @@ from ..data import DataError
 from ..errors import BuildError, InputError, MissingInput, OutputError
 
 _KNOWN = (BuildError, OutputError, InputError, DataError, MissingInput)
-_LIVE: list = []   # the parent's read ends of the jobs not yet collected
+_LIVE: list = []   # the parent's ends of the jobs not yet collected (closed in every child forked later)
 
 
 def can_fork() -> bool:
@@ -26,21 +30,50 @@ def can_fork() -> bool:
 
 
 class Forked:
-    def __init__(self, what: str, fn, *args, close_in_child=()):
+    def __init__(self, what: str, fn, *args, close_in_child=(), orders=False):
         self.what, self.fn, self.args, self.child = what, fn, args, None
         self.outcome = None   # what the child sent, once received
+        self.orders = None    # with orders=True, the end order() sends on until it has
         if not can_fork():
             return
         try:
             ctx = mp.get_context("fork")
             self.receive, send = ctx.Pipe(duplex=False)
-            self.child = ctx.Process(target=_run, args=(send, fn, args, [*_LIVE, self.receive, *close_in_child]),
+            mine = [self.receive]
+            if orders:
+                inbox, self.orders = ctx.Pipe(duplex=False)
+                _roomy(self.orders)
+                args = (inbox, *args)
+                mine.append(self.orders)
+            self.child = ctx.Process(target=_run, args=(send, fn, args, [*_LIVE, *mine, *close_in_child]),
                                      daemon=True)
             self.child.start()
             send.close()
-            _LIVE.append(self.receive)
+            if orders:
+                inbox.close()
+            _LIVE.extend(mine)
         except (ValueError, OSError):
+            self._close_orders()
             self.child = None
+
+    def order(self, orders) -> None:
+        """Send a job started with orders=True what it is to do (once; a job that has no child
+        process has none to send to)."""
+        if self.orders is None:
+            return
+        try:
+            self.orders.send(orders)
+        except OSError:   # the child is gone: result() says why
+            pass
+        finally:
+            self._close_orders()
+
+    def _close_orders(self) -> None:
+        if self.orders is not None:
+            self.orders.close()
+            if self.orders in _LIVE:
+                _LIVE.remove(self.orders)
+            self.orders = None
 
     def ready(self) -> bool:
         """Whether result() would return without waiting for the child."""
@@ -76,6 +109,7 @@ class Forked:
         return payload
 
     def stop(self) -> None:
+        self._close_orders()   # a job waiting for its orders gets none, and ends
         if self.child is None:
             return
         self.receive.close()
@@ -85,6 +119,17 @@ class Forked:
             self.child.terminate()
         self.child.join()
         self.child = None
+
+
+def _roomy(conn) -> None:
+    """The pipe behind ``conn`` enlarged to 1 MiB where the system allows it (Linux's default
+    limit for any user), from the 64 kB it holds by default."""
+    try:
+        import fcntl
+
+        fcntl.fcntl(conn.fileno(), fcntl.F_SETPIPE_SZ, 1 << 20)
+    except (ImportError, AttributeError, OSError):   # not Linux, or a lower limit: a larger order waits for the reader
+        pass
 
 
 def _registry():

@@ -8,7 +8,8 @@
                      figures_layout.py and figures_validation.py
   figure_process.py  the figures beside the build (Drawing): taken from .cache/figures/ where
                      what they read is unchanged, the others drawn by two forked processes that
-                     take them from one queue
+                     take them from one queue, the first forked on standby as the command starts
+                     (standby) and sent its order once the build knows what to draw
   drawing.py         what every figure draws with: the style, SVG drawn once and cropped, a swept
                      quantity, the hatch past what fits
   pdf.py             the PDF: formulas fitted to the text, the Typst compile, its date

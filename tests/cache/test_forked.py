@@ -1,9 +1,11 @@
 """Jobs in forked processes (chalkboard/cache/forked.py) that start jobs of their own: the figures are
 drawn by one process that imports matplotlib and then forks the second
-(chalkboard/report/figure_process.py), so the second does not import it again."""
+(chalkboard/report/figure_process.py), so the second does not import it again; and jobs started
+before they are told what to do (orders: the figure process on standby)."""
 from __future__ import annotations
 
 import os
+import sys
 
 import pytest
 
@@ -67,3 +69,53 @@ def _unpicklable():
 def test_a_result_that_cannot_be_sent_back_is_an_error_naming_the_job():
     with pytest.raises(BuildError, match="^the job failed: .*pickle"):
         Forked("the job", _unpicklable).result()
+
+
+def _told(inbox, suffix):
+    try:
+        return inbox.recv() + suffix
+    except EOFError:
+        return "stopped before any order"
+
+
+def test_a_job_started_before_its_orders_does_what_it_is_told():
+    job = Forked("the job", _told, " at once", orders=True)
+    job.order("told later")
+    assert job.result() == "told later at once"
+
+
+def test_an_order_larger_than_a_default_pipe_is_sent_without_waiting_for_the_child():
+    # the child sleeps before it reads: a send that waited for it would take as long
+    import time
+
+    def slow_reader(inbox):
+        time.sleep(1)
+        return len(inbox.recv())
+    job = Forked("the job", slow_reader, orders=True)
+    t = time.perf_counter()
+    job.order("x" * 300_000)   # about five times what a pipe holds by default (64 kB)
+    sent = time.perf_counter() - t
+    assert job.result() == 300_000
+    if sys.platform == "linux":   # where the pipe can be enlarged
+        assert sent < 0.5, f"the send waited {sent:.2f} s for the child"
+
+
+def test_a_job_stopped_before_its_orders_ends_without_waiting_for_them():
+    job = Forked("the job", _told, "", orders=True)
+    child = job.child
+    job.stop()
+    child.join(timeout=10)
+    assert not child.is_alive()
+
+
+def test_a_job_forked_later_does_not_hold_an_earlier_jobs_orders_open():
+    # the later job inherits the build's end of the first job's orders; it must close it, or the
+    # first would wait for ever once the build stops it without an order
+    first = Forked("the first job", _told, "", orders=True)
+    later = Forked("the later job", _told, "", orders=True)
+    first._close_orders()   # the build gives up on the first job without stopping the later one
+    first.child.join(timeout=10)
+    assert not first.child.is_alive()
+    assert first.result() == "stopped before any order"
+    later.order("done")
+    assert later.result() == "done"
