@@ -10,9 +10,11 @@ here, so the check costs no library imports.
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -44,17 +46,34 @@ def hash_files(h, root: Path, names) -> None:
 def environment() -> dict:
     """What the output depends on outside the project: the libraries' versions, Python's, and
     every matplotlibrc matplotlib may read with its list of fonts (matplotlib_settings)."""
-    from importlib import metadata
-
-    env = {"python": f"{sys.version} {sys.platform}"}
-    for lib in LIBRARIES:
-        try:
-            env[lib] = metadata.version(lib)
-        except metadata.PackageNotFoundError:
-            env[lib] = None
+    env = {"python": f"{sys.version} {sys.platform}", **dict(library_versions())}
     for p in matplotlib_settings():
         env[str(p)] = hashlib.sha256(p.read_bytes()).hexdigest()
     return env
+
+
+_VERSION = re.compile(r"^Version:[ \t]*(\S.*?)\s*$", re.M)
+
+
+@functools.cache
+def library_versions() -> tuple:
+    """(library, its installed version or None) for each of LIBRARIES, read once a process (they do
+    not change while it runs; the build asks twice, for the stamp and for the figures' digest),
+    from the 'Version:' line of each one's metadata: what importlib.metadata.version returns,
+    without parsing the whole file as an e-mail message (several times as long, on every build)."""
+    from importlib import metadata
+
+    found = []
+    for lib in LIBRARIES:
+        try:
+            dist = metadata.distribution(lib)
+        except metadata.PackageNotFoundError:
+            found.append((lib, None))
+            continue
+        header = (dist.read_text("METADATA") or dist.read_text("PKG-INFO") or "").split("\n\n", 1)[0]
+        m = _VERSION.search(header)
+        found.append((lib, m.group(1) if m else dist.version))
+    return tuple(found)
 
 
 def matplotlib_settings() -> list[Path]:

@@ -75,3 +75,19 @@ def test_editing_any_file_a_build_reads_changes_the_fingerprint(read_by_a_build,
         finally:
             f.write_bytes(original)
         assert after != before, f"{rel} edited, yet the build would be called up to date"
+
+
+def test_the_library_versions_in_the_stamp_are_what_importlib_metadata_reads():
+    # uptodate.library_versions reads each 'Version:' line itself (faster than metadata.version's
+    # parse of the whole file); it must give the same answer for every library the stamp names
+    from importlib import metadata
+
+    from chalkboard.cache.uptodate import LIBRARIES, library_versions
+
+    def official(lib):
+        try:
+            return metadata.version(lib)
+        except metadata.PackageNotFoundError:
+            return None
+    assert dict(library_versions()) == {lib: official(lib) for lib in LIBRARIES}
+    assert all(dict(library_versions())[lib] for lib in ("sympy", "pint", "matplotlib", "typst"))
