@@ -18,6 +18,7 @@ thread, measured no gain in eleven pairs; which difference matters was not found
 """
 from __future__ import annotations
 
+import gc
 import os
 from typing import NamedTuple
 
@@ -122,7 +123,7 @@ def standby():
 def _on_standby(inbox) -> dict:
     """The process on standby: ready to draw (the derivations with SymPy's results as the build
     loaded them, matplotlib imported and styled, mathtext's parser built: a legend sets symbols
-    in mathtext), then drawing what it is sent."""
+    in mathtext, what is loaded frozen for the garbage collector), then drawing what it is sent."""
     import derivations  # noqa: F401
 
     from .drawing import plt
@@ -131,6 +132,10 @@ def _on_standby(inbox) -> dict:
     from matplotlib.mathtext import MathTextParser
 
     MathTextParser("path").parse("$t_{x}$")   # the parser is built once, for every parse after
+    # what is loaded now lives as long as the process (and the second one, forked from it): the
+    # cyclic garbage collector leaves it out of its scans (in a traced build, the two figure
+    # processes' collections took 0.18 s of CPU, 0.08 s with this)
+    gc.freeze()
     try:
         order = inbox.recv()
     except EOFError:   # stopped before any order: the build failed, or took every figure from the cache
