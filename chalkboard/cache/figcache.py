@@ -90,11 +90,33 @@ def traced(data, log: set):
 
 
 def read_digest(data, read: tuple) -> str:
-    """The digest of what ``read`` (table, id or WHOLE) gives in ``data`` (an absent id too)."""
+    """The digest of what ``read`` (table, id or WHOLE) gives in ``data`` (an absent id too): of
+    the values themselves (``plain``), not of their pickle, which also records which objects share
+    memory: a copy of the data (what the figure process on standby is sent, unpickled) has the
+    same values in other objects, and must digest as the data it was copied from does."""
     table, key = read
     tab = getattr(data, table)
     value = list(tab.items()) if key == WHOLE else ("absent",) if key not in tab else ("entry", tab[key])
-    return hashlib.sha256(pickle.dumps(value, protocol=4)).hexdigest()
+    return hashlib.sha256(repr(plain(value)).encode()).hexdigest()
+
+
+def plain(x):
+    """``x`` as nested tuples of strings, numbers and None, each object with its type: equal for
+    equal values whichever objects hold them (the data's entries: dataclasses of dicts, lists,
+    strings and Pint quantities); anything else as its pickle."""
+    if x is None or type(x) in (str, int, float, bool):
+        return x
+    if type(x) in (list, tuple):
+        return (type(x).__name__, *map(plain, x))
+    if type(x) is dict:
+        return ("dict", *((plain(k), plain(v)) for k, v in x.items()))
+    if type(x) in (set, frozenset):   # no order of its own (a string's hash changes from run to run)
+        return (type(x).__name__, *sorted((plain(v) for v in x), key=repr))
+    if dataclasses.is_dataclass(x) and not isinstance(x, type):
+        return (type(x).__qualname__, *((k, plain(v)) for k, v in vars(x).items()))
+    if hasattr(x, "magnitude") and hasattr(x, "unit_items"):   # a Pint quantity
+        return ("quantity", plain(x.magnitude), tuple(sorted(x.unit_items())))
+    return (type(x).__qualname__, pickle.dumps(x, protocol=4))
 
 
 def code_digest(root: Path) -> str:

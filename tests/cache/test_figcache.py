@@ -209,3 +209,26 @@ def test_every_matplotlibrc_matplotlib_may_read_is_in_the_digest(tmp_path, monke
         assert code_digest(tmp_path) == before, var
     (tmp_path / "matplotlibrc").write_text("lines.linewidth: 4\n")   # in the folder the build runs in
     assert code_digest(tmp_path) != before
+
+
+def test_what_a_figure_read_digests_the_same_in_a_copy_of_the_data_and_differs_when_a_value_does():
+    """The figure process on standby is sent the data pickled: the copy holds the same values in
+    other objects (a dataclass's keys interned, strings no longer shared), and a figure it draws
+    must be found by the next build, which digests its own data (a pickle of each entry differs)."""
+    import copy as copies
+    import pickle
+
+    from chalkboard.cache.figcache import read_digest
+
+    data = load(ROOT)
+    copy = pickle.loads(pickle.dumps(data, protocol=5))
+    assert pickle.dumps(data.hardware[HW], protocol=4) != pickle.dumps(copy.hardware[HW], protocol=4)
+    for table in TABLES:
+        for key in [WHOLE, *getattr(data, table), "no-such-id"]:
+            assert read_digest(data, (table, key)) == read_digest(copy, (table, key)), (table, key)
+    edited = copies.deepcopy(data)
+    value = edited.hardware[HW].values["hbm_bandwidth"]
+    edited.hardware[HW].values["hbm_bandwidth"] = dataclasses.replace(value, quantity=value.quantity * 1.0001)
+    for read in (("hardware", HW), ("hardware", WHOLE)):
+        assert read_digest(edited, read) != read_digest(data, read)
+    assert read_digest(edited, ("models", WHOLE)) == read_digest(data, ("models", WHOLE))
