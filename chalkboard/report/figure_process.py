@@ -5,16 +5,17 @@ what drawing needs (the derivations, matplotlib, the parser of matplotlib's math
 other core while the build reads its inputs, derives and validates, which use one core only.
 ``Drawing`` takes every figure it can from the figure cache and sends that process the others,
 once the build knows what they read (the data, the claims' rules of thumb, the measurements);
-with nothing to draw, the process is stopped. It then forks a second one (matplotlib imported
-once); the two take the figures one at a time from a shared queue, the longest first, so that
+with nothing to draw, the process is stopped. Sent its order, it forks a second one (matplotlib
+imported once); the two take the figures one at a time from a shared queue, the longest first, so that
 they finish together whatever each figure costs.
 
-After a featured-chip edit the process on standby is ready about when the build knows what to
-draw, where a process forked then spent half a second importing matplotlib while both cores were
-busy: builds took 7% less wall time (paired medians of eleven and of nine alternating runs). A
-build that draws nothing pays about 0.02 s for it (1.6%, seven paired `--force` builds). An
-earlier version of the same idea, without the mathtext warm-up and reading its order with a
-thread, measured no gain in eleven pairs; which difference matters was not found.
+After a featured-chip edit the process on standby is ready 0.1-0.2 s after the build knows what
+to draw, where a process forked then spent some 0.4 s importing matplotlib while both cores were
+busy: such builds took 5-7% less wall time (three sets of 9-11 alternating runs, paired medians;
+3.20 s -> 3.05 s in the quietest). A build that draws nothing forks it and stops it: in seven
+paired `--force` builds, 1.32 s and 1.33 s. An earlier version of the same idea, without the
+mathtext warm-up and reading its order with a thread, measured no gain in eleven pairs; which
+difference matters was not found.
 """
 from __future__ import annotations
 
