@@ -56,15 +56,17 @@ class Forked:
             self._close_orders()
             self.child = None
 
-    def order(self, orders) -> None:
-        """Send a job started with orders=True what it is to do (once; a job that has no child
-        process has none to send to)."""
+    def order(self, orders) -> bool:
+        """Send a job started with orders=True what it is to do (once); whether it was sent. It is
+        not where the job has no child process, the child is gone, or ``orders`` cannot be
+        pickled: the child then gets no order (the caller does the work another way)."""
         if self.orders is None:
-            return
+            return False
         try:
-            self.orders.send(orders)
-        except OSError:   # the child is gone: result() says why
-            pass
+            self.orders.send(orders)   # pickled whole before anything is written
+            return True
+        except Exception:   # noqa: BLE001  (OSError: the child is gone; else what pickle refuses)
+            return False
         finally:
             self._close_orders()
 

@@ -78,11 +78,10 @@ class Drawing:
         extra = {name: e for name, e in extra.items() if name not in self.ready}
         self.drawn = [*todo, *extra]    # what this build draws
         self.order = Order(data, hw, model, overrides, refs, extra, self.drawn, kept is not None)
-        if process is not None and self.drawn:
-            process.order(self.order)   # the process on standby draws them
-            self.job = process
+        if process is not None and self.drawn and process.order(self.order):
+            self.job = process   # the process on standby draws them
         elif process is not None:
-            process.stop()
+            process.stop()   # nothing to draw, or an order it could not be sent: drawn as below
         if self.drawn and self.job is None and can_fork():
             self.job = Forked("drawing the figures", _figure_processes, self.order)
             if self.job.child is None:   # the fork failed: drawn in wait()

@@ -80,7 +80,7 @@ def _told(inbox, suffix):
 
 def test_a_job_started_before_its_orders_does_what_it_is_told():
     job = Forked("the job", _told, " at once", orders=True)
-    job.order("told later")
+    assert job.order("told later") is True
     assert job.result() == "told later at once"
 
 
@@ -98,6 +98,15 @@ def test_an_order_larger_than_a_default_pipe_is_sent_without_waiting_for_the_chi
     assert job.result() == 300_000
     if sys.platform == "linux":   # where the pipe can be enlarged
         assert sent < 0.5, f"the send waited {sent:.2f} s for the child"
+
+
+def test_an_order_that_cannot_be_sent_says_so_and_the_job_ends_without_one():
+    job = Forked("the job", _told, "", orders=True)
+    assert job.order(lambda: "a lambda cannot be pickled") is False
+    assert job.result() == "stopped before any order"
+    gone = Forked("the job", _told, "", orders=True)
+    gone.stop()
+    assert gone.order("too late") is False
 
 
 def test_a_job_stopped_before_its_orders_ends_without_waiting_for_them():

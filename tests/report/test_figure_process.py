@@ -65,6 +65,11 @@ def test_a_drawing_sends_its_figures_to_the_process_on_standby_or_stops_it(monke
     assert busy.job is process
     svg, chip = busy.wait()["one"]
     assert svg.startswith("<svg>1 drawn by ") and svg != f"<svg>1 drawn by {os.getpid()}</svg>" and chip is None
+    # an order that cannot be sent (pickled): the process on standby is stopped, one is forked as before
+    process = standby()
+    unsent = Drawing(data, HW, MODEL, extra={"two": (lambda n: f"<svg>{n} unpicklable</svg>", 2)}, process=process)
+    assert process.child is None and unsent.job is not None and unsent.job is not process
+    assert unsent.wait()["two"] == ("<svg>2 unpicklable</svg>", None)
 
 
 def test_the_figures_of_every_chip_are_drawn_first_when_there_are_many_chips():
