@@ -12,8 +12,8 @@ they finish together whatever each figure costs.
 After a featured-chip edit the process on standby is ready 0.1-0.2 s after the build knows what
 to draw, where a process forked then spent some 0.4 s importing matplotlib while both cores were
 busy: such builds took 5-7% less wall time (three sets of 9-11 alternating runs, paired medians;
-3.20 s -> 3.05 s in the quietest). A build that draws nothing forks it and stops it: in seven
-paired `--force` builds, 1.32 s and 1.33 s. An earlier version of the same idea, without the
+3.20 s -> 3.05 s in the quietest, which also had the freeze below). A build that draws nothing
+forks it and stops it: in seven paired `--force` builds, 1.32 s without it and 1.33 s with it. An earlier version of the same idea, without the
 mathtext warm-up and reading its order with a thread, measured no gain in eleven pairs; which
 difference matters was not found.
 """
