@@ -232,3 +232,13 @@ def test_what_a_figure_read_digests_the_same_in_a_copy_of_the_data_and_differs_w
     for read in (("hardware", HW), ("hardware", WHOLE)):
         assert read_digest(edited, read) != read_digest(data, read)
     assert read_digest(edited, ("models", WHOLE)) == read_digest(data, ("models", WHOLE))
+
+
+def test_a_build_after_the_shared_one_takes_every_figure_from_the_cache(report_build, cli, tmp_path):
+    """The shared build's figures are drawn by the figure process on standby, which is sent the
+    data pickled; what it keeps must be found by the next build with the same inputs (a digest of
+    the copy's pickles once made every figure be drawn again)."""
+    r = cli("--force", "--no-pdf", "--out", str(tmp_path / "again"))
+    assert r.returncode == 0, r.stderr
+    n = len(FIGURES) + 1   # and the validation figure
+    assert f"{n} figures ({n} kept from an earlier build" in r.stdout, r.stdout
