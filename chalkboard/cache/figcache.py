@@ -112,8 +112,9 @@ def plain(x):
         return ("dict", *((plain(k), plain(v)) for k, v in x.items()))
     if type(x) in (set, frozenset):   # no order of its own (a string's hash changes from run to run)
         return (type(x).__name__, *sorted((plain(v) for v in x), key=repr))
-    if dataclasses.is_dataclass(x) and not isinstance(x, type):
-        return (type(x).__qualname__, *((k, plain(v)) for k, v in vars(x).items()))
+    if dataclasses.is_dataclass(x) and not isinstance(x, type):   # every attribute, as its pickle had
+        fields = getattr(x, "__dict__", None) or {f.name: getattr(x, f.name) for f in dataclasses.fields(x)}
+        return (type(x).__qualname__, *((k, plain(v)) for k, v in fields.items()))
     if hasattr(x, "magnitude") and hasattr(x, "unit_items"):   # a Pint quantity
         return ("quantity", plain(x.magnitude), tuple(sorted(x.unit_items())))
     return (type(x).__qualname__, pickle.dumps(x, protocol=4))

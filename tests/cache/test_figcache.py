@@ -234,6 +234,19 @@ def test_what_a_figure_read_digests_the_same_in_a_copy_of_the_data_and_differs_w
     assert read_digest(edited, ("models", WHOLE)) == read_digest(data, ("models", WHOLE))
 
 
+def test_a_dataclass_without_a_dict_is_digested_by_its_fields():
+    from chalkboard.cache.figcache import plain
+
+    @dataclasses.dataclass(slots=True)
+    class Slotted:
+        a: int
+        b: str
+
+    assert plain(Slotted(1, "x")) == ("test_a_dataclass_without_a_dict_is_digested_by_its_fields.<locals>.Slotted",
+                                      ("a", 1), ("b", "x"))
+    assert plain(Slotted(1, "x")) != plain(Slotted(2, "x"))
+
+
 def test_a_build_after_the_shared_one_takes_every_figure_from_the_cache(report_build, cli, tmp_path):
     """The shared build's figures are drawn by the figure process on standby, which is sent the
     data pickled; what it keeps must be found by the next build with the same inputs (a digest of
