@@ -8,7 +8,7 @@ is compared with it (so both see the same load); medians are compared:
   Jinja2, PyYAML, Typst, numpy): a build whose inputs changed, the featured chip's HBM bandwidth
   edited to a new value before each run (so every figure reads something new and is drawn
   again), with nothing kept (.cache/ and the shipped derivations/solved.pickle removed first)
-  and with SymPy's work kept; a build after an
+  and with SymPy's work kept (also with --no-pdf); a build after an
   edit to another chip (only the figures that list every chip are drawn again); a build forced
   (`--force`) with nothing changed (every figure kept); and an unchanged rebuild (the output is up
   to date and the build says so);
@@ -316,6 +316,7 @@ def main() -> int:
             "comment": ([*build, "--hardware-file", str(commented)], comment, None),
             "cold": ([*forced, "--hardware-file", str(featured_file)], cold, None, bare),
             "warm": ([*forced, "--hardware-file", str(featured_file)], edit_featured, None),
+            "warm_nopdf": ([*forced, "--no-pdf", "--hardware-file", str(featured_file)], edit_featured, None),
             "other": ([*forced, "--hardware-file", str(other_file)], edit_other, None),
             "forced": (forced, None, None),
             "same": (build, None, None),
@@ -337,6 +338,7 @@ def main() -> int:
         row("a fresh clone's first build", m["fresh"][0], floor_b, m["fresh"][1])
         row("featured chip edited, nothing kept or shipped", cold, floor_b, mem_cold)
         row("featured chip edited, SymPy's work kept", warm, floor_b, mem_warm)
+        row("the same, --no-pdf", m["warm_nopdf"][0], floor_b, m["warm_nopdf"][1])
         row("another chip edited (its figures drawn)", other, floor_b, mem_other)
         row("a comment edited in hardware.yaml", m["comment"][0], floor_b, m["comment"][1])
         row("nothing changed, --force (figures, PDF kept)", force, floor_b, mem_force)
