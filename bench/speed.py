@@ -26,7 +26,10 @@ is compared with it (so both see the same load); medians are compared:
 * `build.py check` and the build at 1x, 10x and 50x the chip x model pairs (copies of the
   bundled chips and models under new ids), time and peak memory, every figure drawn.
 
-Every command runs with Python's bytecode cache on, as a default Python runs (see ENV).
+Every command runs with Python's bytecode cache on, as a default Python runs (see ENV). A build
+row also gives its CPU time (user and system, every process it forked and waited for included)
+and, after ">=", that time spread over every core against the floor: the ratio no scheduling of
+the same work can go below.
 
     python bench/speed.py [--repeat 5] [--skip-scaling] [--readme]
 
@@ -63,37 +66,40 @@ EVAL_IMPORTS = "import sympy, pint, yaml, numpy"
 ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
 
 
-def timed(cmd: list[str], cwd: Path = ROOT, before=None, env=None) -> tuple[float, float]:
-    """Wall seconds and peak resident memory (MiB) of one run in a fresh process."""
+def timed(cmd: list[str], cwd: Path = ROOT, before=None, env=None) -> tuple[float, float, float]:
+    """Wall seconds, peak resident memory (MiB) and CPU seconds (user and system, the processes
+    it forked and waited for included) of one run in a fresh process."""
     if before:
         before()
     t0 = time.perf_counter()
-    r = subprocess.run(["/usr/bin/time", "-f", "%M", *cmd], cwd=cwd, stdout=subprocess.DEVNULL,
+    r = subprocess.run(["/usr/bin/time", "-f", "%M %U %S", *cmd], cwd=cwd, stdout=subprocess.DEVNULL,
                        stderr=subprocess.PIPE, text=True, env=env or ENV)
     dt = time.perf_counter() - t0
     if r.returncode != 0:
         raise SystemExit(f"failed: {' '.join(cmd)}\n{r.stderr[-2000:]}")
     try:
-        peak = int(r.stderr.strip().splitlines()[-1]) / 1024
+        kib, user, system = r.stderr.strip().splitlines()[-1].split()
+        peak, cpu = int(kib) / 1024, float(user) + float(system)
     except (ValueError, IndexError):
-        peak = float("nan")
-    return dt, peak
+        peak = cpu = float("nan")
+    return dt, peak, cpu
 
 
 def median_of(cmd, repeat, cwd=ROOT, before=None, env=None):
     runs = [timed(cmd, cwd, before, env) for _ in range(repeat)]
-    return statistics.median(t for t, _ in runs), max(m for _, m in runs)
+    return statistics.median(t for t, _, _ in runs), max(m for _, m, _ in runs)
 
 
 def interleaved(commands: dict, repeat: int) -> dict:
-    """name -> (median seconds, peak MiB) of each command in ``commands`` (name -> (cmd, before,
+    """name -> (median seconds, peak MiB, median CPU seconds) of each command in ``commands`` (name -> (cmd, before,
     env[, folder])), run in turn ``repeat`` times: a floor and what is compared with it see the same
     load on the machine (it moves by tens of percent over minutes)."""
     runs = {name: [] for name in commands}
     for _ in range(repeat):
         for name, (cmd, before, env, *folder) in commands.items():
             runs[name].append(timed(cmd, folder[0] if folder else ROOT, before, env))
-    return {name: (statistics.median(t for t, _ in r), max(m for _, m in r)) for name, r in runs.items()}
+    return {name: (statistics.median(t for t, _, _ in r), max(m for _, m, _ in r),
+                   statistics.median(c for _, _, c in r)) for name, r in runs.items()}
 
 
 SHOWN: list[str] = []   # the table as printed, for --readme
@@ -104,10 +110,18 @@ def say(text: str) -> None:
     SHOWN.append(text)
 
 
-def row(name, t, floor=None, mem=None):
+CPUS = os.cpu_count() or 1
+
+
+def row(name, t, floor=None, mem=None, cpu=None):
+    """One line of the table; with ``cpu`` (the run's CPU seconds, all its processes) and a floor,
+    also the ratio no scheduling can go below: that CPU time spread over every core, against the
+    floor (the floor's own row shows its CPU time only)."""
     ratio = f"{t / floor:5.2f}x" if floor else ""
     memt = f"{mem:7.0f} MiB" if mem is not None else ""
-    say(f"  {name:<44} {t:7.2f} s  {ratio:>7}  {memt}".rstrip())
+    bound = f"  >={cpu / CPUS / floor:5.2f}x" if cpu is not None and floor and t != floor else ""
+    cput = f"{cpu:6.2f} s CPU{bound}" if cpu is not None else ""
+    say(f"  {name:<44} {t:7.2f} s  {ratio:>7}  {memt:>11}  {cput}".rstrip())
 
 
 def write_readme() -> None:
@@ -330,23 +344,24 @@ def main() -> int:
             "csv_numpy": ([py, str(script)], None, None),
             "csv": (ours_csv, None, None),
         }, args.repeat)
-        (floor_b, _), (cold, mem_cold), (warm, mem_warm), (same, mem_same) = (m[k] for k in ("floor_b", "cold", "warm", "same"))
-        (other, mem_other), (force, mem_force) = m["other"], m["forced"]
-        (floor_e, _), (ev, _), (ev_nopyc, _) = (m[k] for k in ("floor_e", "eval", "eval_nopyc"))
+        floor_b, floor_e = m["floor_b"][0], m["floor_e"][0]
+
+        def build_row(name, key):
+            row(name, m[key][0], floor_b, m[key][1], m[key][2])
         say("  build (import floor: SymPy, Pint, matplotlib, Jinja2, PyYAML, Typst, numpy)")
-        row("bare imports", floor_b, floor_b)
-        row("a fresh clone's first build", m["fresh"][0], floor_b, m["fresh"][1])
-        row("featured chip edited, nothing kept or shipped", cold, floor_b, mem_cold)
-        row("featured chip edited, SymPy's work kept", warm, floor_b, mem_warm)
-        row("the same, --no-pdf", m["warm_nopdf"][0], floor_b, m["warm_nopdf"][1])
-        row("another chip edited (its figures drawn)", other, floor_b, mem_other)
-        row("a comment edited in hardware.yaml", m["comment"][0], floor_b, m["comment"][1])
-        row("nothing changed, --force (figures, PDF kept)", force, floor_b, mem_force)
-        row("unchanged rebuild", same, floor_b, mem_same)
+        build_row("bare imports", "floor_b")
+        build_row("a fresh clone's first build", "fresh")
+        build_row("featured chip edited, nothing kept or shipped", "cold")
+        build_row("featured chip edited, SymPy's work kept", "warm")
+        build_row("the same, --no-pdf", "warm_nopdf")
+        build_row("another chip edited (its figures drawn)", "other")
+        build_row("a comment edited in hardware.yaml", "comment")
+        build_row("nothing changed, --force (figures, PDF kept)", "forced")
+        build_row("unchanged rebuild", "same")
         say("  eval (import floor: SymPy, Pint, PyYAML, numpy)")
         row("bare imports", floor_e, floor_e)
-        row("build.py eval step_time", ev, floor_e)
-        row("the same, compiling its modules each run", ev_nopyc, floor_e)
+        row("build.py eval step_time", m["eval"][0], floor_e)
+        row("the same, compiling its modules each run", m["eval_nopyc"][0], floor_e)
         row("eval step_time --set tp=8 (under the layout)", m["eval_layout"][0], floor_e)
         row("plan llama-3-70b, every priced chip", m["plan"][0], floor_e)
         got = subprocess.run([py, __file__, "--plan-only"], cwd=ROOT, env=ENV, capture_output=True, text=True)
