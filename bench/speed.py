@@ -113,13 +113,13 @@ def say(text: str) -> None:
 CPUS = os.cpu_count() or 1
 
 
-def row(name, t, floor=None, mem=None, cpu=None):
-    """One line of the table; with ``cpu`` (the run's CPU seconds, all its processes) and a floor,
-    also the ratio no scheduling can go below: that CPU time spread over every core, against the
-    floor (the floor's own row shows its CPU time only)."""
+def row(name, t, floor=None, mem=None, cpu=None, bound=True):
+    """One line of the table; with ``cpu`` (the run's CPU seconds, all its processes), its CPU
+    time, and with a floor and ``bound``, the ratio no scheduling can go below: that CPU time
+    spread over every core, against the floor (the floor's own row: bound=False)."""
     ratio = f"{t / floor:5.2f}x" if floor else ""
     memt = f"{mem:7.0f} MiB" if mem is not None else ""
-    bound = f"  >={cpu / CPUS / floor:5.2f}x" if cpu is not None and floor and t != floor else ""
+    bound = f"  >={cpu / CPUS / floor:5.2f}x" if cpu is not None and floor and bound else ""
     cput = f"{cpu:6.2f} s CPU{bound}" if cpu is not None else ""
     say(f"  {name:<44} {t:7.2f} s  {ratio:>7}  {memt:>11}  {cput}".rstrip())
 
@@ -281,7 +281,7 @@ def main() -> int:
         print(*plan_rate())
         return 0
     py = sys.executable
-    say(f"chalkboard speed ({args.repeat} runs each, medians; {os.cpu_count()} CPUs)")
+    say(f"chalkboard speed ({args.repeat} runs each, medians; {CPUS} CPUs)")
     with tempfile.TemporaryDirectory() as tmp:
         ENV["PYTHONPYCACHEPREFIX"] = str(Path(tmp) / "pycache")
         out = str(Path(tmp) / "out")
@@ -347,7 +347,7 @@ def main() -> int:
         floor_b, floor_e = m["floor_b"][0], m["floor_e"][0]
 
         def build_row(name, key):
-            row(name, m[key][0], floor_b, m[key][1], m[key][2])
+            row(name, m[key][0], floor_b, m[key][1], m[key][2], bound=key != "floor_b")
         say("  build (import floor: SymPy, Pint, matplotlib, Jinja2, PyYAML, Typst, numpy)")
         build_row("bare imports", "floor_b")
         build_row("a fresh clone's first build", "fresh")
