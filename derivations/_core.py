@@ -169,7 +169,7 @@ class Registry:
 
     def derived(self, name, expr, unit, meaning, base, sub=None, how="defined", **kw):
         sym = self.declare(name, unit, meaning, "derived", base, sub, how=how, **kw)
-        self.quantities[name].expr = sp.sympify(expr)
+        self.quantities[name].expr = sp.sympify(expr, strict=True)
         return sym
 
     def rule(self, name: str, inputs: tuple[str, ...], description: str):
@@ -193,7 +193,7 @@ class Registry:
         for s in free:
             if s in self.by_symbol:
                 raise ValueError(f"equation {name!r}: free symbol {s} is a quantity's symbol")
-        eq = Equation(name, sp.sympify(lhs), sp.sympify(rhs), meaning,
+        eq = Equation(name, sp.sympify(lhs, strict=True), sp.sympify(rhs, strict=True), meaning,
                       self._current.id if self._current else None, identity, tuple(free))
         self.equations[name] = eq
         if self._current is not None and listed:
@@ -271,7 +271,7 @@ class Registry:
                          lambda: self._limit(expr() if callable(expr) else expr, sym, point, direction))
 
     def _limit(self, expr, sym: sp.Symbol, point, direction: str = "+") -> sp.Expr:
-        expr = sp.sympify(expr)
+        expr = sp.sympify(expr, strict=True)
         if isinstance(expr, (sp.Max, sp.Min)):
             return type(expr)(*[self._limit(a, sym, point, direction) for a in expr.args])
         if isinstance(expr, sp.Mul):
@@ -314,7 +314,7 @@ class Registry:
 
     def expand(self, expr: sp.Expr, keep: tuple[str, ...] = ()) -> sp.Expr:
         """Replace derived symbols in ``expr`` by their definitions until only inputs remain."""
-        expr = sp.sympify(expr)
+        expr = sp.sympify(expr, strict=True)
         for _ in range(50):
             subs = {s: self.by_symbol[s].expr for s in expr.free_symbols
                     if s in self.by_symbol and not self.by_symbol[s].is_input

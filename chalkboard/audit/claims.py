@@ -11,7 +11,7 @@ import yaml
 from derivations import REGISTRY
 from units import Quantity, UnitParseError, parse
 
-from .. import seeds
+from .. import exprtext, seeds
 from ..data import Data, DataError, UniqueKeyLoader
 from ..evaluation.evaluate import InputError, MissingInput, Scenario
 from ..evaluation.walk import placeholders, walk
@@ -99,39 +99,50 @@ def _locals():
 
 
 def _expand(e):
-    return REGISTRY.expand(sp.sympify(e))
+    return REGISTRY.expand(sp.sympify(e, strict=True))
 
 
 def _parse_expr(label, cid, fld, text: str, with_helpers: bool = False) -> sp.Expr:
-    """A claim's expression in quantities. Identity checks may also use d(e, q) (the derivative
-    of e, expanded to inputs, by the quantity q), at(e, q, v) (e with q replaced by v) and
-    lhs(EQ) / rhs(EQ) (the sides of the declared equation EQ, whose own free symbols, such as
-    the halves of a reversible map, are then allowed)."""
-    loc = _locals()
+    """A claim's expression in quantities, read by the restricted parser (exprtext: nothing in the
+    text runs). Identity checks may also use d(e, q) (the derivative of e, expanded to inputs, by
+    the quantity q), at(e, q, v) (e with q replaced by v) and lhs(EQ) / rhs(EQ) (the sides of the
+    declared equation EQ, whose own free symbols, such as the halves of a reversible map, are then
+    allowed)."""
+    functions = dict(exprtext.MATH)
     local_symbols = set()   # the free symbols of equations named by lhs()/rhs(): not quantities
     if with_helpers:
-        loc["d"] = lambda e, x: sp.diff(_expand(e), x)
-        loc["at"] = lambda e, x, v: _expand(e).xreplace({x: _expand(v)})
+        def d(e, x):
+            if not isinstance(x, sp.Symbol):
+                raise exprtext.ExprError(f"d(e, q): q must be a quantity, not {x}")
+            return sp.diff(_expand(e), x)
+
+        def at(e, x, v):
+            if not isinstance(x, sp.Symbol):
+                raise exprtext.ExprError(f"at(e, q, v): q must be a quantity, not {x}")
+            return _expand(e).xreplace({x: _expand(v)})
 
         def side(which):
             def get(name):
                 eq = REGISTRY.equations.get(str(name))
                 if eq is None:
-                    raise DataError(label, cid, fld, f"{text!r}: {which}({name}) names no declared equation")
+                    raise exprtext.ExprError(f"{which}({name}) names no declared equation")
                 local_symbols.update(eq.free)
                 return getattr(eq, which)
             return get
-        loc["lhs"], loc["rhs"] = side("lhs"), side("rhs")
+        functions.update(d=exprtext.Function(d, 2), at=exprtext.Function(at, 3),
+                         lhs=exprtext.Function(side("lhs"), 1, names_as_text=True),
+                         rhs=exprtext.Function(side("rhs"), 1, names_as_text=True))
+
     def read():
         try:
-            return sp.sympify(text, locals=loc), frozenset(local_symbols)
-        except (sp.SympifyError, SyntaxError, TypeError, AttributeError) as e:
-            raise DataError(label, cid, fld, f"cannot read {text!r}: {e}") from None
-    # SymPy's parse (and the derivatives d() takes) kept between runs, like the derivations' solves
+            return exprtext.parse(text, _locals(), functions), frozenset(local_symbols)
+        except exprtext.ExprError as e:
+            raise DataError(label, cid, fld, f"cannot read {exprtext.shorten(text)!r}: {e}") from None
+    # the parse (and the derivatives d() takes) kept between runs, like the derivations' solves
     expr, local_symbols = REGISTRY.kept(("claim expression", text, with_helpers), read)
     unknown = [str(s) for s in expr.free_symbols if s not in REGISTRY.by_symbol and s not in local_symbols]
     if unknown:
-        raise DataError(label, cid, fld, f"{text!r}: unknown quantity {', '.join(sorted(unknown))}")
+        raise DataError(label, cid, fld, f"{exprtext.shorten(text)!r}: unknown quantity {', '.join(sorted(unknown))}")
     return expr
 
 

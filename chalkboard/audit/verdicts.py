@@ -176,7 +176,7 @@ def _inputs_used(sc: Scenario, claim: Claim, expr) -> list[dict]:
             return
         for s in sorted(q.expr.free_symbols, key=str):
             visit(REGISTRY.q(s).name)
-    for s in sorted(sp.sympify(expr).free_symbols, key=str):
+    for s in sorted(sp.sympify(expr, strict=True).free_symbols, key=str):
         visit(REGISTRY.q(s).name)
     return out
 

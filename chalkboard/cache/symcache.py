@@ -32,12 +32,13 @@ from pathlib import Path
 
 FOLDER = ".cache"
 SHIPPED = Path("derivations") / "solved.pickle"   # {"key": ..., "results": {...}}: see the docstring
-# besides the derivations, the modules whose SymPy work is kept too: the audit's parses and
+# besides the derivations, the modules whose SymPy work is kept too: the audit's parses (and the
+# restricted parser they use) and
 # identity checks, the dimension check (its report, and the walk it makes with Pint), the
 # generated code, and the printed forms and formulas laid out over lines (and units/, whose
 # definitions name the constants' units in the registry's snapshot and the dimensions the check
 # compares)
-ALSO_KEYED = ("audit", "evaluation/check.py", "evaluation/walk.py", "evaluation/compiled.py",
+ALSO_KEYED = ("audit", "exprtext.py", "evaluation/check.py", "evaluation/walk.py", "evaluation/compiled.py",
               "typeset/printers.py", "typeset/linebreak.py")   # a folder: every module in it
 
 

@@ -122,8 +122,8 @@ def formula(expr, lhs=None, values=None) -> tuple[str, str, "P.TypstMath"]:
     expression, ``values`` {symbol: quantity} to show symbols as their numbers."""
     import sympy as sp
 
-    n = P._node(sp.sympify(expr), values)
-    left = None if lhs is None else ("sym", lhs.base, lhs.sub) if hasattr(lhs, "base") else P._node(sp.sympify(lhs))
+    n = P._node(sp.sympify(expr, strict=True), values)
+    left = None if lhs is None else ("sym", lhs.base, lhs.sub) if hasattr(lhs, "base") else P._node(sp.sympify(lhs, strict=True))
     text = P._text(n) if left is None else f"{P._text(left)} = {P._text(n)}"
     P._EM_MEMO = {}   # each node's width computed once while this formula is laid out and printed
     try:

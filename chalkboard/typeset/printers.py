@@ -231,7 +231,7 @@ def _text(n, ctx=None) -> str:
 
 
 def text(expr) -> str:
-    return _text(_node(sp.sympify(expr)))
+    return _text(_node(sp.sympify(expr, strict=True)))
 
 
 # -- MathML (Presentation, rendered natively by browsers) ------------------------------------
@@ -301,7 +301,7 @@ def mathml_symbol(q) -> str:
 
 
 def mathml(expr, lhs=None, display: bool = True) -> str:
-    body = _ml(_node(sp.sympify(expr)))
+    body = _ml(_node(sp.sympify(expr, strict=True)))
     if lhs is not None:
         body = f"{mathml_symbol(lhs)}<mo>=</mo>{body}"
     mode = ' display="block"' if display else ""
@@ -446,7 +446,7 @@ def typst_symbol(q) -> TypstMath:
 
 
 def typst(expr, lhs=None) -> TypstMath:
-    body = _ty_math(_node(sp.sympify(expr)))
+    body = _ty_math(_node(sp.sympify(expr, strict=True)))
     return _eq(typst_symbol(lhs), body) if lhs is not None else body
 
 
@@ -456,13 +456,13 @@ def text_symbol(q) -> str:
 
 def with_values(expr, values: dict) -> tuple[str, str, str]:
     """``expr`` with each symbol in ``values`` shown as its number and unit: text, MathML, Typst."""
-    node = _node(sp.sympify(expr), values)
+    node = _node(sp.sympify(expr, strict=True), values)
     return _text(node), f'<math display="block"><mrow>{_ml(node)}</mrow></math>', _ty_math(node)
 
 
 def mathml_eq(lhs, rhs) -> str:
-    return f'<math display="block"><mrow>{_ml(_node(sp.sympify(lhs)))}<mo>=</mo>{_ml(_node(sp.sympify(rhs)))}</mrow></math>'
+    return f'<math display="block"><mrow>{_ml(_node(sp.sympify(lhs, strict=True)))}<mo>=</mo>{_ml(_node(sp.sympify(rhs, strict=True)))}</mrow></math>'
 
 
 def typst_eq(lhs, rhs) -> TypstMath:
-    return _eq(_ty_math(_node(sp.sympify(lhs))), _ty_math(_node(sp.sympify(rhs))))
+    return _eq(_ty_math(_node(sp.sympify(lhs, strict=True))), _ty_math(_node(sp.sympify(rhs, strict=True))))
