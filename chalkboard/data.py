@@ -177,6 +177,9 @@ PER_CHIP = {"dies_per_package", "flops_bf16", "flops_fp8", "flops_fp4", "flops_i
             "scaleup_bandwidth", "scaleout_bandwidth", "rental_price"}
 HARDWARE_TAGS = {"name": True, "vendor": True, "family": False, "per": True, "note": False,
                  "source": False}
+# how the chips of a scale-up domain are wired: a switch (NVLink) or a full mesh of links (AMD
+# Infinity Fabric) reaches every peer in one hop; a torus (TPU ICI, Trainium NeuronLink) does not
+HARDWARE_CHOICES = {"scaleup_topology": (("switch", "mesh", "torus"), False)}
 
 MODEL_FIELDS = {
     "params_total": ("parameter", True),
@@ -196,6 +199,10 @@ MODEL_FIELDS = {
     "d_ff": ("", False),
     "vocab_size": ("", False),
     "q_latent_dim": ("", False),
+    "mtp_draft_tokens": ("token/sequence", False),   # a model's own multi-token-prediction draft
+    "mtp_acceptance": ("", False),
+    "mtp_params": ("parameter", False),
+    "mtp_params_active": ("parameter", False),
 }
 # inputs that may be 0, in a data file or with --set: no shared experts or MoE layers; attention
 # FLOPs set aside (an estimate that leaves them out); no per-hop latency (a bandwidth-only
@@ -204,7 +211,7 @@ MODEL_FIELDS = {
 # inputs that may be 0 where the formula allows it: a pure matmul has no context and no KV cache
 MAY_BE_ZERO = ("shared_experts", "moe_layers", "attention_flops_per_token", "ring_hop_latency",
                "bytes_per_master_weight", "bytes_per_gradient", "zero_stage", "sequence_parallel",
-               "context", "kv_bytes_per_token", "recompute")
+               "context", "kv_bytes_per_token", "recompute", "draft_tokens")
 HARDWARE_WHOLE_NUMBER_FIELDS = ("launch_year", "dies_per_package", "scaleup_domain")
 SAFE_URL = re.compile(r"^https?://[^\s]+$", re.I)
 WHOLE_NUMBER_FIELDS = ("layers", "d_model", "n_heads", "n_kv_heads", "d_head", "kv_latent_dim", "kv_rope_dim",
@@ -475,6 +482,10 @@ def _check_model(label, m: Entry):
         for f in ("moe_layers", "d_expert", "d_model"):
             if f not in m.values:
                 raise DataError(label, m.id, f, "missing (an MoE model needs it to count its routed parameters)")
+    a = m.values.get("mtp_acceptance")
+    if a is not None and a.quantity.to("").magnitude >= 1:
+        raise DataError(label, m.id, "mtp_acceptance", "must be below 1 (a probability; at 1 every drafted "
+                                                       "token is accepted, the strict bound)")
     for small, large in (("moe_layers", "layers"), ("n_kv_heads", "n_heads")):
         if small in m.values and large in m.values and m.values[small].quantity > m.values[large].quantity:
             raise DataError(label, m.id, small, f"exceeds {large}")
@@ -534,7 +545,7 @@ def load(root: Path, hardware_file: str = "hardware.yaml", models_file: str = "m
     hw_doc = _read_yaml(root / hardware_file, hardware_file)
     hw_sources = _sources(hw_doc, hardware_file)
     hardware = _entries(hw_doc, hardware_file, "hardware", "hardware", HARDWARE_FIELDS,
-                        HARDWARE_TAGS, {}, hw_sources)
+                        HARDWARE_TAGS, HARDWARE_CHOICES, hw_sources)
     for h in hardware.values():
         if h.tags.get("per") not in ("package", "die"):
             raise DataError(hardware_file, h.id, "per", "must be 'package' or 'die'")

@@ -99,6 +99,7 @@ class Registry:
         self.equations: dict[str, Equation] = {}
         self.sections: dict[str, Section] = {}
         self.rules: dict[str, tuple] = {}   # name -> (function, input names, description)
+        self.rule_optional: dict[str, tuple] = {}   # name -> the inputs it takes as None where missing
         self._current: Section | None = None
         self._memo: dict = {}                # closed forms and leaves; cleared on every declaration
         # SymPy's slow work (solves, limits, closed forms), kept between runs by the caller:
@@ -172,14 +173,17 @@ class Registry:
         self.quantities[name].expr = sp.sympify(expr, strict=True)
         return sym
 
-    def rule(self, name: str, inputs: tuple[str, ...], description: str):
+    def rule(self, name: str, inputs: tuple[str, ...], description: str, optional: tuple[str, ...] = ()):
         """A workload default that is not a formula (e.g. a divisibility trim): a decorator.
 
         A workload input declared with ``default="=rule:NAME"`` takes the function's value,
-        called with the magnitudes of ``inputs`` in their declared units.
+        called with the magnitudes of ``inputs`` in their declared units; an input named in
+        ``optional`` is passed as None where the chip or model does not give it (the rule says
+        when it needs it).
         """
         def deco(fn):
             self.rules[name] = (fn, inputs, description)
+            self.rule_optional[name] = tuple(optional)
             return fn
         return deco
 

@@ -37,10 +37,11 @@ the experts a token needs, and at least one expert where it holds any that a ste
 import sympy as sp
 
 from . import rules
-from .inputs import (R, B, L, F, W, W_up, W_out, C_hbm, E, k, delta, tau, c_F, beta_w, b_kv, a_attn,
+from .inputs import (R, B, L, F, W, W_up, W_out, D_up, C_hbm, E, k, delta, tau, c_F, beta_w, b_kv, a_attn,
                      n_layers, n_moe, n_kv_heads, n_lat_vec, price)
 from .latency_cost import B_1
 from .moe_rack import a2a_tok, c_a2a
+from .params import CHOICE_INPUTS
 from .pipeline import b_stage
 from .roofline import N_always, N_routed, f_read
 from .textbook import alpha, c_1, c_AR, b_tp, c_tp
@@ -142,21 +143,80 @@ t_w_min = R.derived(
 t_kv = R.derived("kv_fetch_time_layout", m_kv / W, "s",
                  "time for one chip to read its KV cache once", "t", "KV,layout")
 
+# -- where the groups run: inside one scale-up domain, or across several -------------------------
+# A group larger than the chip's scale-up domain sends part of its traffic over the scale-out
+# network, at the per-chip network bandwidth, never at scale-up speed.
+R.rule("tp_offdomain_share", ("tp", "scaleup_domain"),
+       "1 where the tensor-parallel group is larger than the scale-up domain (its ring crosses the scale-out "
+       "network at every step, so the all-reduce runs at that speed), else 0")(rules.tp_offdomain_share)
+R.rule("ep_offdomain_share", ("ep", "scaleup_domain"),
+       "share of the expert-parallel group outside one chip's scale-up domain: 1 − domain/ep, 0 within one "
+       "domain")(rules.ep_offdomain_share)
+R.rule("offdomain_bandwidth", ("tp", "ep", "scaleup_domain", "scaleup_bandwidth", "scaleout_bandwidth"),
+       "the chip's scale-out bandwidth where a tensor- or expert-parallel group spans scale-up domains (needed "
+       "then); within one domain no traffic leaves it", optional=("scaleout_bandwidth",))(rules.offdomain_bandwidth)
+f_tp_x = R.workload("tp_offdomain_share", "", "share of the tensor-parallel all-reduce's traffic that crosses "
+                    "the scale-out network: 1 where the group spans scale-up domains", "f", "TP,out",
+                    default="=rule:tp_offdomain_share")
+f_ep_x = R.workload("ep_offdomain_share", "", "share of the expert all-to-all's bytes sent to chips in another "
+                    "scale-up domain (uniform routing)", "f", "EP,out", default="=rule:ep_offdomain_share")
+W_x = R.workload("offdomain_bandwidth", "byte/s/chip",
+                 "bandwidth each chip's traffic to another scale-up domain gets: its scale-out network's",
+                 "W", "x", default="=rule:offdomain_bandwidth")
+# How an all-reduce runs depends on the fabric. A ring (what NCCL runs on any fabric, and what a
+# torus runs) makes 2·(n−1) steps; where every chip reaches every other in one hop, the serving
+# libraries run a one-shot all-reduce for small buffers (each chip sends its whole buffer to every
+# peer and sums what it receives: one step, (n−1) buffers sent) and a two-shot one for larger ones
+# (a reduce-scatter and an all-gather of one step each, the ring's bytes): TensorRT-LLM's
+# AllReduceStrategy ONESHOT/TWOSHOT, vLLM's custom all-reduce; NVIDIA, "3x Faster AllReduce with
+# NVSwitch and TensorRT-LLM MultiShot" (2024): two communication steps instead of 2·(n−1).
+d_dir = R.hardware("direct_collectives", "",
+                   "1 where every chip of the scale-up domain reaches every other in one hop (a switch, or a "
+                   "full mesh of links), so an all-reduce runs in one or two steps; 0 on a torus, where it "
+                   "runs around a ring", "d", "direct", field="<scaleup_topology>")
+CHOICE_INPUTS["direct_collectives"] = ("scaleup_topology", {
+    "switch": "1", "mesh": "1", "torus": "0",
+    None: ("torus", "a ring all-reduce assumed, which runs on any fabric")})
+
+# seconds per byte a chip sends: the in-domain and off-domain shares go out in parallel
+s_tp = sp.Max((1 - f_tp_x) / W_up, f_tp_x / W_x)
+s_ep = sp.Max((1 - f_ep_x) / W_up, f_ep_x / W_x)
+
 # -- communication ------------------------------------------------------------------------------
 # (the all-to-all bytes per token are read through their definition, not the moe_only quantity:
 # for a dense model there are no MoE layers, and the expert traffic is zero, not "not applicable")
+n_ar = c_tp * tau                          # all-reduces per layer
+v_tp = B / dp * delta * b_tp * s_tp / c_1  # seconds to send one layer's all-reduce buffers once
+lat = sp.Min(1, tp - 1)                    # no all-reduce, and no latency, at tp = 1
+t_ring = c_AR * (tp - 1) * (n_ar * alpha + v_tp / tp)
+t_one = lat * n_ar * alpha + (tp - 1) * v_tp
+t_two = c_AR * (lat * n_ar * alpha + (tp - 1) * v_tp / tp)
+t_tp_ring = R.derived("tp_allreduce_time_ring", n_layers / pp * t_ring, "s",
+                      "the stage's tensor-parallel all-reduces run as rings: 2·(tp − 1) steps each",
+                      "t", "TP,ring")
+t_tp_one = R.derived("tp_allreduce_time_one_shot", n_layers / pp * t_one, "s",
+                     "the stage's tensor-parallel all-reduces run one-shot: one step each, every chip sending its "
+                     "buffer to every peer", "t", "TP,1")
+t_tp_two = R.derived("tp_allreduce_time_two_shot", n_layers / pp * t_two, "s",
+                     "the stage's tensor-parallel all-reduces run two-shot: a one-step reduce-scatter, then a "
+                     "one-step all-gather", "t", "TP,2")
 t_tp = R.derived(
-    "tp_comm_time",
-    n_layers / pp * c_AR * (tp - 1) * (c_tp * tau * alpha + B / dp * delta * b_tp / (tp * W_up * c_1)), "s",
-    "tensor-parallel all-reduces of one stage: two a layer, each a ring reduce-scatter and all-gather of "
-    "the group's residual vectors over tp chips (tp − 1 hops each way, the per-hop latency, the scale-up link)",
+    "tp_comm_time", d_dir * sp.Min(t_tp_one, t_tp_two) + (1 - d_dir) * t_tp_ring, "s",
+    "tensor-parallel all-reduces of one stage: two a layer of the group's residual vectors over tp chips, "
+    "one-shot or two-shot (whichever is faster) where every chip reaches every other in one hop, else a "
+    "ring; at the scale-up link, or the scale-out network where the group spans domains",
     "t", "TP", note="Megatron-LM (Shoeybi et al. 2019): two all-reduces per layer in the forward pass; "
-                    "ring all-reduce as in the section on collectives")
+                    "ring, one-shot and two-shot all-reduces as in the section on collectives")
+t_tp_min = R.derived(
+    "tp_comm_time_min", sp.Min(t_tp_one, t_tp_two), "s",
+    "strict lower bound on the tensor-parallel all-reduces of one stage: the faster of one step (one-shot) "
+    "and two (two-shot) on any fabric", "t", "TP,min")
 t_ep = R.derived(
     "ep_comm_time",
-    n_moe / pp * (c_a2a * tau * alpha + B * delta * R.expand(a2a_tok) / (ep * W_up * c_1)), "s",
+    n_moe / pp * (c_a2a * tau * alpha + B * delta * R.expand(a2a_tok) * s_ep / (ep * c_1)), "s",
     "expert dispatch and combine of one stage: each MoE layer sends every token's k activations to its "
-    "experts and back, spread over ep chips' scale-up links, with one hop of latency each way",
+    "experts and back, spread over ep chips' links (scale-up within the domain, scale-out to the chips of "
+    "other domains, in parallel), with one hop of latency each way",
     "t", "EP")
 t_pp = R.derived(
     "pp_comm_time", (pp - 1) * (alpha + B * delta * b_stage / (dp * W_out * c_1)), "s",
@@ -173,7 +233,7 @@ t_step = R.derived(
     "all-reduces and the expert all-to-all that the next layer waits for (the hops between stages "
     "apart: pp_comm_time)", "t", "step,layout")
 R.derived(
-    "step_time_layout_min", pp * sp.Max(t_c, t_w_min + t_kv, t_tp + t_ep), "s",
+    "step_time_layout_min", pp * sp.Max(t_c, t_w_min + t_kv, t_tp_min + t_ep), "s",
     "strict lower bound on a decode step under the layout: communication overlapped with compute and "
     "reads at best, each chip reading at least its share of one token's experts", "t", "step,layout,min")
 t_floor = R.derived(

@@ -68,6 +68,32 @@ def expert_parallel(experts: float, chips: float, pp: float, moe_layers: float) 
     return expert_chips(experts, max(1.0, math.floor(chips / pp)))
 
 
+def tp_offdomain_share(tp: float, domain: float) -> float:
+    """layout.py: 1 where the tensor-parallel group is larger than a scale-up domain (its ring then
+    crosses the scale-out network at every step, so the whole all-reduce runs at that speed), else 0."""
+    return 1.0 if tp > domain else 0.0
+
+
+def ep_offdomain_share(ep: float, domain: float) -> float:
+    """layout.py: the share of an expert-parallel group's chips outside one chip's scale-up domain,
+    1 − domain/ep (uniform routing sends that share of the dispatch there); 0 within one domain."""
+    return max(0.0, 1.0 - domain / ep)
+
+
+def offdomain_bandwidth(tp: float, ep: float, domain: float, scaleup: float, scaleout: float | None) -> float:
+    """layout.py: the bandwidth a chip's traffic to another scale-up domain gets: its scale-out
+    network's where a tensor- or expert-parallel group spans domains; within one domain there is
+    no such traffic (the scale-up bandwidth stands in, multiplied by an off-domain share of 0)."""
+    if tp <= domain and ep <= domain:
+        return scaleup
+    if scaleout is None:
+        group = "tp" if tp > domain else "ep"
+        raise ValueError(f"{group} = {tp if group == 'tp' else ep:g} spans more than one scale-up "
+                         f"domain of {domain:g} chips, and the chip publishes no scale-out bandwidth to charge "
+                         f"the traffic between domains at: give it with --set scaleout_bandwidth=VALUE")
+    return scaleout
+
+
 def moe_layers_per_stage(moe_layers: float, stages: float) -> float:
     """pipeline.py: the model's MoE layers split evenly over the stages, rounded up."""
     if moe_layers < 1:

@@ -68,6 +68,8 @@ def _print_one(d: dict, sc, layouts) -> None:
     print(f"  feasible   : {fit} ({d['feasibility']})")
     if d["breakdown"]:
         print("  breakdown  : " + ", ".join(f"{b['name']} {b['display']}" for b in d["breakdown"]))
+    for n, c in enumerate(d.get("collectives", ())):
+        print(f"  {'collectives' if not n else '':<11}: {c['text']}")
     evidence = [i for i in d["inputs"] if i["source"].startswith("evidence:")]
     if evidence:   # an expected number: the efficiencies it assumed, and the measurements behind them
         assumed = ", ".join(e["name"] + " = " + e["display"] for e in evidence)

@@ -22,7 +22,7 @@ from . import compiled
 from ..data import MAY_BE_ZERO, RATE_FORMATS, Data
 from .dependence import FUSE_FROM, _depends_on, _derived_below, _fields_to_inputs, _inputs_below, _joined
 from .fit import Fit
-from .settings import (AT_MOST, BY_ATTENTION, DENSE_MOE_DEFAULTS, DIVIDES, EVIDENCE, FORMAT_KEYS, INLINE_ID,
+from .settings import (AT_MOST, BELOW, BY_ATTENTION, DENSE_MOE_DEFAULTS, DIVIDES, EVIDENCE, FORMAT_KEYS, INLINE_ID,
                        LAYOUT_DEGREES, ORDERED, SELECT_KEYS, WHOLE_NUMBERS, _compute_format, _with_inline)
 from ..errors import InputError, MissingInput, NotApplicable, NotGiven  # noqa: F401  (re-exported)
 from .regimes import REGIMES, regime_index
@@ -138,6 +138,8 @@ class Scenario(Fit):
                                  if problem == "must be positive" else f"--set {name}={text}: {problem}")
             if key in AT_MOST and v.magnitude > AT_MOST[key][0]:
                 raise InputError(f"--set {name}={text}: at most {AT_MOST[key][0]:g} ({AT_MOST[key][1]})")
+            if key in BELOW and v.magnitude >= BELOW[key][0]:
+                raise InputError(f"--set {name}={text}: must be below {BELOW[key][0]:g} ({BELOW[key][1]})")
             out[key] = v
         return out
 
@@ -298,7 +300,15 @@ class Scenario(Fit):
             val = self._record(name, parse(q.default), f"constant: {q.source}")
         elif way == "rule":
             fn, args, desc = REGISTRY.rules[q.default[6:]]
-            mags = [self.input(a).to(REGISTRY[a].unit or "").magnitude for a in args]
+            optional = REGISTRY.rule_optional.get(q.default[6:], ())
+            mags = []
+            for a in args:
+                try:
+                    mags.append(self.input(a).to(REGISTRY[a].unit or "").magnitude)
+                except MissingInput:
+                    if a not in optional:
+                        raise
+                    mags.append(None)   # the rule says where it needs it
             try:
                 result = fn(*mags)
             except ValueError as e:
@@ -306,7 +316,12 @@ class Scenario(Fit):
             val = self._record(name, Quantity(result, q.unit), f"workload default: {desc}")
         elif way == "copy":
             ref = q.default[1:]
-            val = self._record(name, self.input(ref).to(parse_unit(q.unit)), f"workload default: {self.whose(ref)}")
+            try:
+                got = self.input(ref)
+            except MissingInput as e:   # name what to give: this input, not the field its default copies
+                raise MissingInput(f"{name} ({q.meaning}) has no value here: give it with --set {name}=VALUE "
+                                   f"in {q.unit or 'a plain number'} ({e})") from None
+            val = self._record(name, got.to(parse_unit(q.unit)), f"workload default: {self.whose(ref)}")
         elif way == "given":
             raise NotGiven(f"{name} ({q.meaning}) has no default: give it with --set {name}=VALUE "
                            f"in {q.unit or 'a plain number'}", name)
@@ -330,12 +345,16 @@ class Scenario(Fit):
                                f"derived: {via} ({self.model.tags['attention']} attention of {self.model.id})")
         elif way == "choice":
             tag, table = CHOICE_INPUTS[name]
-            choice = self.model.tags.get(tag)
-            if choice is None:
-                raise MissingInput(f"{self.model.id} has no {tag} ({' or '.join(table)})")
-            where = (self.model.tag_sources.get(tag)
-                     or f"{self.data.files['models']}: {self.model.id}.{tag}")
-            val = self._record(name, parse(table[choice]), f"{where}: {choice}")
+            entry, file = (self.hw, "hardware") if q.origin == "hardware" else (self.model, "models")
+            choice = entry.tags.get(tag)
+            if choice is None and None in table:   # not published: the choice's stated fallback
+                fallback, why = table[None]
+                val = self._record(name, parse(table[fallback]), f"{entry.id} gives no {tag}: {why}")
+            elif choice is None:
+                raise MissingInput(f"{entry.id} has no {tag} ({' or '.join(k for k in table if k)})")
+            else:
+                where = entry.tag_sources.get(tag) or f"{self.data.files[file]}: {entry.id}.{tag}"
+                val = self._record(name, parse(table[choice]), f"{where}: {choice}")
         elif way == "dense":
             val = self._record(name, Quantity(DENSE_MOE_DEFAULTS[name], q.unit),
                                f"{self.model.id} is dense: no routed experts (E = k = 1, no MoE layers)")
@@ -403,6 +422,8 @@ class Scenario(Fit):
         A failure's message may name either entry whatever the scope (an InputError is evaluated
         per pair)."""
         way = self._way(name)
+        if way == "choice":
+            return REGISTRY[name].origin
         if way in ("rule", "copy", "attention"):   # what it reads, and the model's attention type
             return _joined([*(self.input_scope(r) for r in self.input_reads(name)),
                             *(["model"] if way == "attention" else [])])

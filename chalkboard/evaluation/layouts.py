@@ -11,7 +11,7 @@ from __future__ import annotations
 from derivations import REGISTRY, UNDER_LAYOUT
 
 from ..errors import InputError, MissingInput
-from ..typeset.fmt import fmt_named
+from ..typeset.fmt import fmt, fmt_named
 
 CHOICES = ("deployed", "even")
 DEGREES = ("tp", "dp_attention", "ep", "pp")
@@ -56,4 +56,35 @@ def breakdown(sc, name: str) -> list[dict]:
             out.append({"name": n, "display": fmt_named(n, sc.value(n))})
         except (MissingInput, InputError) as e:
             out.append({"name": n, "display": f"n/a ({e})"})
+    return out
+
+
+def collectives(sc, name: str) -> list[dict]:
+    """Each communication term ``name`` reads under the layout, with the algorithm it runs and the
+    network it crosses (eval's "collectives" line): [] where the quantity reads none."""
+    leaves = {l.name for l in REGISTRY.leaves(name)}
+    out = []
+    try:
+        tp, ep = sc.mag("tp"), sc.mag("ep")
+        if "tp_offdomain_share" in leaves and tp > 1:
+            if sc.mag("direct_collectives") == 0:
+                algo = f"ring ({2 * (tp - 1):g} steps each)"
+            else:
+                one, two = sc.mag("tp_allreduce_time_one_shot"), sc.mag("tp_allreduce_time_two_shot")
+                algo = "one-shot (1 step each)" if one <= two else "two-shot (2 steps each)"
+            off = sc.mag("tp_offdomain_share") > 0
+            net = (f"over the scale-out network at {fmt(sc.value('offdomain_bandwidth'))} (the group of {tp:g} "
+                   f"spans scale-up domains of {sc.mag('scaleup_domain'):g})" if off else
+                   f"within one scale-up domain at {fmt(sc.value('scaleup_bandwidth'))}")
+            out.append({"term": "tp_comm_time", "collective": "all-reduce", "algorithm": algo,
+                        "text": f"tensor-parallel all-reduces over {tp:g} chips: {algo}, {net}"})
+        if "ep_offdomain_share" in leaves and ep > 1 and sc.mag("moe_layers") > 0:
+            f = sc.mag("ep_offdomain_share")
+            net = (f"{1 - f:.0%} of its bytes within the scale-up domain at {fmt(sc.value('scaleup_bandwidth'))}, "
+                   f"{f:.0%} over the scale-out network at {fmt(sc.value('offdomain_bandwidth'))}" if f > 0 else
+                   f"within one scale-up domain at {fmt(sc.value('scaleup_bandwidth'))}")
+            out.append({"term": "ep_comm_time", "collective": "all-to-all", "algorithm": "direct (1 step each way)",
+                        "text": f"expert all-to-all over {ep:g} chips: direct, one step each way, {net}"})
+    except (MissingInput, InputError):
+        return out
     return out

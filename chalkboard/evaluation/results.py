@@ -350,6 +350,7 @@ def describe_as_asked(sc: Scenario, asked: str, layout: str = "deployed") -> dic
             d["even_spread"] = {"quantity": asked, "not_applicable": str(e)}
     d["layout"] = layouts.degrees(sc) if setup_dependence(name) in ("layout", "layout1") else {}
     d["breakdown"] = layouts.breakdown(sc, name)
+    d["collectives"] = layouts.collectives(sc, name) if d["layout"] else []
     return d
 
 

@@ -40,6 +40,11 @@ EVIDENCE = "=evidence"
 AT_MOST = {"zero_stage": (3, "ZeRO stage 3 partitions everything: the parameters, gradients and optimizer state"),
            "sequence_parallel": (1, "a switch: 1 with sequence parallelism, 0 without"),
            "recompute": (1, "a switch: 1 with full recomputation, 0 without (or selective)")}
+# inputs that must stay below a value, (the value, why)
+BELOW = {"draft_acceptance": (1, "a probability; at 1 every drafted token is accepted, the strict bound "
+                                 "user_speed_spec_max"),
+         "mtp_acceptance": (1, "a probability; at 1 every drafted token is accepted, the strict bound "
+                               "user_speed_spec_max")}
 # pairs (smaller, larger) that a coherent model keeps in order, with what breaking it means
 ORDERED = (("params_active", "params_total", "the sparsity N_total/N_active would be below 1"),
            ("experts_per_token", "experts", "a token cannot use more experts than there are"),

@@ -12,6 +12,11 @@ Figures used (each also in hardware.yaml / models.yaml with its source):
   MoE layers, 8 per token, d_model 7168; 671e9 total and 37e9 active parameters.
 * Megatron-LM (Shoeybi et al. 2019, sec. 3): two all-reduces of the residual stream per layer in
   the forward pass; a ring all-reduce moves 2·(n−1)/n of the buffer and makes 2·(n−1) hops.
+* On an NVSwitch node every GPU reaches every other in one hop, and the serving libraries run the
+  faster of a one-shot all-reduce (one step; each GPU sends its whole buffer to the n−1 others) and
+  a two-shot one (a reduce-scatter and an all-gather of one step each, the ring's 2·(n−1)/n of the
+  buffer): TensorRT-LLM's AllReduceStrategy ONESHOT/TWOSHOT; NVIDIA, "3x Faster AllReduce with
+  NVSwitch and TensorRT-LLM MultiShot" (2024).
 """
 import json
 
@@ -22,20 +27,37 @@ H100_W, NVLINK, HOP = 3.35e12, 450e9, 1e-6            # B/s, B/s per direction, 
 LLAMA70_KV = 2 * 80 * 8 * 128 * 2                      # bytes per token, bf16
 
 
+def nvswitch_allreduces(layers, tp, tokens, link=NVLINK, per_layer=2, width=8192, number=2):
+    """Megatron's all-reduces of ``tokens`` residual vectors, ``per_layer`` a layer, on one NVSwitch
+    node: the faster of one-shot and two-shot, worked from the buffer's bytes."""
+    buffer = per_layer * tokens * width * number                       # bytes a GPU all-reduces a layer
+    one = per_layer * HOP + (tp - 1) * buffer / link
+    two = 2 * (per_layer * HOP + (tp - 1) / tp * buffer / link)
+    return layers * min(one, two)
+
+
+def ring_allreduces(layers, tp, tokens, link=NVLINK, per_layer=2, width=8192, number=2):
+    """The same all-reduces as rings: 2·(tp − 1) steps each, 2·(tp − 1)/tp of the buffer."""
+    return layers * per_layer * 2 * (tp - 1) * (HOP + tokens * width * number / (tp * link))
+
+
 def _sc(data, hardware, model, *sets):
     from chalkboard.evaluation.evaluate import Scenario
     return Scenario(data, hardware, model, dict(x.split("=", 1) for x in sets))
 
 
-def test_llama_70b_tp8_decode_step_adds_two_ring_allreduces_per_layer(data, cli):
+def test_llama_70b_tp8_decode_step_adds_two_allreduces_per_layer(data, cli):
     sets = ("tp=8", "batch=1", "context=2048", "weight_format=bf16", "kv_format=bf16")
     sc = _sc(data, "h100-sxm", "llama-3-70b", *sets)
-    # one all-reduce of one token's residual (8192 bf16 numbers) over 8 GPUs: 2·7 hops and 2·7/8 of the buffer
-    allreduce = 2 * 7 * HOP + 2 * (7 / 8) * 8192 * 2 / NVLINK
-    per_layer = 2 * allreduce
-    assert sc.mag("tp_comm_time", "s") == pytest.approx(80 * per_layer, rel=1e-9)
+    # one token's residual (8192 bf16 numbers), two all-reduces a layer over 8 GPUs on NVSwitch: one-shot,
+    # 2 µs of steps and 7 · 32,768 bytes at 450 GB/s (2.51 µs a layer) beats two-shot (4.13 µs) and the
+    # ring's 2·7 hops (28.1 µs): 80 layers, 201 µs
+    allreduces = nvswitch_allreduces(80, 8, 1)
+    assert allreduces == pytest.approx(80 * (2e-6 + 7 * 32768 / 450e9), rel=1e-12)
+    assert sc.mag("tp_comm_time", "s") == pytest.approx(allreduces, rel=1e-9)
+    assert sc.mag("tp_allreduce_time_ring", "s") == pytest.approx(ring_allreduces(80, 8, 1), rel=1e-9)
     reads = (70e9 * 2 + 2048 * LLAMA70_KV) / 8 / H100_W                          # weights and KV, per GPU
-    assert sc.mag("step_time_layout", "s") == pytest.approx(reads + 80 * per_layer, rel=1e-9)
+    assert sc.mag("step_time_layout", "s") == pytest.approx(reads + allreduces, rel=1e-9)
     # the lecture's even spread has the same reads and no communication
     assert sc.mag("step_time", "s") == pytest.approx(reads, rel=1e-9)
     # the command line says the same, and names the layout it used
@@ -43,7 +65,7 @@ def test_llama_70b_tp8_decode_step_adds_two_ring_allreduces_per_layer(data, cli)
             *[a for x in sets for a in ("--set", x)], "--json")
     assert r.returncode == 0, r.stderr
     d = json.loads(r.stdout)
-    assert d["unit"] == "ms" and d["value"] * 1e-3 == pytest.approx(reads + 80 * per_layer, rel=1e-9)
+    assert d["unit"] == "ms" and d["value"] * 1e-3 == pytest.approx(reads + allreduces, rel=1e-9)
     assert {i["name"]: i["value"] for i in d["inputs"]}["tp"] == 8
 
 
@@ -152,15 +174,18 @@ def test_eval_answers_the_lecture_name_under_the_deployed_layout(cli):
     argv = ("eval", "step_time", "--hardware", "h100-sxm", "--model", "llama-3-70b",
             *[a for x in sets for a in ("--set", x)])
     d = json.loads(cli(*argv, "--json").stdout)
-    allreduces = 80 * 2 * (2 * 7 * HOP + 2 * (7 / 8) * 8192 * 2 / NVLINK)
+    allreduces = nvswitch_allreduces(80, 8, 1)
     reads = (70e9 * 2 + 2048 * LLAMA70_KV) / 8 / H100_W
     assert d["quantity"] == "step_time_layout" and d["asked"] == "step_time"
     assert d["value"] * 1e-3 == pytest.approx(reads + allreduces, rel=1e-9)
     terms = {b["name"]: b["display"] for b in d["breakdown"]}
     assert set(terms) >= {"tp_comm_time", "weight_fetch_time_layout", "compute_time_layout", "ep_comm_time"}
-    assert terms["tp_comm_time"] == "2.25 ms"        # 80 · 2 · (14 µs + 14 · 4.55 ns)
+    assert terms["tp_comm_time"] == "201 µs"        # 80 · (2 µs + 7 · 32,768 B / 450 GB/s)
     text = cli(*argv).stdout
-    assert "tp_comm_time 2.25 ms" in text and "tp 8 · dp_attention 1 · ep 1 · pp 1 = 8 chips" in text
+    assert "tp_comm_time 201 µs" in text and "tp 8 · dp_attention 1 · ep 1 · pp 1 = 8 chips" in text
+    # and it names the algorithm and the network the all-reduces run on
+    assert "collectives: tensor-parallel all-reduces over 8 chips: one-shot (1 step each), within one " \
+           "scale-up domain" in text
     # the lecture's even spread: by name, and beside the answer
     even = json.loads(cli(*argv, "--json", "--layout", "even").stdout)
     assert even["quantity"] == "step_time" and even["value"] * 1e-3 == pytest.approx(reads, rel=1e-9)
@@ -192,7 +217,7 @@ def test_sweeping_a_layout_degree_chooses_the_layout_at_each_point(cli):
     pts = {p["tp"]: p for p in json.loads(r.stdout)["points"]}
     # tp = 1 over 8 chips is 8 groups, each holding all 140 GB of bf16 weights: it cannot fit
     assert pts[1]["feasible"] is False and pts[8]["feasible"] is True
-    allreduces = 80 * 2 * (2 * 7 * HOP + 2 * (7 / 8) * 8192 * 2 / NVLINK)
+    allreduces = nvswitch_allreduces(80, 8, 1)
     assert pts[8]["step_time_layout"] == pytest.approx((70e9 * 2 + 2048 * LLAMA70_KV) / 8 / H100_W + allreduces,
                                                        rel=1e-9)
 
@@ -206,9 +231,58 @@ def test_a_prefill_under_tensor_parallelism_adds_its_all_reduces(data):
     attention = 0.5 * 2048 ** 2 * 4 * 80 * 64 * 128
     compute = (2 * 70e9 * 2048 + attention) / 8 / 989.5e12
     reads = 70e9 * 2 / 8 / H100_W
-    allreduces = 80 * 2 * 7 * (2 * HOP + 2048 * 2 * 8192 * 2 / (8 * NVLINK))
+    # 2,048 tokens' residuals are a 64 MiB buffer a layer: two-shot (the ring's bytes in 2 steps) wins
+    allreduces = nvswitch_allreduces(80, 8, 2048)
+    assert allreduces == pytest.approx(80 * 2 * (2 * HOP + 7 / 8 * 2048 * 2 * 8192 * 2 / NVLINK), rel=1e-12)
     assert compute > reads   # a prompt this long is compute-bound
     assert sc.mag("prefill_tp_comm_time", "s") == pytest.approx(allreduces, rel=1e-9)
     assert sc.mag("time_to_first_token_layout", "s") == pytest.approx(compute + allreduces, rel=1e-9)
     # the even spread has the same compute and no all-reduces
     assert sc.mag("time_to_first_token", "s") == pytest.approx(compute, rel=1e-9)
+
+
+def test_an_nvswitch_allreduce_of_a_small_message_is_one_step_not_a_ring(data):
+    # Issue check: one token of Llama 3 70B (16 KiB a residual) all-reduced over 8 H100s: one-shot takes
+    # a step of latency and 7 buffers at 450 GB/s per all-reduce; a torus (TPU v6e, 2D torus per its
+    # docs) runs the ring's 2·7 steps. The strict bound takes the fastest algorithm on any fabric.
+    sets = ("tp=8", "batch=1", "context=2048", "weight_format=bf16")
+    h100 = _sc(data, "h100-sxm", "llama-3-70b", *sets)
+    one_allreduce = 1e-6 + 7 * 8192 * 2 / NVLINK           # 1.25 µs
+    assert h100.mag("tp_comm_time", "s") == pytest.approx(80 * 2 * one_allreduce, rel=1e-9)
+    ring = 2 * 7 * (1e-6 + 8192 * 2 / (8 * NVLINK))         # 14.06 µs
+    assert h100.mag("tp_allreduce_time_ring", "s") == pytest.approx(80 * 2 * ring, rel=1e-9)
+    v6e = _sc(data, "tpu-v6e", "llama-3-70b", *sets)
+    assert v6e.mag("direct_collectives") == 0
+    assert v6e.mag("tp_comm_time", "s") == pytest.approx(v6e.mag("tp_allreduce_time_ring", "s"), rel=1e-12)
+    assert v6e.mag("tp_comm_time_min", "s") < v6e.mag("tp_comm_time", "s") / 5
+    # a chip that publishes no topology runs the ring, and says why
+    v7 = _sc(data, "tpu-v7", "llama-3-70b", *sets)
+    assert v7.mag("direct_collectives") == 0
+    assert "ring all-reduce assumed" in v7.records["direct_collectives"].source
+
+
+def test_a_two_node_expert_group_sends_its_offnode_share_over_the_network(data, cli):
+    # DeepSeek-V3 expert-parallel over 16 H100s on two 8-GPU NVLink nodes (ep 16, dp_attention 16), batch
+    # 256: each MoE layer sends every token's 8 activations (7168 bf16 numbers) out and back, spread over
+    # 16 GPUs; uniform routing sends half of them to the other node, over one 400 Gb/s ConnectX-7 NIC per
+    # GPU (50 GB/s), in parallel with the NVLink half (450 GB/s), one 1 µs step each way.
+    sc = _sc(data, "h100-sxm", "deepseek-v3", "ep=16", "dp_attention=16", "batch=256", "context=4096")
+    per_chip = 256 * 2 * 8 * 7168 * 2 / 16                  # bytes a GPU sends per MoE layer
+    by_hand = 58 * (2 * 1e-6 + max(0.5 * per_chip / 450e9, 0.5 * per_chip / 50e9))
+    assert sc.mag("ep_offdomain_share") == 0.5
+    assert sc.mag("ep_comm_time", "s") == pytest.approx(by_hand, rel=1e-9)
+    # charged at NVLink speed, as if one node held the group, it would be 3.8 times shorter
+    assert sc.mag("ep_comm_time", "s") > 3.5 * 58 * (2 * 1e-6 + per_chip / 450e9)
+    r = cli("eval", "ep_comm_time", "--hardware", "h100-sxm", "--model", "deepseek-v3", "--set", "ep=16",
+            "--set", "dp_attention=16", "--set", "batch=256")
+    assert "50% over the scale-out network" in r.stdout, r.stdout
+
+
+def test_a_group_that_spans_domains_needs_the_network_bandwidth(cli):
+    # MI300X publishes no scale-out bandwidth (hardware.yaml): tp 16 spans two 8-GPU nodes, refused
+    r = cli("eval", "step_time", "--hardware", "mi300x", "--model", "llama-3-70b", "--set", "tp=16")
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert "spans more than one scale-up domain" in r.stderr and "--set scaleout_bandwidth" in r.stderr
+    ok = cli("eval", "step_time", "--hardware", "mi300x", "--model", "llama-3-70b", "--set", "tp=16",
+             "--set", "scaleout_bandwidth=400 Gb/s", "--set", "batch=8", "--set", "context=2048")
+    assert ok.returncode == 0 and "over the scale-out network at" in ok.stdout
