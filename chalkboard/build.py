@@ -193,8 +193,8 @@ def build(root: Path, args, process=None) -> int:
         from . import validation as val
         checked = val.evaluate_all(data, val.load_measurements(root, data, measurements_file))
         validation = val.for_report(checked, measurements_file)
-        stats = val.summary(checked)
-        sc.evidence = lambda: stats   # the featured numbers' expected efficiencies (expected_mfu, expected_mbu)
+        fitted = val.efficiency_model(checked)
+        sc.evidence = lambda: fitted   # the featured numbers' expected efficiencies (expected_mfu, expected_mbu)
     # the claims, read and checked before anything is drawn: the figures mark their rules of thumb
     claims = read_claims(data, claims_path, args.claims_file, claims_doc) if has_claims else None
     refs = {q: v for q in MARKED_RULES_OF_THUMB

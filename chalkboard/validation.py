@@ -96,6 +96,8 @@ class Result:
     assumed: list[str]
     fits: str | None
     step_time_min_layout: float | None = None   # s: the strict bound under the record's stated layout
+    compute_time: float = math.nan   # s: the strict bound's compute term
+    memory_time: float = math.nan    # s: the strict bound's memory term (weights at least read, KV)
 
     @property
     def layout_efficiency(self) -> float | None:
@@ -358,7 +360,8 @@ def evaluate_record(data, rec: Record) -> Result:
         except (MissingInput, NotApplicable, InputError):
             t_layout = None
     return Result(rec, batch, context, delta, t_min, bound_chip, measured_chip, effs[primary], effs, regime,
-                  sc.is_dense, sc.formats_text(), b_star, step_measured, assumed, sc.fit(), t_layout)
+                  sc.is_dense, sc.formats_text(), b_star, step_measured, assumed, sc.fit(), t_layout,
+                  compute, memory)
 
 
 def evaluate_all(data, records: list[Record]) -> list[Result]:
@@ -387,17 +390,27 @@ def summary(results: list[Result]) -> dict:
     return {k: _stats(v) for k, v in groups.items()}
 
 
+def efficiency_model(results: list[Result]):
+    """The smooth efficiency fitted to the published runs (chalkboard/calibration.py), with its
+    error held out by source."""
+    from . import calibration
+    return calibration.fit([math.log10(r.compute_time / r.memory_time) for r in results],
+                           [0.0 if r.dense else 1.0 for r in results],
+                           [math.log(r.efficiency) for r in results],
+                           [r.record.source.id for r in results])
+
+
 def evidence(root: Path, data, label: str = MEASUREMENTS_FILE):
-    """A function giving the efficiency statistics by regime of the published measurements
-    (``summary``), read and evaluated on its first call: Scenario.evidence, for the inputs whose
-    default is the evidence (expected_mfu, expected_mbu)."""
+    """A function giving the efficiency fitted to the published measurements (``efficiency_model``),
+    read, evaluated and fitted on its first call: Scenario.evidence, for the inputs whose default
+    is the evidence (expected_mfu, expected_mbu)."""
     kept = {}
 
-    def stats() -> dict:
-        if "s" not in kept:
-            kept["s"] = summary(evaluate_all(data, load_measurements(root, data, label)))
-        return kept["s"]
-    return stats
+    def model():
+        if "m" not in kept:
+            kept["m"] = efficiency_model(evaluate_all(data, load_measurements(root, data, label)))
+        return kept["m"]
+    return model
 
 
 def cited_figures(results: list[Result]) -> dict[str, dict[str, float]]:
@@ -443,8 +456,13 @@ def as_json(results: list[Result]) -> dict:
                        "as_of": rec.source.as_of, "where": rec.where},
             "notes": rec.notes,
         })
+    m = efficiency_model(results)
+    fitted = {"terms": dict(zip(("intercept", "memory_bound_slope", "compute_bound_slope", "moe"), m.theta)),
+              "runs": m.n, "sources": m.sources, "held_out_runs": m.cv_n,
+              "held_out_median_abs_log_error": m.cv_median, "held_out_within_1_5": m.cv_within,
+              "range_factors": list(m.band)}
     return {"records": rows, "summary": summary(results), "cited": cited_figures(results),
-            "violations": [r.record.id for r in results if r.violates]}
+            "violations": [r.record.id for r in results if r.violates], "efficiency_fit": fitted}
 
 
 def as_text(results: list[Result], data=None) -> str:
@@ -465,6 +483,10 @@ def as_text(results: list[Result], data=None) -> str:
         if s["n"]:
             lines.append(f"    {g:<27} {_pct(s['median']):>6} ({_pct(s['q1'])}-{_pct(s['q3'])}, "
                          f"{_pct(s['min'])}-{_pct(s['max'])}), {s['n']}")
+    m = efficiency_model(results)
+    lines.append(f"  expected efficiency (the fit every expected number uses): {m.text()}")
+    lines.append(f"  held out by source: median error ×{math.exp(m.cv_median):.2f}, {m.cv_within:.0%} of "
+                 f"{m.cv_n} held-out runs within ×1.5 of the expected number")
     bad = [r for r in results if r.violates]
     fams = len({r.record.hardware for r in results})
     models = len({r.record.model for r in results})
@@ -501,6 +523,9 @@ def for_report(results: list[Result], label: str = MEASUREMENTS_FILE) -> dict:
             stats.append({"group": g, "n": s["n"], "median": _pct(s["median"]),
                           "iqr": f"{_pct(s['q1'])}–{_pct(s['q3'])}", "range": f"{_pct(s['min'])}–{_pct(s['max'])}"})
     bad = [r.record.id for r in results if r.violates]
-    return {"file": label, "count": len(results), "rows": rows, "stats": stats, "violations": bad,
+    m = efficiency_model(results)
+    fit = {"text": m.text(), "within": _pct(m.cv_within), "held_out": m.cv_n,
+           "median": f"×{math.exp(m.cv_median):.2f}", "low": f"×{m.band[0]:.2f}", "high": f"×{m.band[1]:.2f}"}
+    return {"file": label, "count": len(results), "rows": rows, "stats": stats, "violations": bad, "fit": fit,
             "chips": len({r.record.hardware for r in results}), "models": len({r.record.model for r in results}),
             "svg": None}

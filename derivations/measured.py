@@ -15,8 +15,8 @@ recomputed, the hardware FLOP utilisation) over what the chip-hours could do.
 
 Expected numbers take an efficiency as an input, never silently: ``step_time_expected`` divides
 the compute time by ``expected_mfu`` and the memory time by ``expected_mbu``, so an expected
-number always says which efficiencies it assumed: the ones given with --set, or else the median
-that the published measurements of the same regime reach, with their spread and count.
+number always says which efficiencies it assumed: the ones given with --set, or else the one
+fitted to the published measurements (chalkboard/calibration.py), with its held-out range.
 """
 import sympy as sp
 
@@ -71,25 +71,27 @@ R.section(
     seeds=(),
     chapter="batch",
     question="If the compute runs at expected_mfu of peak and the memory reads at expected_mbu of "
-             "the bandwidth (given, or else what published measurements of the same regime reach), how "
+             "the bandwidth (given, or else fitted to the published measurements), how "
              "long is a step, and what does a token cost?",
-    takeaway="At {expected_mfu} MFU and {expected_mbu} MBU (given with --set, else the median that the "
-             "published measurements of this set-up's regime reach), a step of {model} on {hardware} takes "
+    takeaway="At {expected_mfu} MFU and {expected_mbu} MBU (given with --set, else the efficiency fitted to the "
+             "published measurements at this set-up's place on the roofline), a step of {model} on {hardware} takes "
              "{step_time_expected} (bound {step_time}), {throughput_expected} per copy.",
     featured=("step_time_expected", "throughput_expected", "cost_per_token_expected"),
 )
-# Their default is the evidence: the median efficiency (measured speed over the strict bound's)
-# of the published measurements in the set-up's regime, recomputed from measurements.yaml when read
-# (chalkboard.evaluate.EVIDENCE); that efficiency is taken for both, which for an MoE's uniform-routing
+# Their default is the evidence: the efficiency (measured speed over the strict bound's) fitted to
+# the published measurements as a smooth function of the set-up's place on the roofline, refitted
+# from measurements.yaml when read (chalkboard/calibration.py); that efficiency is taken for both, which for an MoE's uniform-routing
 # step (above the strict bound) errs slow.
 u = R.workload("expected_mfu", "", "share of peak FLOP/s the compute is expected to reach (stated with --set, "
-               "else the published measurements' median in the set-up's regime)", "u", "exp", default="=evidence")
+               "else the efficiency fitted to the published measurements at the set-up's place on the roofline)",
+               "u", "exp", default="=evidence")
 v = R.workload("expected_mbu", "", "share of HBM bandwidth the memory reads are expected to reach (stated with "
-               "--set, else the published measurements' median in the set-up's regime)", "v", "exp",
+               "--set, else the efficiency fitted to the published measurements at the set-up's place on the "
+               "roofline)", "v", "exp",
                default="=evidence")
 t_exp = R.derived("step_time_expected", sp.Max(t_compute / u, t_mem / v), "s",
                   "expected step time: compute at expected_mfu, memory reads at expected_mbu, overlapped "
-                  "(the efficiencies given, else the published measurements' median in this regime)", "t", "exp")
+                  "(the efficiencies given, else the one fitted to the published measurements)", "t", "exp")
 thr_exp = R.derived("throughput_expected", B * delta / t_exp, "token/s",
                     "expected tokens per second from one copy at the expected efficiencies", "Θ", "exp")
 R.derived("cost_per_token_expected", price * S / thr_exp, "USD/Mtoken",

@@ -53,6 +53,8 @@ def _print_one(d: dict, sc, layouts) -> None:
     from derivations import REGISTRY
 
     print(f"{d['quantity']} = {d['display']}   ({d['meaning']})")
+    if "range" in d:
+        print(f"  range      : {d['range']['display']} ({d['range']['why']})")
     print(f"  on {d['hardware']} x {d['model']}; {sc.formats_text()}")
     if d["layout"]:
         print(f"  layout     : {layouts.text(d['layout'])}")
@@ -103,6 +105,8 @@ def _eval_choice(args) -> int:
         print(json.dumps(d, indent=2, ensure_ascii=False))
         return 0
     print(f"{d['quantity']} = {d['display']}   ({d['meaning']})")
+    if "range" in d:
+        print(f"  range      : {d['range']['display']} ({d['range']['why']})")
     print(f"  on {d['hardware']} x {d['model']}; {d['against']['quantity']} = {d['against']['value']}")
     w = max(len(o["label"]) for o in d["options"])
     for o in d["options"]:
@@ -148,16 +152,20 @@ def _eval_sweep(args) -> int:
     data = load(args)
     sc = Scenario(data, args.hardware, args.model, parse_sets(args.set))
     check_counts(sc.overrides)
+    if (ROOT / "measurements.yaml").exists():   # the fitted efficiency, read if an expected number asks
+        from chalkboard.validation import evidence
+        sc.evidence = evidence(ROOT, data)
     result = sw.sweep(sc, list(args.quantity), axes)
+    shown = sw.shown_quantities(result, list(args.quantity))   # with an expected number's range
     if args.json:
         print(sw.as_json({"hardware": sc.hw.id, "model": sc.model.id, "formats": sc.formats,
-                          "units": {n: sw.unit_of(n) for n in [*result["axes"], *args.quantity]},
-                          "points": sw.sweep_records(result, list(args.quantity))}))
+                          "units": {n: sw.unit_of(n) for n in [*result["axes"], *shown]},
+                          "points": sw.sweep_records(result, shown)}))
     elif args.csv:
-        sys.stdout.writelines(sw.sweep_csv(result, list(args.quantity)))
+        sys.stdout.writelines(sw.sweep_csv(result, shown))
     else:
         print(f"{', '.join(args.quantity)} on {sc.hw.id} x {sc.model.id}; {sc.formats_text()}")
-        print(sw.aligned(sw.sweep_table(result, list(args.quantity))))
+        print(sw.aligned(sw.sweep_table(result, shown)))
     if note:
         print(note, file=sys.stderr)
     return 0

@@ -130,11 +130,11 @@ def make_parser() -> argparse.ArgumentParser:
     pn.add_argument("--prompt", type=float, help="tokens of the prompt the time to first token is for "
                                                  "(default: the context)")
     pn.add_argument("--hardware", help="comma-separated hardware ids (default: every chip with a rental price)")
-    pn.add_argument("--formats", help="comma-separated weight formats to try, e.g. bf16,fp8,fp4 (default: the "
-                                      "model's own)")
+    pn.add_argument("--formats", help="comma-separated weight formats to try, e.g. bf16,fp8 (default: bf16, "
+                                      "fp8 and fp4 where the chip publishes a dense rate for the format)")
     pn.add_argument("--by", choices=("expected", "bound"), default="expected",
                     help="which numbers the targets judge: expected (default: the bound at the efficiency "
-                         "published measurements reach in each candidate's regime) or bound (100%% efficiency)")
+                         "fitted to published measurements, with its range) or bound (100%% efficiency)")
     pn.add_argument("--set", action="append", metavar="NAME=VALUE", help="override an input for every candidate")
     pn.add_argument("--measurements-file", default="measurements.yaml",
                     help="the published measurements the expected efficiencies come from (default: %(default)s)")

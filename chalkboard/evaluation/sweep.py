@@ -88,13 +88,55 @@ def sweep(sc: Scenario, quantities: list[str], axes: list[tuple[str, np.ndarray]
     want = list(dict.fromkeys(quantities + [fill]))
     if _rechosen(names, want):
         out = _point_by_point(sc, want, flat)
-    else:
-        try:
-            out = sc.sweep_many(want, {n: (v, None) for n, v in flat.items()})
-        except MissingInput:
-            out = sc.sweep_many(quantities, {n: (v, None) for n, v in flat.items()})
-    _spot_check(sc, quantities, flat, out)
-    return {"axes": flat, "columns": {q: out[q] for q in quantities}, "fill": out.get(fill)}
+        return {"axes": flat, "columns": {q: out[q] for q in quantities}, "fill": out.get(fill)}
+    fitted = _fitted_efficiency(sc, want, flat)
+    at = {**flat, **(fitted[0] if fitted else {})}   # the fitted efficiency of each point, held
+    try:
+        out = sc.sweep_many(want, {n: (v, None) for n, v in at.items()})
+    except MissingInput:
+        out = sc.sweep_many(quantities, {n: (v, None) for n, v in at.items()})
+    _spot_check(sc, quantities, at, out)
+    columns = {q: out[q] for q in quantities}
+    if fitted:   # each expected number's range: the efficiency at the ends of its held-out error
+        reading = [q for q in quantities if set(fitted[0]) & {l.name for l in REGISTRY.leaves(q)}]
+        ends = [sc.sweep_many(reading, {n: (v, None) for n, v in {**flat, **e}.items()}) for e in fitted[1:]]
+        for q in reading:
+            lo, hi = np.minimum(ends[0][q], ends[1][q]), np.maximum(ends[0][q], ends[1][q])
+            columns[q + RANGE_SUFFIXES[0]], columns[q + RANGE_SUFFIXES[1]] = lo, hi
+    return {"axes": flat, "columns": columns, "fill": out.get(fill)}
+
+
+RANGE_SUFFIXES = ("_low", "_high")   # an expected number's range, as columns beside it
+
+
+def shown_quantities(result: dict, quantities: list[str]) -> list[str]:
+    """The columns a sweep prints: each quantity, then the ends of its range where it has one."""
+    return [c for q in quantities for c in (q, *(q + s for s in RANGE_SUFFIXES)) if c in result["columns"]]
+
+
+def _declared(name: str) -> str:
+    """The declared quantity a column is read as: a range's end is in its quantity's unit."""
+    for suffix in RANGE_SUFFIXES:
+        if name not in REGISTRY and name.endswith(suffix) and name[: -len(suffix)] in REGISTRY:
+            return name[: -len(suffix)]
+    return name
+
+
+def _fitted_efficiency(sc, quantities: list[str], flat: dict):
+    """Where the quantities read the efficiency fitted to the published runs (an expected number):
+    ({input: its value at each point}, the same at the low end of its range, at the high end)."""
+    from .evaluate import EVIDENCE_INPUTS
+
+    read = {l.name for q in quantities for l in REGISTRY.leaves(q)}
+    fitted = [n for n in EVIDENCE_INPUTS if n in read and sc._way(n) == "evidence"]
+    if not fitted or sc.evidence is None:
+        return None
+    terms = sc.sweep_many(["compute_time", "weight_fetch_time_min", "kv_fetch_time"],
+                          {n: (v, None) for n, v in flat.items()})
+    model = sc.evidence()
+    e = model.predict(terms["compute_time"], terms["weight_fetch_time_min"] + terms["kv_fetch_time"], sc.is_dense)
+    e = np.broadcast_to(e, next(iter(flat.values())).shape)
+    return tuple({n: np.minimum(1.0, e * f) for n in fitted} for f in (1.0, *model.band))
 
 
 # a sweep that moves the layout chooses it again at every point, one scenario a point: at most this many
@@ -160,7 +202,7 @@ def _spot_check(sc, quantities, flat, out) -> None:
 
 def unit_of(q: str) -> str:
     """A quantity's declared unit, '1' for a bare number."""
-    return REGISTRY[q].unit or "1"
+    return REGISTRY[_declared(q)].unit or "1"
 
 
 def _shown_unit(q: str, values) -> tuple[str, float]:
@@ -170,6 +212,7 @@ def _shown_unit(q: str, values) -> tuple[str, float]:
     from .compiled import base_factor, declared
     from ..typeset.fmt import SHARE_SYMBOL, display_unit, is_share, share_factor
 
+    q = _declared(q)
     if is_share(q):   # a share of a whole, read as a percentage (as the report and eval print it)
         return SHARE_SYMBOL, 1 / share_factor()
     finite = [abs(v) for v in values if v is not None and not math.isnan(v)]

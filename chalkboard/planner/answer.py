@@ -9,7 +9,7 @@ import json
 import numpy as np
 
 from ..typeset.fmt import sig
-from .search import LEFT_OUT, TTFT, Search
+from .search import LAYOUT_RULES, LEFT_OUT, TTFT, Search
 
 DEGREES = ("tp", "dp_attention", "ep", "pp", "chips")
 # the two readings of a candidate: (speed, cost, step) under each
@@ -40,6 +40,12 @@ def _row(s: Search, i: int, data_args: str) -> dict:
         r[by] = {"tokens_per_user": _num(c[speed][i]), "cost_per_mtoken": _num(c[cost][i]),
                  "step_time_ms": _num(c[step][i])}
     r["expected"]["efficiency"] = _num(c["efficiency"][i])
+    speed, cost, step = READING["expected"]
+    if speed + "_low" in c:   # the range the fitted efficiency's held-out error spans
+        r["expected"]["range"] = {
+            "tokens_per_user": sorted([_num(c[speed + "_low"][i]), _num(c[speed + "_high"][i])], key=_key),
+            "cost_per_mtoken": sorted([_num(c[cost + "_low"][i]), _num(c[cost + "_high"][i])], key=_key),
+            "step_time_ms": sorted([_num(c[step + "_low"][i]), _num(c[step + "_high"][i])], key=_key)}
     r["hbm_fill"] = _num(c["hbm_fill_layout"][i])
     r["ttft_s"] = _num(c[TTFT][i])
     sets = [f"weight_format={r['weight_format']}", f"context={t.context:g}", *(f"{k}={r[k]}" for k in DEGREES),
@@ -48,6 +54,10 @@ def _row(s: Search, i: int, data_args: str) -> dict:
     r["command"] = (f"python3 build.py eval {quantity} --hardware {r['hardware']} --model {s.model}{data_args} "
                     + " ".join(f"--set {x}" for x in sets))
     return r
+
+
+def _key(x):
+    return -np.inf if x is None else x
 
 
 def _num(x) -> float | None:
@@ -68,6 +78,15 @@ def frontier(s: Search, among: np.ndarray) -> list[int]:
     return out
 
 
+def _cheapest(s: Search, among: np.ndarray) -> int:
+    """The cheapest candidate in ``among``; at equal cost the faster, then the fewer chips: a pick
+    on the frontier, never a tie's slower twin."""
+    speed, cost, _ = READING[s.targets.by]
+    idx = np.flatnonzero(among)
+    c = s.columns
+    return int(idx[np.lexsort((c["chips"][idx], -c[speed][idx], c[cost][idx]))[0]])
+
+
 def as_json(s: Search, data_args: str = "") -> dict:
     """The whole answer as one object."""
     c, t = s.columns, s.targets
@@ -76,7 +95,7 @@ def as_json(s: Search, data_args: str = "") -> dict:
     ok = fits & fast & priced if c else None
     best = None
     if c is not None and c and ok.any():
-        best = _row(s, int(np.flatnonzero(ok)[np.argmin(c[cost][ok])]), data_args)
+        best = _row(s, _cheapest(s, ok), data_args)
     chips = {}
     for hw, why in s.chips.items():
         if why:
@@ -85,6 +104,12 @@ def as_json(s: Search, data_args: str = "") -> dict:
         mine = c["hardware"] == hw
         chips[hw] = _chip_verdict(s, hw, mine, fits, fast, priced, best, data_args)
         chips[hw]["frontier"] = [_row(s, i, data_args) for i in frontier(s, mine & fits)]
+    if best is not None and "range" in best.get("expected", {}) and t.by == "expected":
+        # another chip whose cheapest cost lies inside the pick's range cannot be told apart from it
+        top = best["expected"]["range"]["cost_per_mtoken"][1]
+        best["within_range"] = [hw for hw, v in chips.items() if v.get("verdict") == "dearer"
+                                and v["best"]["expected"]["cost_per_mtoken"] is not None
+                                and v["best"]["expected"]["cost_per_mtoken"] <= top]
     return {
         "model": s.model, "context": t.context, "prompt": t.prompt or t.context,
         "targets": {"min_tokens_per_user": t.min_tokens_per_user, "max_ttft_s": t.max_ttft},
@@ -94,6 +119,7 @@ def as_json(s: Search, data_args: str = "") -> dict:
         "best": best,
         "frontier": [_row(s, i, data_args) for i in frontier(s, fits)] if c else [],
         "chips": chips,
+        "rules": list(LAYOUT_RULES),
         "left_out": list(LEFT_OUT),
     }
 
@@ -118,7 +144,7 @@ def _chip_verdict(s, hw, mine, fits, fast, priced, best, data_args) -> dict:
         return {"verdict": "no price", "why": "meets the targets, but has no rental price: not ranked on cost",
                 "fastest": _row(s, i, data_args)}
     ok &= priced
-    i = int(np.flatnonzero(ok)[np.argmin(c[cost][ok])])
+    i = _cheapest(s, ok)
     row = _row(s, i, data_args)
     if best is not None and row["command"] == best["command"]:
         return {"verdict": "cheapest", "why": "the cheapest that meets the targets", "best": row}
@@ -139,28 +165,33 @@ def text(s: Search, data_args: str = "") -> str:
              f"per user" + (f", first token within {sig(t.max_ttft)} s (prompt {d['prompt']:,.0f})"
                              if t.max_ttft is not None else "")
              + f"; judged by the {by} numbers; {d['searched']:,} candidates searched"]
-    if by == "expected":
-        lines.append("  expected = the bound at the median efficiency published measurements reach in the "
-                     "candidate's regime (validate): " + "; ".join(
-                         f"{g} {e:.0%}" if e is not None else f"{g} none" for g, e in d["efficiencies"].items()))
+    if by == "expected" and d["efficiencies"]:
+        lines.append("  expected = the bound at the efficiency fitted to published runs (validate): "
+                     + d["efficiencies"]["fit"])
     b = d["best"]
     if b is None:
         lines.append("no chip searched meets the targets (see each chip's verdict below)")
     else:
         lines.append(f"cheapest: {b['hardware']}, weights {b['weight_format']}, {_layout(b)} chips, batch "
-                     f"{b['batch']:,}: {sig(b[by]['tokens_per_user'])} token/s per user, "
-                     f"{sig(b[by]['cost_per_mtoken'])} USD/Mtoken, step {sig(b[by]['step_time_ms'])} ms, "
-                     f"first token {sig(b['ttft_s'])} s (its bound), {b['hbm_fill']:.0%} of HBM")
+                     f"{b['batch']:,}: {sig(b[by]['tokens_per_user'])} token/s per user{_range(b, by, 'tokens_per_user')}, "
+                     f"{sig(b[by]['cost_per_mtoken'])} USD/Mtoken{_range(b, by, 'cost_per_mtoken')}, step "
+                     f"{sig(b[by]['step_time_ms'])} ms, first token {sig(b['ttft_s'])} s (its bound), "
+                     f"{b['hbm_fill']:.0%} of HBM")
         other = "bound" if by == "expected" else "expected"
         if b[other]["cost_per_mtoken"] is not None:
             lines.append(f"  ({other}: {sig(b[other]['tokens_per_user'])} token/s per user, "
                          f"{sig(b[other]['cost_per_mtoken'])} USD/Mtoken)")
+        if b.get("within_range"):
+            lines.append(f"  within the pick's range (the expected numbers cannot tell them apart): "
+                         + ", ".join(b["within_range"]))
         lines.append(f"  reproduce: {b['command']}")
     lines.append("")
     lines.append("frontier (no candidate is both cheaper and faster), fastest first:")
     head = ("chip", "weights", "layout (chips)", "batch", "token/s/user", "USD/Mtoken", "step ms", "HBM")
-    body = [(r["hardware"], r["weight_format"], _layout(r), f"{r['batch']:,}", sig(r[by]["tokens_per_user"]),
-             sig(r[by]["cost_per_mtoken"]), sig(r[by]["step_time_ms"]), f"{r['hbm_fill']:.0%}")
+    body = [(r["hardware"], r["weight_format"], _layout(r), f"{r['batch']:,}",
+             sig(r[by]["tokens_per_user"]) + _range(r, by, "tokens_per_user"),
+             sig(r[by]["cost_per_mtoken"]) + _range(r, by, "cost_per_mtoken"), sig(r[by]["step_time_ms"]),
+             f"{r['hbm_fill']:.0%}")
             for r in _thin(d["frontier"])]
     lines += _aligned([head, *body])
     lines.append("")
@@ -168,8 +199,17 @@ def text(s: Search, data_args: str = "") -> str:
     w = max((len(h) for h in d["chips"]), default=0)
     for hw, v in d["chips"].items():
         lines.append(f"  {hw:<{w}}  {v['verdict']}: {v['why']}")
+    lines.append("rules kept: " + "; ".join(LAYOUT_RULES))
     lines.append("left out: " + "; ".join(LEFT_OUT))
     return "\n".join(lines)
+
+
+def _range(r: dict, by: str, key: str) -> str:
+    """" (lo–hi)" of an expected number's range, or "" for a bound."""
+    rng = r[by].get("range", {}).get(key) if by == "expected" else None
+    if not rng or None in rng:
+        return ""
+    return f" ({sig(rng[0])}–{sig(rng[1])})"
 
 
 def _thin(rows: list[dict], most: int = 24) -> list[dict]:

@@ -12,7 +12,6 @@ from units import Quantity
 
 from ..errors import InputError, MissingInput
 from ..evaluation.evaluate import Scenario
-from ..evaluation.regimes import REGIMES, regime_index
 
 # The batches searched: every eighth of a doubling from 1 to 65,536 sequences, whole numbers.
 BATCHES = np.unique(np.round(2.0 ** (np.arange(0, 16 * 8 + 1) / 8)))
@@ -22,7 +21,6 @@ LEFT_OUT = (
     "pipeline stages (pp = 1): their traffic crosses the scale-out network, which not every chip publishes",
     "queueing: the time to first token is one prompt's prefill alone on the layout "
     "(time_to_first_token_layout), as if no other prompt or step waited",
-    "weight formats other than those given with --formats (default: the model's own)",
 )
 # (quantity, unit shown) read for every candidate; the expected ones after the efficiencies are known
 BOUND = {"step_time_layout": "ms", "user_speed_layout": "token/s/sequence", "hbm_fill_layout": "",
@@ -36,7 +34,7 @@ TTFT = "time_to_first_token_layout"
 @dataclass
 class Targets:
     """What the deployment must meet; ``by`` names which numbers judge it: "expected" (the bound
-    at the efficiencies published measurements reach in its regime) or "bound"."""
+    at the efficiency fitted to published measurements, chalkboard/calibration.py) or "bound"."""
     context: float | None             # tokens; None: the workload's default context
     min_tokens_per_user: float
     max_ttft: float | None = None      # seconds
@@ -58,19 +56,39 @@ def _divisors(n: int) -> list[int]:
     return [d for d in range(1, n + 1) if n % d == 0]
 
 
+# the rules a proposed layout keeps, as the common serving frameworks run them (printed by plan)
+LAYOUT_RULES = (
+    "tensor parallelism within one scale-up domain, over a number of chips that divides the query heads "
+    "and is at most the KV heads (past them every rank holds a copy of the same KV head)",
+    "a mixture of experts expert-parallel over every chip of the copy (no chip without experts)",
+    "weights searched in bf16, fp8 and fp4 where the chip publishes a dense rate for the format (--formats "
+    "to restrict), the KV cache in fp8 with fp8 or fp4 weights, as TensorRT-LLM's fp8 builds run it",
+)
+
+
 def layouts(sc: Scenario) -> list[dict]:
-    """The layouts of one copy within the chip's scale-up domain (capped at a rack): a dense model
-    tensor-parallel over any number of chips its query heads divide; a mixture of experts on n
-    chips (each power of two up to the domain, and the domain), expert-parallel over the largest
-    divisor of its experts that fits, its attention tensor-parallel by tp and data-parallel by n / tp."""
+    """The layouts of one copy within the chip's scale-up domain (capped at a rack), by LAYOUT_RULES:
+    a dense model tensor-parallel over chips its query heads divide, no more than its KV heads; a
+    mixture of experts on n chips (each power of two up to the domain, and the domain) whose experts
+    n divides, expert-parallel over all n, its attention tensor-parallel by tp and data-parallel by n / tp."""
     domain, heads = int(sc.mag("chips")), int(sc.mag("n_heads"))
+    kv_heads = int(sc.mag("kv_shards")) if sc.model.tags.get("attention") != "mla" else heads
     if sc.is_dense:
         return [{"tp": t, "dp_attention": 1, "ep": 1, "pp": 1, "chips": t}
-                for t in _divisors(heads) if t <= domain]
+                for t in _divisors(heads) if t <= domain and t <= kv_heads]
     experts = int(sc.mag("experts"))
     sizes = sorted({2 ** i for i in range(domain.bit_length()) if 2 ** i <= domain} | {domain})
-    return [{"tp": t, "dp_attention": n // t, "ep": int(expert_chips(experts, n)), "pp": 1, "chips": n}
-            for n in sizes for t in _divisors(heads) if n % t == 0]
+    return [{"tp": t, "dp_attention": n // t, "ep": n, "pp": 1, "chips": n}
+            for n in sizes if int(expert_chips(experts, n)) == n
+            for t in _divisors(heads) if n % t == 0 and t <= kv_heads]
+
+
+def formats_for(sc: Scenario, asked: list[str] | None) -> list[str]:
+    """The weight formats searched on a chip: those asked, else bf16, fp8 and fp4 where it publishes
+    a dense rate for the format."""
+    if asked:
+        return asked
+    return [f for f in ("bf16", "fp8", "fp4") if sc.hw.get(f"flops_{f}") is not None]
 
 
 def _sweep(sc: Scenario, names: dict, axes: dict) -> dict:
@@ -96,23 +114,24 @@ def plan(data, model: str, hardware: list[str], targets: Targets, formats: list[
     if targets.by == "expected" and evidence is None:
         raise InputError("--by expected needs the published measurements (measurements.yaml): "
                          "give --by bound to judge by the bound alone")
-    stats = evidence() if evidence is not None else {}
-    eff = np.array([stats.get(g, {}).get("median", np.nan) if stats.get(g, {}).get("n") else np.nan
-                    for g in REGIMES])
-    res = Search(model, targets, efficiencies={g: (None if np.isnan(e) else float(e)) for g, e in zip(REGIMES, eff)})
+    fitted = evidence() if evidence is not None else None   # chalkboard/calibration.py: e at each candidate
+    res = Search(model, targets, efficiencies={"fit": fitted.text(), "range": list(fitted.band)} if fitted else {})
     if targets.context is None:   # the workload's default, as eval would take it
         targets.context = float(Scenario(data, hardware[0], model, dict(sets or {})).mag("context"))
     prompt = targets.prompt or targets.context
 
     def inputs(fmt):
         base = {**(sets or {}), "context": repr(float(targets.context)), "pass_tokens": repr(float(prompt))}
-        return {**base, "weight_format": fmt} if fmt else base
+        if not fmt:
+            return base
+        kv = {} if "kv_format" in (sets or {}) or fmt == "bf16" else {"kv_format": "fp8"}
+        return {**base, "weight_format": fmt, **kv}
 
     for fmt in formats or [None]:   # the user's own inputs, checked once: a bad one is an error, not a chip's verdict
         Scenario(data, hardware[0], model, inputs(fmt))
     cols: dict[str, list] = {}
     for hw in hardware:
-        for fmt in formats or [None]:
+        for fmt in formats_for(Scenario(data, hw, model, dict(sets or {})), formats):
             try:
                 sc = Scenario(data, hw, model, inputs(fmt))
                 lays = layouts(sc)
@@ -124,11 +143,16 @@ def plan(data, model: str, hardware: list[str], targets: Targets, formats: list[
             grid = {k: np.repeat([float(x[k]) for x in lays], len(BATCHES)) for k in lays[0]}
             grid["batch"] = np.tile(BATCHES, len(lays))
             vals = _sweep(sc, BOUND, grid)
-            idx = regime_index(vals["compute_time"], vals["weight_fetch_time_min"] + vals["kv_fetch_time"],
-                               grid["batch"])
-            e = eff[idx]
-            if evidence is not None:
+            if fitted is not None:
+                e = fitted.predict(vals["compute_time"], vals["weight_fetch_time_min"] + vals["kv_fetch_time"],
+                                   sc.is_dense) * np.ones(grid["batch"].size)
                 vals.update(_sweep(sc, EXPECTED, {**grid, "expected_mfu": e, "expected_mbu": e}))
+                for f, end in zip(fitted.band, ("_low", "_high")):   # the range: e at the ends of its error
+                    ef = np.minimum(1.0, e * f)
+                    vals.update({k + end: v for k, v in _sweep(sc, EXPECTED, {**grid, "expected_mfu": ef,
+                                                                              "expected_mbu": ef}).items()})
+            else:
+                e = np.full(grid["batch"].size, np.nan)
             one = {k: np.array([float(x[k]) for x in lays]) for k in lays[0]}
             ttft = _sweep(sc, {TTFT: "s"}, {**one, "batch": np.ones(len(lays))})[TTFT]
             vals[TTFT] = np.repeat(ttft, len(BATCHES))

@@ -176,7 +176,8 @@ def default_text(q) -> str | None:
     if d.startswith("=rule:"):
         return REGISTRY.rules[d[6:]][2]
     if d == EVIDENCE:
-        return "the median efficiency published measurements reach in the set-up's regime (measurements.yaml)"
+        return ("the efficiency fitted to the published measurements at the set-up's place on the roofline "
+                "(measurements.yaml; `validate`)")
     if d.startswith("="):
         whose = {"hardware": "chip", "model": "model"}.get(REGISTRY[d[1:]].origin, REGISTRY[d[1:]].origin)
         return f"the {whose}'s {d[1:]}"

@@ -1,0 +1,82 @@
+"""The efficiency an expected number assumes: one smooth function fitted to the published runs.
+
+Each published measurement in measurements.yaml has an efficiency e (its speed over the speed the
+strict bound allows, `validate`). Where a set-up sits on the roofline is x = log10(compute time /
+memory time) of its strict bound: negative when memory-bound, positive when compute-bound, 0 at the
+balance batch. The fit is least squares on log e:
+
+    log e = θ0 + θ1·min(x, 0) + θ2·max(x, 0) + θ3·[MoE]
+
+a line on each side of the balance point that meet there (continuous in the batch and the context:
+no jump between regimes), and a constant factor for a mixture of experts (its uniform-routing step
+sits above the strict bound). The prediction is capped at 1: no run beats its bound.
+
+Its spread is honest: each source (a benchmark page, an MLPerf round's logs) is left out in turn,
+the fit is made without it and the left-out runs are predicted. The 10th and 90th percentiles of
+those errors are the range every expected number carries; `validate` prints the median error and
+the share within a factor of 1.5.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+BAND = (10, 90)      # percentiles of the cross-validated error an expected number's range spans
+WITHIN = 1.5         # the factor validate counts held-out runs within
+TERMS = ("θ0 (intercept)", "θ1 (memory-bound slope)", "θ2 (compute-bound slope)", "θ3 (mixture of experts)")
+
+
+def _design(x, moe) -> np.ndarray:
+    x, moe = np.asarray(x, float), np.asarray(moe, float)
+    return np.column_stack([np.ones_like(x), np.minimum(x, 0), np.maximum(x, 0), moe])
+
+
+@dataclass(frozen=True)
+class Efficiency:
+    theta: tuple[float, ...]
+    n: int                      # runs fitted
+    sources: int                # distinct sources among them
+    band: tuple[float, float]   # factors on e at the BAND percentiles of the held-out error
+    cv_median: float            # median |log(measured / predicted)| held out (natural log)
+    cv_within: float            # share of held-out runs within ×WITHIN
+    cv_n: int                   # runs predicted held out (those whose source is not their only one)
+
+    def predict(self, compute, memory, dense):
+        """e for strict-bound terms ``compute`` and ``memory`` (seconds; floats or arrays)."""
+        x = np.log10(np.asarray(compute, float) / np.asarray(memory, float))
+        moe = 1.0 - np.asarray(dense, float)
+        e = np.exp(_design(np.atleast_1d(x), np.broadcast_to(moe, np.atleast_1d(x).shape)) @ np.array(self.theta))
+        e = np.minimum(e, 1.0)
+        return float(e[0]) if np.ndim(x) == 0 else e
+
+    def text(self) -> str:
+        lo, hi = self.band
+        return (f"log e = {self.theta[0]:.3f} {self.theta[1]:+.3f}·min(x, 0) {self.theta[2]:+.3f}·max(x, 0) "
+                f"{self.theta[3]:+.3f}·[MoE], x = log10(compute/memory time of the strict bound); fitted to "
+                f"{self.n} published runs from {self.sources} sources; held out by source, "
+                f"{BAND[0]}th-{BAND[1]}th percentile ×{lo:.2f}-×{hi:.2f}")
+
+
+def fit(x, moe, log_e, source) -> Efficiency:
+    """The fit, and its error with each source held out."""
+    x, moe, y = (np.asarray(a, float) for a in (x, moe, log_e))
+    source = np.asarray(source, dtype=object)
+    if y.size < 5:
+        raise ValueError(f"too few published runs to fit an efficiency ({y.size}; at least 5)")
+    X = _design(x, moe)
+    theta = np.linalg.lstsq(X, y, rcond=None)[0]
+    errors = []
+    for s in dict.fromkeys(source):
+        held = source == s
+        if held.all():
+            continue
+        t = np.linalg.lstsq(X[~held], y[~held], rcond=None)[0]
+        pred = np.minimum(X[held] @ t, 0.0)        # capped at e = 1, as predict does
+        errors.extend(y[held] - pred)
+    err = np.array(errors)
+    lo, hi = np.percentile(err, BAND)
+    return Efficiency(tuple(float(t) for t in theta), int(y.size), len(set(source)),
+                      (math.exp(lo), math.exp(hi)), float(np.median(np.abs(err))),
+                      float(np.mean(np.abs(err) <= math.log(WITHIN))), int(err.size))
