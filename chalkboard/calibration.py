@@ -42,6 +42,7 @@ class Efficiency:
     cv_median: float            # median |log(measured / predicted)| held out (natural log)
     cv_within: float            # share of held-out runs within ×WITHIN
     cv_n: int                   # runs predicted held out (those whose source is not their only one)
+    of: int = 0                 # published runs in all, the fitted ones among them
 
     def predict(self, compute, memory, dense):
         """e for strict-bound terms ``compute`` and ``memory`` (seconds; floats or arrays)."""
@@ -55,11 +56,12 @@ class Efficiency:
         lo, hi = self.band
         return (f"log e = {self.theta[0]:.3f} {self.theta[1]:+.3f}·min(x, 0) {self.theta[2]:+.3f}·max(x, 0) "
                 f"{self.theta[3]:+.3f}·[MoE], x = log10(compute/memory time of the strict bound); fitted to "
-                f"{self.n} published runs from {self.sources} sources; held out by source, "
+                f"{self.n} of {self.of or self.n} published runs (those measuring decode at a known batch, "
+                f"without speculative decoding) from {self.sources} sources; held out by source, "
                 f"{BAND[0]}th-{BAND[1]}th percentile ×{lo:.2f}-×{hi:.2f}")
 
 
-def fit(x, moe, log_e, source) -> Efficiency:
+def fit(x, moe, log_e, source, of: int = 0) -> Efficiency:
     """The fit, and its error with each source held out."""
     x, moe, y = (np.asarray(a, float) for a in (x, moe, log_e))
     source = np.asarray(source, dtype=object)
@@ -79,4 +81,4 @@ def fit(x, moe, log_e, source) -> Efficiency:
     lo, hi = np.percentile(err, BAND)
     return Efficiency(tuple(float(t) for t in theta), int(y.size), len(set(source)),
                       (math.exp(lo), math.exp(hi)), float(np.median(np.abs(err))),
-                      float(np.mean(np.abs(err) <= math.log(WITHIN))), int(err.size))
+                      float(np.mean(np.abs(err) <= math.log(WITHIN))), int(err.size), of or int(y.size))

@@ -390,14 +390,27 @@ def summary(results: list[Result]) -> dict:
     return {k: _stats(v) for k, v in groups.items()}
 
 
+PER_SEQUENCE = ("throughput_per_user", "time_per_output_token", "request_latency")
+
+
+def fitted_runs(results: list[Result]) -> list[Result]:
+    """The runs an expected efficiency is fitted to: those that measure decode as the expected
+    number runs it. Left out: a run with speculative decoding (its strict bound counts every drafted
+    token accepted; an expected number has no draft), and a throughput whose batch was not published
+    (its bound is at the loosest batch the HBM holds, so its efficiency says nothing of its own batch)."""
+    return [r for r in results if not r.record.tokens_per_step
+            and (r.record.batch is not None or any(f in r.record.measured for f in PER_SEQUENCE))]
+
+
 def efficiency_model(results: list[Result]):
-    """The smooth efficiency fitted to the published runs (chalkboard/calibration.py), with its
-    error held out by source."""
+    """The smooth efficiency fitted to the published runs (chalkboard/calibration.py, ``fitted_runs``),
+    with its error held out by source."""
     from . import calibration
-    return calibration.fit([math.log10(r.compute_time / r.memory_time) for r in results],
-                           [0.0 if r.dense else 1.0 for r in results],
-                           [math.log(r.efficiency) for r in results],
-                           [r.record.source.id for r in results])
+    runs = fitted_runs(results)
+    return calibration.fit([math.log10(r.compute_time / r.memory_time) for r in runs],
+                           [0.0 if r.dense else 1.0 for r in runs],
+                           [math.log(r.efficiency) for r in runs],
+                           [r.record.source.id for r in runs], of=len(results))
 
 
 def evidence(root: Path, data, label: str = MEASUREMENTS_FILE):
