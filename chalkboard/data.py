@@ -35,6 +35,14 @@ CONTROL_CHARS = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u061c\u200e\u20
                            "\u202a-\u202e\u2066-\u2069]")
 
 
+def visible(text: str) -> str:
+    """Control and bidirectional-override characters made visible: ESC as ␛, U+202E as �."""
+    def show(m):
+        c = ord(m.group())
+        return chr(0x2400 + c) if c < 0x20 else "␡" if c == 0x7F else "�"
+    return CONTROL_CHARS.sub(show, text)
+
+
 class UniqueKeyLoader(_SafeLoader):
     """PyYAML's safe loader, except that a key given twice in one mapping is an error, keys are
     plain values, and nesting, size and alias expansion are bounded (checked before anything
@@ -210,6 +218,46 @@ SAFE_URL = re.compile(r"^https?://[^\s]+$", re.I)
 WHOLE_NUMBER_FIELDS = ("layers", "d_model", "n_heads", "n_kv_heads", "d_head", "kv_latent_dim", "kv_rope_dim",
                        "experts", "experts_per_token", "shared_experts", "moe_layers", "d_expert",
                        "d_ff", "vocab_size", "q_latent_dim")
+
+# The largest value each count may take, with why: every count (in a data file, a --model-config,
+# --set or --sweep) is checked against it before any work, so that no input can make a rule that
+# reads it (a divisor search, a sweep, a per-layer count) run for minutes or exhaust memory. Each
+# bound is far past anything built or published, so a real model or machine never meets it.
+_WIDTH = (2**24, "a width; the widest published models are about 2^15 wide")
+_HEADS = (2**16, "the most published attention heads are a few hundred")
+_EXPERTS = (2**20, "the most published experts are a few hundred per layer")
+_DEGREE = (10**9, "a billion chips is a thousand times the largest machine built")
+_STEPS = (10**6, "a million stages or micro-batches is far past any pipeline built")
+LARGEST = {
+    "layers": (2**16, "the deepest published models have a few hundred layers"),
+    "moe_layers": (2**16, "the deepest published models have a few hundred layers"),
+    "d_model": _WIDTH, "d_head": _WIDTH, "kv_latent_dim": _WIDTH, "kv_rope_dim": _WIDTH,
+    "q_latent_dim": _WIDTH, "d_expert": _WIDTH, "d_ff": _WIDTH, "index_head_dim": _WIDTH,
+    "vocab_size": (2**24, "the largest published vocabularies are about 2^18 tokens"),
+    "n_heads": _HEADS, "n_kv_heads": _HEADS, "index_heads": _HEADS,
+    "experts": _EXPERTS, "experts_per_token": _EXPERTS, "shared_experts": _EXPERTS,
+    "scaleup_domain": (2**20, "the largest scale-up domains built are a few hundred chips"),
+    "dies_per_package": (1024, "packages hold a few dies"),
+    "chips": _DEGREE, "ring_chips": _DEGREE, "tp": _DEGREE, "pp": _DEGREE, "ep": _DEGREE,
+    "dp_attention": _DEGREE, "train_tp": _DEGREE, "train_pp": _DEGREE, "train_dp": _DEGREE,
+    "batch": (10**9, "a billion sequences at once is far past any deployment"),
+    "racks": (10**6, "a million racks is far past any machine built"),
+    "matmul_m": (10**9, "a matrix dimension of a billion is far past any layer"),
+    "matmul_k": (10**9, "a matrix dimension of a billion is far past any layer"),
+    "matmul_n": (10**9, "a matrix dimension of a billion is far past any layer"),
+    "pipeline_stages": _STEPS, "micro_batches": _STEPS, "moe_layers_per_stage": _STEPS,
+    "virtual_stages": _STEPS,
+    "ring_directions": (64, "a ring runs in one or two directions"),
+    "collective_axes": (64, "a collective runs over a few axes of the network"),
+    "optimizer_moments": (64, "optimizers keep a few moments (Adam: two)"),
+}
+
+
+def too_large(name: str, magnitude: float) -> str | None:
+    """Why ``magnitude`` (in the input's declared unit) is past the largest value of ``name``, or None."""
+    if name in LARGEST and magnitude > LARGEST[name][0]:
+        return f"at most {LARGEST[name][0]:,} ({LARGEST[name][1]})"
+    return None
 
 MODEL_CHOICES = {"weight_format": (NUMBER_FORMAT_NAMES, True), "kv_format": (NUMBER_FORMAT_NAMES, False),
                  "attention": (ATTENTIONS, True), "embeddings": (EMBEDDINGS, False),
@@ -393,6 +441,9 @@ def _value(label, eid, fname, raw, default_source, sources, expected, per_chip):
         raise DataError(label, eid, fname, f"{problem} (got {text!r})")
     if fname in WHOLE_NUMBER_FIELDS + HARDWARE_WHOLE_NUMBER_FIELDS and not is_whole(q.magnitude):
         raise DataError(label, eid, fname, f"must be a whole number (got {text!r}; it counts something)")
+    big = too_large(fname, q.to(f"{expected}/chip" if per_chip else expected or "").magnitude)
+    if big:
+        raise DataError(label, eid, fname, f"{big} (got {text!r})")
     src = sources[sid]
     return Value(q, text, src, str(as_of) if as_of else src.as_of, note)
 
@@ -478,6 +529,11 @@ def _check_model(label, m: Entry):
     for small, large in (("moe_layers", "layers"), ("n_kv_heads", "n_heads")):
         if small in m.values and large in m.values and m.values[small].quantity > m.values[large].quantity:
             raise DataError(label, m.id, small, f"exceeds {large}")
+    if "n_kv_heads" in m.values and "n_heads" in m.values:
+        kv, heads = (round(m.values[f].quantity.magnitude) for f in ("n_kv_heads", "n_heads"))
+        if kv and heads % kv:
+            raise DataError(label, m.id, "n_kv_heads", f"{kv} does not divide n_heads ({heads}): each KV head "
+                                                       "serves a whole group of query heads")
 
 
 # (context is not among them: a measurement's mean context is an average, e.g. 145.6 tokens)
