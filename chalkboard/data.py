@@ -35,6 +35,13 @@ CONTROL_CHARS = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u061c\u200e\u20
                            "\u202a-\u202e\u2066-\u2069]")
 
 
+def escaped(text: str) -> str:
+    """Control and bidirectional-override characters written as escapes, ESC as \\x1b, U+202E as
+    \\u202e: plain ASCII that every terminal, page, font and figure shows as it is."""
+    return CONTROL_CHARS.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100
+                             else f"\\u{ord(m.group()):04x}", text)
+
+
 def visible(text: str) -> str:
     """Control and bidirectional-override characters made visible: ESC as ␛, U+202E as �."""
     def show(m):

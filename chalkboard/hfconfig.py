@@ -19,7 +19,7 @@ from pathlib import Path
 
 from units import parse
 
-from .data import ID_RE, DataError, Entry, Source, Value, read_text, too_large, visible
+from .data import ID_RE, DataError, Entry, Source, Value, escaped, read_text, too_large
 
 DENSE, MIXTRAL, QWEN_MOE, DEEPSEEK = "dense", "mixtral", "qwen-moe", "deepseek"
 FAMILIES = {"llama": DENSE, "mistral": DENSE, "qwen2": DENSE, "qwen3": DENSE,
@@ -32,6 +32,15 @@ ARCHITECTURES = {"LlamaForCausalLM": "llama", "MistralForCausalLM": "mistral",
                  "DeepseekV3ForCausalLM": "deepseek_v3"}
 UNDATED = "undated (read from the file)"
 COUNT_MOST = 2**53   # the largest whole number a float holds exactly
+# the model input each count of a config is read as (its bound, data.LARGEST, is checked as it is read)
+AS_INPUT = {"num_hidden_layers": "layers", "hidden_size": "d_model", "vocab_size": "vocab_size",
+            "intermediate_size": "d_ff", "num_attention_heads": "n_heads", "num_key_value_heads": "n_kv_heads",
+            "head_dim": "d_head", "q_lora_rank": "q_latent_dim", "kv_lora_rank": "kv_latent_dim",
+            "qk_rope_head_dim": "kv_rope_dim", "qk_nope_head_dim": "d_head", "v_head_dim": "d_head",
+            "num_local_experts": "experts", "num_experts": "experts", "n_routed_experts": "experts",
+            "moe_intermediate_size": "d_expert", "shared_expert_intermediate_size": "d_ff",
+            "num_experts_per_tok": "experts_per_token", "n_shared_experts": "shared_experts",
+            "decoder_sparse_step": "layers", "first_k_dense_replace": "layers", "moe_layer_freq": "layers"}
 
 
 class _Config:
@@ -55,8 +64,9 @@ class _Config:
             self.fail(fld, f"expected a whole number, got {json.dumps(v)[:40]}")
         if v < 0 or (v == 0 and not allow_zero):
             self.fail(fld, f"must be {'zero or more' if allow_zero else 'positive'} (got {v:g})")
-        if v > COUNT_MOST:   # past every count's bound (data.LARGEST); each is checked where it is put
-            self.fail(fld, f"{v:.3g} is too large (no count read from a config exceeds {COUNT_MOST:,})")
+        big = too_large(AS_INPUT.get(fld, ""), v)   # the bounds the models file is held to (data.LARGEST)
+        if big or v > COUNT_MOST:
+            self.fail(fld, f"{v:.3g}: {big or f'at most {COUNT_MOST:,}'}")
         return int(v)
 
     def put(self, name: str, value: int, fields: str, note: str | None = None) -> None:
@@ -227,7 +237,7 @@ def read_config(path: Path, label: str, taken=()) -> Entry:
         raise DataError(label, None, None, "expected a JSON object (a Hugging Face config.json)")
     mid, how = _model_id(path, doc, taken)
     name = doc.get("_name_or_path") if isinstance(doc.get("_name_or_path"), str) and doc["_name_or_path"] else mid
-    name = visible(name)   # a control or bidi character is shown, never sent to a terminal, page or figure
+    name = escaped(name)   # a control or bidi character is shown as an escape, never sent to a terminal, page or figure
     entry = Entry(mid, name, "model", file=label)
     entry.assumed.append(f"model id {mid!r} from {how}")
     c = _Config(label, doc, entry)
@@ -250,5 +260,5 @@ def read_config(path: Path, label: str, taken=()) -> Entry:
     _weight_format(c)
     c.tag("kv_format", "bf16", "no KV-cache format in a config.json")
     entry.assumed.append("KV cache bf16")
-    entry.assumed = [visible(a) for a in entry.assumed]   # they quote the file's own text
+    entry.assumed = [escaped(a) for a in entry.assumed]   # they quote the file's own text
     return entry

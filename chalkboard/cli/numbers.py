@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 import sys
 
-from .common import ROOT, UserError, load, parse_sets
+from .common import ROOT, UserError, ids, load, parse_sets
 
 
 def cmd_eval(args) -> int:
@@ -170,8 +170,8 @@ def cmd_compare(args) -> int:
     args.quantity, note = _under_layout(args.quantity, args.layout)
     given = args.model
     data = load(args)
-    hardware = [h.strip() for h in args.hardware.split(",") if h.strip()] if args.hardware else list(data.hardware)
-    models = [m.strip() for m in given.split(",") if m.strip()] if given else [args.model]
+    hardware = ids("--hardware", args.hardware) if args.hardware is not None else list(data.hardware)
+    models = ids("--model", given) if given is not None else [args.model]
     if data.config_model and data.config_model not in models:
         models.append(data.config_model)
     rows = sw.compare(data, hardware, models, list(args.quantity), parse_sets(args.set))

@@ -24,7 +24,7 @@ from .dependence import FUSE_FROM, _depends_on, _derived_below, _fields_to_input
 from .fit import Fit
 from .settings import (AT_MOST, BY_ATTENTION, DENSE_MOE_DEFAULTS, DIVIDES, EVIDENCE, FORMAT_KEYS, INLINE_ID,
                        LAYOUT_DEGREES, ORDERED, SELECT_KEYS, WHOLE_NUMBERS, _compute_format, _with_inline)
-from ..errors import InputError, MissingInput, NotApplicable, NotGiven  # noqa: F401  (re-exported)
+from ..errors import InputError, MissingInput, NotApplicable, NotGiven, short  # noqa: F401  (re-exported)
 from .regimes import REGIMES, regime_index
 from .walk import walk
 
@@ -33,9 +33,7 @@ def _whole(x: float) -> bool:
     return abs(x - round(x)) <= 1e-9
 
 
-def _short(text: str, most: int = 40) -> str:
-    """A long input quoted by its first characters only (an error line stays one short line)."""
-    return text if len(text) <= most else f"{text[:most]}... ({len(text):,} characters)"
+_short = short
 
 
 @dataclass
