@@ -20,7 +20,7 @@ def parse_sets(pairs):
     out = {}
     for p in pairs or []:
         if "=" not in p:
-            raise UserError(f"--set {p}: expected NAME=VALUE, e.g. --set batch=128")
+            raise UserError(f"--set {short(p)}: expected NAME=VALUE, e.g. --set batch=128")
         k, v = p.split("=", 1)
         out[k.strip()] = v.strip()
     return out

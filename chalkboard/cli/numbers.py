@@ -4,6 +4,8 @@ from __future__ import annotations
 import json
 import sys
 
+from chalkboard.errors import short
+
 from .common import ROOT, UserError, ids, load, parse_sets
 
 
@@ -117,9 +119,9 @@ def _known_quantity(name, registry) -> None:
     from chalkboard.evaluation.results import choices
 
     if name not in registry and name not in choices():
-        close = [n for n in registry.quantities if name.lower() in n]
+        close = [n for n in registry.quantities if name.lower() in n] if len(name) < 100 else []
         hint = f" (did you mean: {', '.join(close[:5])}?)" if close else " (see `python build.py list quantities`)"
-        raise UserError(f"unknown quantity {name!r}{hint}")
+        raise UserError(f"unknown quantity {short(name)!r}{hint}")
 
 
 def _under_layout(names, layout):

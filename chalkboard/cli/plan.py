@@ -26,7 +26,7 @@ def cmd_plan(args) -> int:
     try:
         ttft = None if args.max_ttft is None else conform(parse(args.max_ttft), "s", bare=True).magnitude
     except UnitParseError as e:
-        raise UserError(f"--max-ttft {args.max_ttft}: {e}") from None
+        raise UserError(f"--max-ttft {short(args.max_ttft)}: {e}") from None
     for name, v in (("--context", args.context), ("--min-tokens-per-user", args.min_tokens_per_user),
                     ("--prompt", args.prompt), ("--max-ttft", ttft)):
         if v is not None and not (v > 0 and math.isfinite(v)):

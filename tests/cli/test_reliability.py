@@ -146,7 +146,8 @@ def test_ctrl_c_during_the_imports_is_one_line(after, to_group):
     assert error_lines(err) == ["interrupted"], err
 
 
-@pytest.mark.parametrize("how", ["SIGINT-group", "SIGINT", "SIGHUP", "SIGTERM"])
+@pytest.mark.parametrize("how", ["SIGINT-group", "SIGHUP", pytest.param("SIGINT", marks=pytest.mark.slow),
+                                 pytest.param("SIGTERM", marks=pytest.mark.slow)])
 def test_a_signal_mid_build_leaves_the_output_and_no_process(how, report_build, tmp_path):
     """Ctrl-C (to the process or its whole group), SIGHUP and SIGTERM while the build derives,
     draws or writes: one line, exit 128 + the signal, the previous output as it was, no temporary
