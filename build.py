@@ -24,6 +24,24 @@ with status 2.
 from __future__ import annotations
 
 import gc
+import os
+import signal
+
+
+def _stop_now(signum, frame):
+    """Ctrl-C, SIGTERM or SIGHUP before the command starts or after it ended: nothing is being
+    written, so the process ends at once with one line (no traceback from an import)."""
+    try:
+        os.write(2, b"interrupted\n")
+    except OSError:
+        pass
+    os._exit(128 + signum)
+
+
+SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+if __name__ == "__main__":   # first of all: the imports below take half a second
+    for _sig in SIGNALS:
+        signal.signal(_sig, _stop_now)
 
 # Run as a command, the imports (SymPy, Pint) and the cache of SymPy's work make some 150,000 objects
 # that live as long as the process: the cyclic garbage collector is off while they are made, then
@@ -34,7 +52,6 @@ if AS_COMMAND:
     gc.disable()
 import argparse  # noqa: E402
 import importlib
-import signal
 import sys
 from pathlib import Path
 
@@ -42,7 +59,7 @@ ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT))
 
 from chalkboard.cli.common import EXIT_BAD_INPUT, UserError, parse_sets  # noqa: E402
-from chalkboard.cli.parser import COMMANDS, make_parser  # noqa: E402
+from chalkboard.cli.parser import COMMANDS, finish, make_parser  # noqa: E402
 from chalkboard.cli.process import safe_streams, terminate  # noqa: E402
 
 
@@ -102,12 +119,11 @@ def cmd_build(args) -> int:
 
 def main(argv=None) -> int:
     safe_streams()
-    signal.signal(signal.SIGTERM, terminate)
     parser = make_parser()
     argv = list(sys.argv[1:] if argv is None else argv)
     if not any(a in COMMANDS for a in argv) and not ({"-h", "--help"} & set(argv)):
         argv = ["build", *argv]  # no command: build the report
-    args = parser.parse_args(argv)
+    args = finish(parser.parse_args(argv), Path(os.getcwd()), ROOT)
     module, name = COMMANDS[args.command]
     run = globals()[name] if module == "build" else getattr(importlib.import_module(module), name)
     if run is cmd_build:
@@ -119,7 +135,13 @@ def main(argv=None) -> int:
     if AS_COMMAND:
         gc.freeze()
         gc.enable()
+    previous = {sig: signal.getsignal(sig) for sig in SIGNALS}
     try:
+        # from here the command may write: Ctrl-C unwinds (half-written output is removed, forked
+        # workers are stopped), and SIGTERM and SIGHUP do the same
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        signal.signal(signal.SIGTERM, terminate)
+        signal.signal(signal.SIGHUP, terminate)
         status = run(args)
         sys.stdout.flush()  # a full disk or closed pipe surfaces here, inside the error handling
         symcache.save(ROOT)
@@ -135,7 +157,12 @@ def main(argv=None) -> int:
         print(f"error: cannot evaluate: {e}{hint}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
         return 130
+    except SystemExit as e:   # SIGTERM or SIGHUP (process.terminate), unwound like Ctrl-C
+        if isinstance(e.code, int) and e.code > 128:
+            print("interrupted", file=sys.stderr)
+        raise
     except BrokenPipeError:  # output piped into `head` and closed early
         sys.stderr.close()
         return 0
@@ -143,6 +170,9 @@ def main(argv=None) -> int:
         where = f": {e.filename}" if e.filename else ""
         print(f"error: {e.strerror or e}{where}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    finally:   # the command is over: as a command, a signal now ends the process at once
+        for sig in SIGNALS:
+            signal.signal(sig, _stop_now if AS_COMMAND else previous[sig])
 
 
 def _exit(status: int):

@@ -19,7 +19,7 @@ from pathlib import Path
 import jinja2
 
 from .cache import pdfcache
-from .data import CONTROL_CHARS, SAFE_URL
+from .data import CONTROL_CHARS, SAFE_URL, visible  # noqa: F401  (re-exported)
 from .report.chip_reports import chip_reports
 from .errors import BuildError  # noqa: F401  (re-exported)
 from .cache.forked import Forked
@@ -30,12 +30,11 @@ from .staging import Staging, output_folder, shown_path
 
 
 # -- text that reaches the reader -------------------------------------------------------------
-def visible(text: str) -> str:
-    """Control and bidirectional-override characters made visible: ESC as ␛, U+202E as �."""
-    def show(m):
-        c = ord(m.group())
-        return chr(0x2400 + c) if c < 0x20 else "␡" if c == 0x7F else "�"
-    return CONTROL_CHARS.sub(show, text)
+def unfitted(typ_src: str) -> str:
+    """The report's Typst source with each formula marked #fit[...] set as it is: without a PDF,
+    nothing is measured, so Typst is neither needed nor imported (--no-pdf)."""
+    from .report.pdf import _MAYBE_WIDE
+    return _MAYBE_WIDE.sub(lambda m: f"$ {m.group(1)} $", typ_src)
 
 
 def _finalize(v):
@@ -267,7 +266,7 @@ def build(root: Path, args, process=None) -> int:
         put("report.html", html or html_env.get_template("report.html.j2").render(**ctx))
         written["results.json"] = results.finish()
         if timestamp is None:
-            put("report.typ", fit_formulas(typ_src))   # after the last fork: Typst starts threads
+            put("report.typ", unfitted(typ_src))
         else:
             fitted, pdf_bytes = kept_pdf or pdf.result()
             put("report.typ", fitted)
@@ -282,7 +281,7 @@ def build(root: Path, args, process=None) -> int:
                     for n, svg in chip["figures"].items():
                         put(f"{folder}/figures/{n}.svg", svg)
                     if timestamp is None:
-                        put(f"{folder}/report.typ", fit_formulas(chip["typ"]))
+                        put(f"{folder}/report.typ", unfitted(chip["typ"]))
                     else:
                         fitted, pdf_bytes = compile_pdf(staged.path / folder, timestamp, chip["typ"])
                         put(f"{folder}/report.typ", fitted)

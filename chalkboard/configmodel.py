@@ -10,7 +10,7 @@ from pathlib import Path
 
 from units import parse
 
-from .data import Data, DataError, Source, Value, _check_model
+from .data import Data, DataError, Source, Value, _check_model, escaped
 from .errors import InputError, MissingInput, NotApplicable
 from .evaluation.evaluate import Scenario
 from .hfconfig import UNDATED, read_config
@@ -18,7 +18,7 @@ from .hfconfig import UNDATED, read_config
 
 def add_config_model(data: Data, config_path: str) -> str:
     """Read ``config_path`` into ``data.models`` with its derived parameter counts; its id."""
-    label = str(config_path)
+    label = escaped(str(config_path))   # the path as the user gave it, any control character escaped
     entry = read_config(Path(config_path), label, taken=set(data.models))
     data.models[entry.id] = entry
     try:

@@ -15,6 +15,8 @@ import yaml
 
 from units import UnitParseError, conform, magnitude_problem, parse
 
+from .limits import LARGEST, too_large  # noqa: F401  (LARGEST re-exported: each count's largest value)
+
 ID_RE = re.compile(r"^[a-z0-9]+(?:[.-][a-z0-9]+)*$")
 FORMATS_ORDER = ("fp4", "fp8", "bf16")  # float formats, narrow to wide: the compute fallback order
 NUMBER_FORMAT_NAMES = ("fp4", "fp8", "bf16", "int4", "int8")
@@ -33,6 +35,21 @@ MAX_YAML_DEPTH = 48              # nesting of lists and mappings
 MAX_YAML_NODES = 1_000_000       # values once aliases are expanded (an alias bomb stops here)
 CONTROL_CHARS = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u061c\u200e\u200f"
                            "\u202a-\u202e\u2066-\u2069]")
+
+
+def escaped(text: str) -> str:
+    """Control and bidirectional-override characters written as escapes, ESC as \\x1b, U+202E as
+    \\u202e: plain ASCII that every terminal, page, font and figure shows as it is."""
+    return CONTROL_CHARS.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100
+                             else f"\\u{ord(m.group()):04x}", text)
+
+
+def visible(text: str) -> str:
+    """Control and bidirectional-override characters made visible: ESC as ␛, U+202E as �."""
+    def show(m):
+        c = ord(m.group())
+        return chr(0x2400 + c) if c < 0x20 else "␡" if c == 0x7F else "�"
+    return CONTROL_CHARS.sub(show, text)
 
 
 class UniqueKeyLoader(_SafeLoader):
@@ -223,7 +240,6 @@ MODEL_CHOICES = {"weight_format": (NUMBER_FORMAT_NAMES, True), "kv_format": (NUM
                  "mlp": (MLPS, False)}
 MODEL_TAGS = {"name": True, "source": False, "note": False, "label": False}
 
-
 # prices.yaml: API price snapshots (USD per million tokens) and the memory tiers below HBM.
 PRICE_FIELDS = {
     "input_price": ("USD/Mtoken", True),
@@ -400,6 +416,9 @@ def _value(label, eid, fname, raw, default_source, sources, expected, per_chip):
         raise DataError(label, eid, fname, f"{problem} (got {text!r})")
     if fname in WHOLE_NUMBER_FIELDS + HARDWARE_WHOLE_NUMBER_FIELDS and not is_whole(q.magnitude):
         raise DataError(label, eid, fname, f"must be a whole number (got {text!r}; it counts something)")
+    big = too_large(fname, q.to(f"{expected}/chip" if per_chip else expected or "").magnitude)
+    if big:
+        raise DataError(label, eid, fname, f"{big} (got {text!r})")
     src = sources[sid]
     return Value(q, text, src, str(as_of) if as_of else src.as_of, note)
 
@@ -489,6 +508,11 @@ def _check_model(label, m: Entry):
     for small, large in (("moe_layers", "layers"), ("n_kv_heads", "n_heads")):
         if small in m.values and large in m.values and m.values[small].quantity > m.values[large].quantity:
             raise DataError(label, m.id, small, f"exceeds {large}")
+    if "n_kv_heads" in m.values and "n_heads" in m.values:
+        kv, heads = (round(m.values[f].quantity.magnitude) for f in ("n_kv_heads", "n_heads"))
+        if kv and heads % kv:
+            raise DataError(label, m.id, "n_kv_heads", f"{kv} does not divide n_heads ({heads}): each KV head "
+                                                       "serves a whole group of query heads")
 
 
 # (context is not among them: a measurement's mean context is an average, e.g. 145.6 tokens)

@@ -31,3 +31,9 @@ class OutputError(InputError):
 class BuildError(Exception):
     """A build that cannot finish (a failed dimension check, a figure or PDF that cannot be
     made): one line for the user."""
+
+
+def short(text: str, most: int = 40) -> str:
+    """A long input quoted by its first characters only, so that an error stays one short line."""
+    text = str(text)
+    return text if len(text) <= most else f"{text[:most]}... ({len(text):,} characters)"

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from units import parse
 
-from .data import ID_RE, DataError, Entry, Source, Value, read_text
+from .data import ID_RE, DataError, Entry, Source, Value, escaped, read_text, too_large
 
 DENSE, MIXTRAL, QWEN_MOE, DEEPSEEK = "dense", "mixtral", "qwen-moe", "deepseek"
 FAMILIES = {"llama": DENSE, "mistral": DENSE, "qwen2": DENSE, "qwen3": DENSE,
@@ -31,6 +31,16 @@ ARCHITECTURES = {"LlamaForCausalLM": "llama", "MistralForCausalLM": "mistral",
                  "Qwen3MoeForCausalLM": "qwen3_moe", "DeepseekV2ForCausalLM": "deepseek_v2",
                  "DeepseekV3ForCausalLM": "deepseek_v3"}
 UNDATED = "undated (read from the file)"
+COUNT_MOST = 2**53   # the largest whole number a float holds exactly
+# the model input each count of a config is read as (its bound, data.LARGEST, is checked as it is read)
+AS_INPUT = {"num_hidden_layers": "layers", "hidden_size": "d_model", "vocab_size": "vocab_size",
+            "intermediate_size": "d_ff", "num_attention_heads": "n_heads", "num_key_value_heads": "n_kv_heads",
+            "head_dim": "d_head", "q_lora_rank": "q_latent_dim", "kv_lora_rank": "kv_latent_dim",
+            "qk_rope_head_dim": "kv_rope_dim", "qk_nope_head_dim": "d_head", "v_head_dim": "d_head",
+            "num_local_experts": "experts", "num_experts": "experts", "n_routed_experts": "experts",
+            "moe_intermediate_size": "d_expert", "shared_expert_intermediate_size": "d_ff",
+            "num_experts_per_tok": "experts_per_token", "n_shared_experts": "shared_experts",
+            "decoder_sparse_step": "layers", "first_k_dense_replace": "layers", "moe_layer_freq": "layers"}
 
 
 class _Config:
@@ -54,9 +64,15 @@ class _Config:
             self.fail(fld, f"expected a whole number, got {json.dumps(v)[:40]}")
         if v < 0 or (v == 0 and not allow_zero):
             self.fail(fld, f"must be {'zero or more' if allow_zero else 'positive'} (got {v:g})")
+        big = too_large(AS_INPUT.get(fld, ""), v)   # the bounds the models file is held to (data.LARGEST)
+        if big or v > COUNT_MOST:
+            self.fail(fld, f"{v:.3g}: {big or f'at most {COUNT_MOST:,}'}")
         return int(v)
 
     def put(self, name: str, value: int, fields: str, note: str | None = None) -> None:
+        big = too_large(name, value)   # the bounds the models file is held to
+        if big:
+            self.fail(fields, f"{value:,} as {name}: {big}")
         src = Source("config", f"{self.label}: {fields}", "", UNDATED)
         self.entry.values[name] = Value(parse(str(value)), str(value), src, None, note)
 
@@ -113,6 +129,7 @@ def _weight_format(c: _Config) -> None:
         c.fail("quantization_config", f"quant_method {json.dumps(method)[:30]} is not read "
                                       "(known: fp8; awq or gptq with 4 or 8 bits)")
     dtype = c.doc.get("torch_dtype") or c.doc.get("dtype")
+    dtype = str(dtype)[:40] if dtype else None
     c.tag("weight_format", "bf16", "no quantization_config")
     c.entry.assumed.append(f"weights bf16 (no quantization_config; torch_dtype {dtype or 'not given'})")
 
@@ -122,6 +139,9 @@ def _attention_gqa(c: _Config) -> None:
     kv = c.count("num_key_value_heads", default=(heads, "as many KV heads as query heads"))
     if kv > heads:
         c.fail("num_key_value_heads", f"{kv} exceeds num_attention_heads ({heads})")
+    if heads % kv:
+        c.fail("num_key_value_heads", f"{kv} does not divide num_attention_heads ({heads}): each KV head "
+                                      "serves a whole group of query heads")
     d_model = c.entry.values["d_model"].quantity.magnitude
     if c.doc.get("head_dim") is not None:
         c.put("d_head", c.count("head_dim"), "head_dim")
@@ -153,7 +173,7 @@ def _attention_mla(c: _Config) -> None:
     c.tag("attention", "mla", "model_type (multi-head latent attention)")
     mtp = c.doc.get("num_nextn_predict_layers")
     if mtp:
-        c.entry.assumed.append(f"the {mtp} multi-token-prediction layer(s) (num_nextn_predict_layers) "
+        c.entry.assumed.append(f"the {json.dumps(mtp)[:40]} multi-token-prediction layer(s) (num_nextn_predict_layers) "
                                "are not counted, as the published totals leave them out")
 
 
@@ -171,7 +191,8 @@ def _experts(c: _Config, family: str, layers: int) -> None:
         dense = c.doc.get("mlp_only_layers") or []
         if not isinstance(dense, list) or not all(isinstance(i, int) and not isinstance(i, bool) for i in dense):
             c.fail("mlp_only_layers", "expected a list of layer numbers")
-        moe = sum(1 for i in range(layers) if i not in dense and (i + 1) % step == 0)
+        # layers step, 2·step, ... are MoE, less those listed dense (counted, never walked one by one)
+        moe = layers // step - sum(1 for i in set(dense) if 0 <= i < layers and (i + 1) % step == 0)
         c.put("moe_layers", moe, "num_hidden_layers, decoder_sparse_step, mlp_only_layers")
         if c.doc.get("model_type") == "qwen3_moe" or "shared_expert_intermediate_size" not in c.doc:
             c.put("shared_experts", 0, "model_type (no shared_expert_intermediate_size: no shared expert)")
@@ -186,7 +207,8 @@ def _experts(c: _Config, family: str, layers: int) -> None:
         c.put("d_expert", c.count("moe_intermediate_size"), "moe_intermediate_size")
         first = c.count("first_k_dense_replace", default=(0, "no leading dense layers"), allow_zero=True)
         freq = c.count("moe_layer_freq", default=(1, "every layer after the dense ones is MoE"))
-        moe = sum(1 for i in range(layers) if i >= first and i % freq == 0)
+        # the layers from `first` on whose number is a multiple of freq, counted without walking them
+        moe = max(0, -(-layers // freq) - -(-first // freq))
         c.put("moe_layers", moe, "num_hidden_layers, first_k_dense_replace, moe_layer_freq")
         c.put("shared_experts", c.count("n_shared_experts", default=(0, "no shared experts"), allow_zero=True),
               "n_shared_experts")
@@ -215,6 +237,7 @@ def read_config(path: Path, label: str, taken=()) -> Entry:
         raise DataError(label, None, None, "expected a JSON object (a Hugging Face config.json)")
     mid, how = _model_id(path, doc, taken)
     name = doc.get("_name_or_path") if isinstance(doc.get("_name_or_path"), str) and doc["_name_or_path"] else mid
+    name = escaped(name)   # a control or bidi character is shown as an escape, never sent to a terminal, page or figure
     entry = Entry(mid, name, "model", file=label)
     entry.assumed.append(f"model id {mid!r} from {how}")
     c = _Config(label, doc, entry)
@@ -237,4 +260,5 @@ def read_config(path: Path, label: str, taken=()) -> Entry:
     _weight_format(c)
     c.tag("kv_format", "bf16", "no KV-cache format in a config.json")
     entry.assumed.append("KV cache bf16")
+    entry.assumed = [escaped(a) for a in entry.assumed]   # they quote the file's own text
     return entry

@@ -1,7 +1,9 @@
 """The speed machinery: every piece of kept work, and what makes it stale.
 
 Each kept thing is stored under a key of everything it reads; a key that differs is a miss, and a
-miss does the work again. Removing `.cache/` starts from nothing; nothing here changes a number.
+miss does the work again. Each file of .cache/ carries the SHA-256 of its contents (sealed.py) and
+is checked before it is read: one altered on disk is a miss too. Removing `.cache/` starts from
+nothing; nothing here changes a number.
 
   symcache   .cache/sympy-KEY.pickle, and derivations/solved.pickle shipped with the project.
              SymPy's solves, limits, closed forms, board forms, identity checks, the audit's parsed

@@ -10,7 +10,8 @@ program, the libraries or its arguments changed, or one of those entries differs
 again, and the featured chip's figures are not.
 
 The files are pickles in the project's own .cache/ folder, trusted like the project's code (as
-chalkboard/cache/symcache.py's). A cache that cannot be read or written is ignored: the figures are the
+chalkboard/cache/symcache.py's), each checked against its own digest before it is read
+(chalkboard/cache/sealed.py). A cache that cannot be read or written is ignored: the figures are the
 same either way, only drawn.
 """
 from __future__ import annotations
@@ -23,6 +24,8 @@ import pickle
 import tempfile
 import time
 from pathlib import Path
+
+from . import sealed
 
 FOLDER = Path(".cache") / "figures"
 KEEP = 256             # kept figures at most (the newest); a figure is some 0.1 MB
@@ -170,8 +173,7 @@ class FigureCache:
                 self._versions.setdefault(path.stem.split("-")[0], []).append(path)
         for path in self._versions.get(key, []):
             try:
-                with open(path, "rb") as f:
-                    kept = pickle.load(f)
+                kept = sealed.read(path)   # checked against its digest: an altered file is drawn again
                 reads, figure = kept["reads"], kept["figure"]
                 same = all(self.digest(data, read) == digest for read, digest in reads.items())
             except Exception:   # unreadable, or not what save writes: drawn again
@@ -205,7 +207,7 @@ class FigureCache:
                 fd, tmp = tempfile.mkstemp(prefix=".figure-", dir=self.folder)
                 try:
                     with os.fdopen(fd, "wb") as f:
-                        pickle.dump(kept, f, protocol=pickle.HIGHEST_PROTOCOL)
+                        f.write(sealed.dumps(kept))
                     os.replace(tmp, self.folder / f"{name}.pickle")
                 except BaseException:
                     Path(tmp).unlink(missing_ok=True)

@@ -143,6 +143,11 @@ def _registry():
 
 
 def _run(conn, fn, args, parent_ends):
+    import signal
+
+    # Ctrl-C reaches the whole process group: the parent unwinds and stops this job (SIGTERM),
+    # which must not print a traceback of its own meanwhile
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     for end in parent_ends:
         end.close()
     # a job may start jobs of its own (multiprocessing refuses them to a daemon); the parent

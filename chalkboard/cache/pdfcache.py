@@ -7,7 +7,8 @@ PDF is dated with, Typst's version, and the fonts it may find on the system. The
 them; a build whose key was kept takes the fitted source and the PDF from ``.cache/pdf/`` and
 compiles nothing. So an edit that changes neither the text nor a figure (a comment, the HTML
 template, ``--force`` with nothing changed) skips Typst, while any change to the text, a figure, a
-font or the Typst version compiles again. A kept file that cannot be read is compiled again; one
+font or the Typst version compiles again. A kept file that cannot be read, or does not match
+the digest it carries (chalkboard/cache/sealed.py), is compiled again; one
 that cannot be written is not kept. Only the most recently used few are kept.
 """
 from __future__ import annotations
@@ -19,6 +20,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from . import sealed
 
 FOLDER = Path(".cache") / "pdf"
 KEEP = 8   # the most recently used PDFs kept (a few chips or --set variants built in turn)
@@ -67,8 +70,7 @@ def get(root: Path, k: str) -> tuple[str, bytes] | None:
     """The fitted source and the PDF kept under ``k``, or None."""
     p = root / FOLDER / f"{k}.pickle"
     try:
-        with open(p, "rb") as f:
-            fitted, pdf = pickle.load(f)
+        fitted, pdf = sealed.read(p)   # checked against its digest: an altered PDF is compiled again
         if not (isinstance(fitted, str) and isinstance(pdf, bytes) and pdf.startswith(b"%PDF")):
             return None
         os.utime(p)   # most recently used
@@ -84,7 +86,7 @@ def put(root: Path, k: str, fitted: str, pdf: bytes) -> None:
         folder.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=".pdf-", dir=folder)
         with os.fdopen(fd, "wb") as f:
-            pickle.dump((fitted, pdf), f, protocol=pickle.HIGHEST_PROTOCOL)
+            f.write(sealed.dumps((fitted, pdf)))
         os.replace(tmp, folder / f"{k}.pickle")
         kept = sorted(folder.glob("*.pickle"), key=lambda q: q.stat().st_mtime_ns, reverse=True)
         for old in kept[KEEP:]:

@@ -73,7 +73,7 @@ def load(root: Path) -> int:
 
     from sympy.core.parameters import evaluate
 
-    saved = _read(target, evaluate)
+    saved = _read(target, evaluate, sealed=True)
     if saved is None:   # nothing kept here yet: the results shipped with the project, if made from these sources
         shipped = _read(root / SHIPPED, evaluate)
         if isinstance(shipped, dict) and shipped.get("key") == target.name:
@@ -84,12 +84,16 @@ def load(root: Path) -> int:
     return len(_core.PRELOADED)
 
 
-def _read(p: Path, evaluate):
+def _read(p: Path, evaluate, sealed: bool = False):
+    """What ``p`` holds, or None; a file of .cache/ (``sealed``) only if it matches its digest
+    (chalkboard/cache/sealed.py); the shipped file is the project's own, like its code."""
+    from . import sealed as seal
+
     try:
         # the expressions were stored in SymPy's canonical form: rebuilding them without
         # re-evaluating (Max/Min re-check their arguments pairwise) gives equal objects, fast
         with open(p, "rb") as f, evaluate(False):
-            return pickle.load(f)
+            return seal.loads(f.read()) if sealed else pickle.load(f)
     except (OSError, EOFError, pickle.UnpicklingError, AttributeError, ImportError, TypeError, ValueError):
         return None
 
@@ -107,8 +111,10 @@ def save(root: Path) -> None:
     try:
         target.parent.mkdir(exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=".sympy-", dir=target.parent)
+        from . import sealed
+
         with os.fdopen(fd, "wb") as f:
-            pickle.dump({**registry.saved, **registry.fresh}, f, protocol=pickle.HIGHEST_PROTOCOL)
+            f.write(sealed.dumps({**registry.saved, **registry.fresh}))
         os.replace(tmp, target)
         for old in target.parent.glob("sympy-*.pickle"):
             if old != target:
@@ -149,8 +155,9 @@ def ship(root: Path) -> Path:
     finally:
         shutil.rmtree(out, ignore_errors=True)
     made = path(root)
-    with open(made, "rb") as f:
-        results = {k: v for k, v in pickle.load(f).items() if k[0] not in NOT_SHIPPED}
+    from . import sealed
+
+    results = {k: v for k, v in sealed.read(made).items() if k[0] not in NOT_SHIPPED}
     fd, tmp = tempfile.mkstemp(prefix=".solved-", dir=(root / SHIPPED).parent)
     with os.fdopen(fd, "wb") as f:
         pickle.dump({"key": made.name, "results": results}, f, protocol=pickle.HIGHEST_PROTOCOL)

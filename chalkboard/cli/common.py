@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 
 from ..featured import FEATURED_MODEL as DEFAULT_MODEL
-from ..errors import InputError
+from ..errors import InputError, short
 
 ROOT = Path(__file__).resolve().parents[2]
 EXIT_BAD_INPUT = 2
@@ -20,9 +20,17 @@ def parse_sets(pairs):
     out = {}
     for p in pairs or []:
         if "=" not in p:
-            raise UserError(f"--set {p}: expected NAME=VALUE, e.g. --set batch=128")
+            raise UserError(f"--set {short(p)}: expected NAME=VALUE, e.g. --set batch=128")
         k, v = p.split("=", 1)
         out[k.strip()] = v.strip()
+    return out
+
+
+def ids(option: str, text: str) -> list[str]:
+    """A comma-separated list of ids given with ``option``; one line if it names none (``,`` or "")."""
+    out = [x.strip() for x in text.split(",") if x.strip()]
+    if not out:
+        raise UserError(f"{option} {short(text)!r}: name at least one (comma-separated)")
     return out
 
 

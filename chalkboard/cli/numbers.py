@@ -4,7 +4,9 @@ from __future__ import annotations
 import json
 import sys
 
-from .common import ROOT, UserError, load, parse_sets
+from chalkboard.errors import short
+
+from .common import ROOT, UserError, ids, load, parse_sets
 
 
 def cmd_eval(args) -> int:
@@ -123,9 +125,9 @@ def _known_quantity(name, registry) -> None:
     from chalkboard.evaluation.results import choices
 
     if name not in registry and name not in choices():
-        close = [n for n in registry.quantities if name.lower() in n]
+        close = [n for n in registry.quantities if name.lower() in n] if len(name) < 100 else []
         hint = f" (did you mean: {', '.join(close[:5])}?)" if close else " (see `python build.py list quantities`)"
-        raise UserError(f"unknown quantity {name!r}{hint}")
+        raise UserError(f"unknown quantity {short(name)!r}{hint}")
 
 
 def _under_layout(names, layout):
@@ -180,8 +182,8 @@ def cmd_compare(args) -> int:
     args.quantity, note = _under_layout(args.quantity, args.layout)
     given = args.model
     data = load(args)
-    hardware = [h.strip() for h in args.hardware.split(",") if h.strip()] if args.hardware else list(data.hardware)
-    models = [m.strip() for m in given.split(",") if m.strip()] if given else [args.model]
+    hardware = ids("--hardware", args.hardware) if args.hardware is not None else list(data.hardware)
+    models = ids("--model", given) if given is not None else [args.model]
     if data.config_model and data.config_model not in models:
         models.append(data.config_model)
     rows = sw.compare(data, hardware, models, list(args.quantity), parse_sets(args.set))

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import argparse
 
+from pathlib import Path
+
 from ..featured import FEATURED_HARDWARE as DEFAULT_HARDWARE, FEATURED_MODEL as DEFAULT_MODEL
 from .common import EXIT_BAD_INPUT
 
@@ -20,12 +22,40 @@ class _Parser(argparse.ArgumentParser):
         self.exit(EXIT_BAD_INPUT, f"error: {self.prog}: {message} (see `{self.prog} --help`)\n")
 
 
+# Options naming a file or folder, with the default each takes in the project's folder. They are
+# parsed with no default (argparse.SUPPRESS), so that an option given before the command is not
+# replaced by the command's own default; finish() then fills in what was not given.
+PATHS = {"hardware_file": "hardware.yaml", "models_file": "models.yaml", "prices_file": "prices.yaml",
+         "claims_file": "claims.yaml", "measurements_file": "measurements.yaml", "out": "build"}
+
+
+def finish(args, cwd: Path, root: Path) -> argparse.Namespace:
+    """``args`` with each path option not given set to its default (read from the project's folder)
+    and each one given relative to ``cwd``, the folder the command was run from, made absolute."""
+    try:
+        elsewhere = cwd.resolve() != root.resolve()
+    except OSError:   # the working folder was removed: a relative path names nothing there
+        elsewhere = True
+    for name in getattr(args, "paths_declared", ()):
+        given = getattr(args, name, None)
+        if given is None:
+            setattr(args, name, PATHS[name])
+        elif elsewhere and given and not Path(given).is_absolute():
+            setattr(args, name, str(cwd / given))
+    return args
+
+
+def _files(parser):
+    d = argparse.SUPPRESS
+    parser.add_argument("--hardware-file", default=d, help=f"hardware data (default: {PATHS['hardware_file']})")
+    parser.add_argument("--models-file", default=d, help=f"model data (default: {PATHS['models_file']})")
+    parser.add_argument("--prices-file", default=d,
+                        help=f"API price snapshots and memory tiers (default: {PATHS['prices_file']})")
+
+
 def make_parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--hardware-file", default="hardware.yaml", help="hardware data (default: %(default)s)")
-    common.add_argument("--models-file", default="models.yaml", help="model data (default: %(default)s)")
-    common.add_argument("--prices-file", default="prices.yaml",
-                        help="API price snapshots and memory tiers (default: %(default)s)")
+    _files(common)
 
     p = _Parser(
         prog="build.py", parents=[common],
@@ -55,8 +85,9 @@ def make_parser() -> argparse.ArgumentParser:
     b = sub.add_parser("build", parents=[common], help="write build/report.html, report.pdf, figures and results.json")
     b.add_argument("--hardware", default=DEFAULT_HARDWARE, help="featured hardware id (default: %(default)s)")
     b.add_argument("--model", help=f"featured model id (default: the --model-config model, else {DEFAULT_MODEL})")
-    b.add_argument("--out", default="build", help="output folder (default: %(default)s)")
-    b.add_argument("--claims-file", default="claims.yaml", help="claims to audit (default: %(default)s)")
+    b.add_argument("--out", default=argparse.SUPPRESS, help=f"output folder (default: {PATHS['out']})")
+    b.add_argument("--claims-file", default=argparse.SUPPRESS,
+                   help=f"claims to audit (default: {PATHS['claims_file']})")
     b.add_argument("--set", action="append", metavar="NAME=VALUE",
                    help="override a workload or data input for the featured scenario (e.g. --set context=4096)")
     b.add_argument("--no-pdf", action="store_true", help="skip the PDF")
@@ -71,10 +102,10 @@ def make_parser() -> argparse.ArgumentParser:
                         "whose inputs did not change is still taken from .cache/figures/; remove "
                         ".cache/ to draw every figure)")
     model_config(b)
-    b.set_defaults(command="build")
+    b.set_defaults(command="build", paths_declared=('hardware_file', 'models_file', 'prices_file', 'out', 'claims_file'))
 
     c = sub.add_parser("check", parents=[common], help="dimension-check all equations; evaluate every hardware x model")
-    c.set_defaults(command="check")
+    c.set_defaults(command="check", paths_declared=('hardware_file', 'models_file', 'prices_file'))
 
     e = sub.add_parser(
         "eval", parents=[common], help="evaluate one quantity",
@@ -98,7 +129,7 @@ def make_parser() -> argparse.ArgumentParser:
     e.add_argument("--csv", action="store_true", help="with --sweep: print CSV")
     layout_option(e)
     model_config(e)
-    e.set_defaults(command="eval")
+    e.set_defaults(command="eval", paths_declared=('hardware_file', 'models_file', 'prices_file'))
 
     cp = sub.add_parser(
         "compare", parents=[common], help="one table of quantities across chips and models",
@@ -112,7 +143,7 @@ def make_parser() -> argparse.ArgumentParser:
     cp.add_argument("--csv", action="store_true", help="print CSV")
     layout_option(cp)
     model_config(cp)
-    cp.set_defaults(command="compare")
+    cp.set_defaults(command="compare", paths_declared=('hardware_file', 'models_file', 'prices_file'))
 
     pn = sub.add_parser(
         "plan", parents=[common], help="the cheapest deployment that meets a speed target",
@@ -136,21 +167,23 @@ def make_parser() -> argparse.ArgumentParser:
                     help="which numbers the targets judge: expected (default: the bound at the efficiency "
                          "fitted to published measurements, with its range) or bound (100%% efficiency)")
     pn.add_argument("--set", action="append", metavar="NAME=VALUE", help="override an input for every candidate")
-    pn.add_argument("--measurements-file", default="measurements.yaml",
-                    help="the published measurements the expected efficiencies come from (default: %(default)s)")
+    pn.add_argument("--measurements-file", default=argparse.SUPPRESS,
+                    help="the published measurements the expected efficiencies come from "
+                         f"(default: {PATHS['measurements_file']})")
     pn.add_argument("--json", action="store_true", help="print one JSON object")
     pn.add_argument("--csv", action="store_true", help="print the frontier as CSV, units in the header")
     model_config(pn)
-    pn.set_defaults(command="plan")
+    pn.set_defaults(command="plan", paths_declared=('hardware_file', 'models_file', 'prices_file', 'measurements_file'))
 
     ls = sub.add_parser("list", parents=[common], help="list quantities, hardware or models")
     ls.add_argument("what", nargs="?", default="quantities", choices=["quantities", "hardware", "models"])
     ls.add_argument("--json", action="store_true", help="print JSON")
     ls.add_argument("--short", action="store_true", help="one line per chip or model: its headline figures")
-    ls.set_defaults(command="list")
+    ls.set_defaults(command="list", paths_declared=('hardware_file', 'models_file', 'prices_file'))
 
     a = sub.add_parser("audit", parents=[common], help="audit the lecture's claims")
-    a.add_argument("--claims-file", default="claims.yaml", help="claims to audit (default: %(default)s)")
+    a.add_argument("--claims-file", default=argparse.SUPPRESS,
+                   help=f"claims to audit (default: {PATHS['claims_file']})")
     a.add_argument("--json", action="store_true", help="print a JSON list of claims")
     a.add_argument("--verdict", choices=("holds", "roughly", "fails", "inconclusive", "not-judged"),
                    help="only the claims with this verdict (fails: does not hold; inconclusive: computed, "
@@ -160,12 +193,12 @@ def make_parser() -> argparse.ArgumentParser:
     a.add_argument("--chapter", choices=("batch", "moe", "pipeline", "memory", "training", "prices", "crypto"),
                    help="only the claims judged on a quantity of this lecture chapter")
     a.add_argument("--grep", metavar="WORDS", help="only the claims whose id, quote or claim contains WORDS")
-    a.set_defaults(command="audit")
+    a.set_defaults(command="audit", paths_declared=('hardware_file', 'models_file', 'prices_file', 'claims_file'))
 
     v = sub.add_parser("validate", parents=[common],
                        help="published measurements against the strict step-time bound")
-    v.add_argument("--measurements-file", default="measurements.yaml",
-                   help="measurements to check (default: %(default)s)")
+    v.add_argument("--measurements-file", default=argparse.SUPPRESS,
+                   help=f"measurements to check (default: {PATHS['measurements_file']})")
     v.add_argument("--json", action="store_true", help="print one JSON object")
-    v.set_defaults(command="validate")
+    v.set_defaults(command="validate", paths_declared=('hardware_file', 'models_file', 'prices_file', 'measurements_file'))
     return p

@@ -2,8 +2,11 @@
 from __future__ import annotations
 
 import json
+import math
 
-from .common import ROOT, UserError, load, parse_sets
+from chalkboard.errors import short
+
+from .common import ROOT, UserError, ids, load, parse_sets
 
 
 def cmd_plan(args) -> int:
@@ -13,25 +16,26 @@ def cmd_plan(args) -> int:
 
     data = load(args)
     if args.model not in data.models:
-        raise UserError(f"{args.models_file}: unknown model id {args.model!r} (known: {', '.join(data.models)})")
-    hardware = ([h.strip() for h in args.hardware.split(",") if h.strip()] if args.hardware
+        raise UserError(f"{args.models_file}: unknown model id {short(args.model)!r} (known: {', '.join(data.models)})")
+    hardware = (ids("--hardware", args.hardware) if args.hardware is not None
                 else [h for h, e in data.hardware.items() if e.get("rental_price") is not None])
     for h in hardware:
         if h not in data.hardware:
-            raise UserError(f"{args.hardware_file}: unknown hardware id {h!r} (known: {', '.join(data.hardware)})")
+            raise UserError(f"{args.hardware_file}: unknown hardware id {short(h)!r} "
+                            f"(known: {', '.join(data.hardware)})")
     try:
         ttft = None if args.max_ttft is None else conform(parse(args.max_ttft), "s", bare=True).magnitude
     except UnitParseError as e:
-        raise UserError(f"--max-ttft {args.max_ttft}: {e}") from None
+        raise UserError(f"--max-ttft {short(args.max_ttft)}: {e}") from None
     for name, v in (("--context", args.context), ("--min-tokens-per-user", args.min_tokens_per_user),
                     ("--prompt", args.prompt), ("--max-ttft", ttft)):
-        if v is not None and not v > 0:
-            raise UserError(f"{name}: must be positive")
-    formats = [f.strip() for f in args.formats.split(",")] if args.formats else None
+        if v is not None and not (v > 0 and math.isfinite(v)):
+            raise UserError(f"{name} {v:g}: must be a positive, finite number")
+    formats = ids("--formats", args.formats) if args.formats is not None else None
     from derivations import NUMBER_FORMATS
     for f in formats or []:
         if f not in NUMBER_FORMATS:
-            raise UserError(f"--formats {f}: expected weight formats among {', '.join(NUMBER_FORMATS)}")
+            raise UserError(f"--formats {short(f)}: expected weight formats among {', '.join(NUMBER_FORMATS)}")
     if not hardware:
         raise UserError(f"{args.hardware_file}: no chip with a rental price to plan over: name chips with --hardware")
     targets = pl.Targets(args.context, args.min_tokens_per_user, ttft, args.prompt, args.by)

@@ -24,7 +24,12 @@ codecs.register_error("chalkboard-escape", _escape_unencodable)
 
 
 def safe_streams() -> None:
-    """Output never fails on encoding: UTF-8 where the locale has it, else escapes (PYTHONIOENCODING=ascii)."""
+    """Output never fails on encoding: UTF-8 where the locale has it, else escapes (PYTHONIOENCODING=ascii).
+    A stream closed before the start (`build.py eval ... >&-`; Python then sets it to None) is
+    not an error: what would go to it is dropped."""
+    for name in ("stdout", "stderr"):
+        if getattr(sys, name) is None:
+            setattr(sys, name, open(os.devnull, "w", encoding="utf-8"))
     for stream in (sys.stdout, sys.stderr):
         if hasattr(stream, "reconfigure"):
             try:

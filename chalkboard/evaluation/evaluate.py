@@ -19,12 +19,12 @@ from units import Quantity, UnitParseError, conform, magnitude_problem, parse, u
 from derivations import rules
 
 from . import compiled
-from ..data import MAY_BE_ZERO, RATE_FORMATS, Data
+from ..data import MAY_BE_ZERO, RATE_FORMATS, Data, is_whole
 from .dependence import FUSE_FROM, _depends_on, _derived_below, _fields_to_inputs, _inputs_below, _joined
 from .fit import Fit
 from .settings import (AT_MOST, BELOW, BY_ATTENTION, DENSE_MOE_DEFAULTS, DIVIDES, EVIDENCE, FORMAT_KEYS, INLINE_ID,
                        LAYOUT_DEGREES, ORDERED, SELECT_KEYS, WHOLE_NUMBERS, _compute_format, _with_inline)
-from ..errors import InputError, MissingInput, NotApplicable, NotGiven  # noqa: F401  (re-exported)
+from ..errors import InputError, MissingInput, NotApplicable, NotGiven, short  # noqa: F401  (re-exported)
 from .regimes import REGIMES, regime_index
 from .walk import walk
 
@@ -48,10 +48,10 @@ class Scenario(Fit):
         if model_id == INLINE_ID and INLINE_ID not in data.models:
             data = _with_inline(data, "models")
         if hardware_id not in data.hardware:
-            raise InputError(f"{data.files['hardware']}: unknown hardware id {hardware_id!r} "
+            raise InputError(f"{data.files['hardware']}: unknown hardware id {short(hardware_id)!r} "
                              f"(known: {', '.join(data.hardware)})")
         if model_id not in data.models:
-            raise InputError(f"{data.files['models']}: unknown model id {model_id!r} "
+            raise InputError(f"{data.files['models']}: unknown model id {short(model_id)!r} "
                              f"(known: {', '.join(data.models)})")
         self.data, self.hw, self.model = data, data.hardware[hardware_id], data.models[model_id]
         self.raw_overrides = dict(overrides or {})
@@ -68,7 +68,7 @@ class Scenario(Fit):
             self.compute_format, self.compute_note, self._compute_error = None, None, e
         price_id = o.pop("price", None) or data.default_price
         if price_id is not None and price_id not in data.prices:
-            raise InputError(f"{data.files.get('prices', 'prices.yaml')}: unknown price id {price_id!r} "
+            raise InputError(f"{data.files.get('prices', 'prices.yaml')}: unknown price id {short(price_id)!r} "
                              f"(known: {', '.join(data.prices)})")
         self.price = data.prices.get(price_id) if price_id is not None else None
         self.is_dense = "experts" not in self.model.values and "experts" not in o
@@ -107,7 +107,7 @@ class Scenario(Fit):
             if name in FORMAT_KEYS:
                 allowed = RATE_FORMATS if name == "compute_format" else tuple(NUMBER_FORMATS)
                 if text not in allowed:
-                    raise InputError(f"--set {name}={text}: expected one of {', '.join(allowed)}")
+                    raise InputError(f"--set {name}={short(text)}: expected one of {', '.join(allowed)}")
                 out[name] = text
                 continue
             key = name
@@ -123,7 +123,7 @@ class Scenario(Fit):
                 key = field_to_q[name]
                 unit = REGISTRY[key].unit
             else:
-                raise InputError(f"--set {name}: unknown input (see `python build.py list quantities`)")
+                raise InputError(f"--set {short(name)}: unknown input (see `python build.py list quantities`)")
             try:
                 v = parse(text)
             except UnitParseError as e:
@@ -131,15 +131,15 @@ class Scenario(Fit):
             try:
                 v = conform(v, unit, per_chip=unit.endswith("/chip"), bare=True)
             except UnitParseError as e:
-                raise InputError(f"--set {name}={text}: {e}") from None
+                raise InputError(f"--set {name}={short(text)}: {e}") from None
             problem = magnitude_problem(v, allow_zero=key in MAY_BE_ZERO)
             if problem:
-                raise InputError(f"--set {name}={text}: {problem} (it divides, or counts something)"
-                                 if problem == "must be positive" else f"--set {name}={text}: {problem}")
+                raise InputError(f"--set {name}={short(text)}: {problem} (it divides, or counts something)"
+                                 if problem == "must be positive" else f"--set {name}={short(text)}: {problem}")
             if key in AT_MOST and v.magnitude > AT_MOST[key][0]:
-                raise InputError(f"--set {name}={text}: at most {AT_MOST[key][0]:g} ({AT_MOST[key][1]})")
+                raise InputError(f"--set {name}={short(text)}: at most {AT_MOST[key][0]:,} ({AT_MOST[key][1]})")
             if key in BELOW and v.magnitude >= BELOW[key][0]:
-                raise InputError(f"--set {name}={text}: must be below {BELOW[key][0]:g} ({BELOW[key][1]})")
+                raise InputError(f"--set {name}={short(text)}: must be below {BELOW[key][0]:g} ({BELOW[key][1]})")
             out[key] = v
         return out
 
@@ -174,10 +174,12 @@ class Scenario(Fit):
                 raise InputError(f"--set {set_}: {small} ({a:g}) exceeds {large} ({b:g}) "
                                  f"for {self.model.id}: {why}")
         for part, whole, why in DIVIDES:
-            if part not in self.overrides:
+            if part not in self.overrides and whole not in self.overrides:
                 continue
             a, b = self._given(part), self._given(whole)
-            if a is not None and b is not None and a >= 1 and abs(b / a - round(b / a)) > 1e-9:
+            # exact for whole numbers: b / a rounds a tiny quotient (64 / 10^12) to 0, a multiple
+            if a is not None and b is not None and a >= 1 and (
+                    round(b) % round(a) if is_whole(a) and is_whole(b) else abs(b / a - round(b / a)) > 1e-9):
                 raise InputError(f"--set {part}={a:g}: {self.model.id}'s {whole} ({b:g}) is not a multiple of "
                                  f"it: {why}")
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from derivations import (ATTENTION_FLOPS_BY_ATTENTION, ATTENTION_PARAMS_BY_ATTENTION, KV_BYTES_BY_ATTENTION,
                          KV_SHARDS_BY_ATTENTION)
 
-from ..data import (FORMATS_ORDER, HARDWARE_WHOLE_NUMBER_FIELDS, RATE_FORMATS,
+from ..data import (FORMATS_ORDER, HARDWARE_WHOLE_NUMBER_FIELDS, LARGEST, RATE_FORMATS,
                    WHOLE_NUMBER_FIELDS, Data)
 from ..errors import MissingInput
 
@@ -31,7 +31,8 @@ DIVIDES = (("tp", "n_heads", "each tensor-parallel rank holds whole query heads"
            ("ep", "experts", "each chip of the expert-parallel group holds whole experts"),
            ("pp", "layers", "each pipeline stage holds whole layers"),
            ("train_tp", "n_heads", "each tensor-parallel rank holds whole query heads"),
-           ("train_pp", "layers", "each pipeline stage holds whole layers"))
+           ("train_pp", "layers", "each pipeline stage holds whole layers"),
+           ("n_kv_heads", "n_heads", "each KV head serves a whole group of query heads"))
 # the degrees that state a layout (derivations/layout.py): setting any of them sets the chips
 LAYOUT_DEGREES = ("tp", "dp_attention", "pp")
 # a workload default read from the published measurements of the set-up's regime (Scenario.evidence)
@@ -39,7 +40,8 @@ EVIDENCE = "=evidence"
 # inputs with a largest meaningful value: (the value, what it means)
 AT_MOST = {"zero_stage": (3, "ZeRO stage 3 partitions everything: the parameters, gradients and optimizer state"),
            "sequence_parallel": (1, "a switch: 1 with sequence parallelism, 0 without"),
-           "recompute": (1, "a switch: 1 with full recomputation, 0 without (or selective)")}
+           "recompute": (1, "a switch: 1 with full recomputation, 0 without (or selective)"),
+           **LARGEST}   # every count's bound (data.py), for --set and --sweep as for the data files
 # inputs that must stay below a value, (the value, why)
 BELOW = {"draft_acceptance": (1, "a probability; at 1 every drafted token is accepted, the strict bound "
                                  "user_speed_spec_max"),

@@ -15,10 +15,10 @@ import numpy as np
 
 from derivations import REGISTRY
 
-from ..errors import InputError, MissingInput
+from ..errors import InputError, MissingInput, short
 from .dependence import flag_kind
 from .evaluate import Scenario
-from .settings import WHOLE_NUMBERS
+from .settings import AT_MOST, WHOLE_NUMBERS
 from ..typeset.fmt import sig
 
 MAX_POINTS = 10_000_000
@@ -33,12 +33,13 @@ def parse_axis(text: str) -> tuple[str, np.ndarray]:
     declared unit (see `python build.py list quantities`).
     """
     if "=" not in text:
-        raise InputError(f"--sweep {text}: expected NAME=SPEC, e.g. --sweep batch=1:65536:log")
+        raise InputError(f"--sweep {short(text)}: expected NAME=SPEC, e.g. --sweep batch=1:65536:log")
     name, spec = (p.strip() for p in text.split("=", 1))
     if name not in REGISTRY or not REGISTRY[name].is_input:
-        raise InputError(f"--sweep {name}: not an input (see `python build.py list quantities`)")
+        raise InputError(f"--sweep {short(name)}: not an input (see `python build.py list quantities`)")
     try:
         if "," in spec:
+            _at_most(text, spec.count(",") + 1)
             values = np.array([float(x) for x in spec.split(",")])
         else:
             parts = spec.split(":")
@@ -49,27 +50,41 @@ def parse_axis(text: str) -> tuple[str, np.ndarray]:
                 raise ValueError
             lo, hi = float(parts[0]), float(parts[1])
             n = int(parts[2]) if len(parts) == 3 else None
+            if not (math.isfinite(lo) and math.isfinite(hi)):
+                raise InputError(f"--sweep {short(text)}: the ends must be finite numbers")
             if log:
                 if lo <= 0 or hi <= 0:
-                    raise InputError(f"--sweep {text}: a log sweep needs positive ends")
+                    raise InputError(f"--sweep {short(text)}: a log sweep needs positive ends")
                 if n is None:
                     k = int(math.floor(math.log2(hi / lo) + 1e-9))
+                    _at_most(text, k + 1)
                     values = lo * 2.0 ** np.arange(k + 1)
                 else:
+                    _at_most(text, n)
                     values = np.geomspace(lo, hi, n)
             elif n is None:
+                _at_most(text, math.floor(hi) - math.ceil(lo) + 1)
                 values = np.arange(math.ceil(lo), math.floor(hi) + 1, dtype=float)
             else:
+                _at_most(text, n)
                 values = np.linspace(lo, hi, n)
     except (ValueError, OverflowError):
-        raise InputError(f"--sweep {text}: expected a,b,c or start:stop[:N][:log]") from None
+        raise InputError(f"--sweep {short(text)}: expected a,b,c or start:stop[:N][:log]") from None
     if name in WHOLE_NUMBERS and values.size:  # a count: whole points only, each once
         values = np.unique(np.round(values))
     if values.size == 0 or values.size > MAX_POINTS or not np.all(np.isfinite(values)):
-        raise InputError(f"--sweep {text}: between 1 and {MAX_POINTS:,} finite points")
+        raise InputError(f"--sweep {short(text)}: between 1 and {MAX_POINTS:,} finite points")
     if np.any(values <= 0):
-        raise InputError(f"--sweep {text}: values must be positive")
+        raise InputError(f"--sweep {short(text)}: values must be positive")
+    if name in AT_MOST and values.max() > AT_MOST[name][0]:
+        raise InputError(f"--sweep {short(text)}: {name} is at most {AT_MOST[name][0]:,} ({AT_MOST[name][1]})")
     return name, values
+
+
+def _at_most(text: str, points) -> None:
+    """A grid's size checked before it is made: a sweep of 10^9 points is refused, not allocated."""
+    if not 1 <= points <= MAX_POINTS:
+        raise InputError(f"--sweep {short(text)}: between 1 and {MAX_POINTS:,} points (this one has {points:,.0f})")
 
 
 def sweep(sc: Scenario, quantities: list[str], axes: list[tuple[str, np.ndarray]]) -> dict:
@@ -80,10 +95,11 @@ def sweep(sc: Scenario, quantities: list[str], axes: list[tuple[str, np.ndarray]
     names = [n for n, _ in axes]
     if len(set(names)) != len(names):
         raise InputError("each input can be swept once")
+    size = math.prod(v.size for _, v in axes)   # before the grid is made: never allocated past the limit
+    if size > MAX_POINTS:
+        raise InputError(f"the sweep has {size:,} points: at most {MAX_POINTS:,}")
     grids = np.meshgrid(*[v for _, v in axes], indexing="ij")
     flat = {n: g.ravel() for n, g in zip(names, grids)}
-    if next(iter(flat.values())).size > MAX_POINTS:
-        raise InputError(f"the sweep has more than {MAX_POINTS:,} points")
     fill = "hbm_fill_layout" if any(REGISTRY[q].section == "layout" for q in quantities) else "hbm_fill"
     want = list(dict.fromkeys(quantities + [fill]))
     if _rechosen(names, want):

@@ -7,6 +7,7 @@ temp entry left beside it. Data errors are run through a build (they stop at the
 they are cheap); --set and claims errors through `eval` and `audit`. One good build is reused.
 """
 import hashlib
+import json
 import os
 import re
 import resource
@@ -97,6 +98,22 @@ def _ds(field, text):
                                     rf'\1"{text}"', s, count=1))
 
 
+def _llama(field, text):
+    """models.yaml with one field of llama-3-70b (64 query heads, 8 KV heads, 80 layers) replaced."""
+    return _models(lambda s: re.sub(rf"(  llama-3-70b:\n(?:    .*\n)*?    {field}: {{value: )\"[^\"]*\"",
+                                    rf'\1"{text}"', s, count=1))
+
+
+LLAMA_CONFIG = json.loads((ROOT / "tests" / "configs" / "llama-3.1-70b-instruct.json").read_text(encoding="utf-8"))
+DEEPSEEK_CONFIG = json.loads((ROOT / "tests" / "configs" / "deepseek-v3.json").read_text(encoding="utf-8"))
+
+
+def _config(base, **fields):
+    """A Hugging Face config.json: ``base`` with ``fields`` replaced."""
+    return ("config.json", json.dumps({**base, **fields}))
+
+
+LONG_NAME = "x" * 10_000
 BOMB = "".join(f"    x{i}: &x{i} [" + ", ".join([f"*x{i - 1}" if i else '"lol"'] * 10) + "]\n" for i in range(9))
 NEST = "[" * 3000 + "]" * 3000
 
@@ -224,6 +241,59 @@ CASES = [
     ("out-foreign-folder", None, ["build", "--out", "."], None, ("did not write",)),
     ("source-date-epoch", None, ["build", "--out", "{OUT}"], {"SOURCE_DATE_EPOCH": "yesterday"},
      ("SOURCE_DATE_EPOCH",)),
+    # limits: each count's largest value (chalkboard/data.py LARGEST), checked before any work
+    ("set-chips-10-12", None, ["eval", "step_time", "--set", "chips=1000000000000"], None,
+     ("chips", "at most 1,000,000,000")),
+    ("set-tp-past-the-heads", None, ["eval", "step_time", "--set", "tp=999999999989"], None, ("tp",)),
+    ("set-tp-not-dividing", None, ["eval", "step_time", "--set", "tp=3"], None, ("tp=3", "not a multiple")),
+    ("set-tp-above-the-heads", None, ["eval", "step_time", "--set", "tp=256"], None, ("tp=256", "not a multiple")),
+    ("set-batch-10-12", None, ["eval", "step_time", "--set", "batch=1e12"], None, ("batch", "at most")),
+    ("set-layers-10-12", None, ["eval", "step_time", "--set", "layers=1e12"], None, ("layers", "at most 65,536")),
+    ("set-kv-heads-not-dividing", None, ["eval", "kv_bytes_per_token", "--model", "llama-3-70b",
+                                         "--set", "n_kv_heads=7"], None, ("n_kv_heads", "not a multiple")),
+    ("sweep-10-9-points", None, ["eval", "step_time", "--sweep", "batch=1:1000000000"], None,
+     ("batch=1:1000000000", "10,000,000 points")),
+    ("sweep-10-12-linspace", None, ["eval", "step_time", "--sweep", "batch=1:64:1000000000000"], None,
+     ("10,000,000 points",)),
+    ("sweep-10-9-list-crossed", None, ["eval", "step_time", "--sweep", "batch=1:1000", "--sweep", "context=1:100000",
+                                       "--sweep", "hbm_bandwidth=1e12,2e12,3e12"], None, ("300,000,000 points",)),
+    ("sweep-past-the-limit", None, ["eval", "step_time", "--sweep", "tp=1:10000000000:log"], None,
+     ("tp", "at most 1,000,000,000")),
+    ("sweep-infinite-end", None, ["eval", "step_time", "--sweep", "batch=1:inf"], None, ("finite",)),
+    ("models-layers-10-6", _llama("layers", "1000000"), ["check", "--models-file", "{F}"], None,
+     ("llama-3-70b", "layers", "at most 65,536")),
+    ("models-kv-heads-not-dividing", _llama("n_kv_heads", "7"), ["check", "--models-file", "{F}"], None,
+     ("llama-3-70b", "n_kv_heads", "does not divide n_heads")),
+    ("models-kv-heads-not-dividing-build", _llama("n_kv_heads", "7"),
+     ["build", "--models-file", "{F}", "--out", "{OUT}"], None, ("llama-3-70b", "n_kv_heads")),
+    ("hw-domain-10-12", _hw(lambda s: s.replace('scaleup_domain: {value: "8 chip"', 'scaleup_domain: {value: "1e12 chip"', 1)),
+     ["check", "--hardware-file", "{F}"], None, ("scaleup_domain", "at most 1,048,576")),
+    ("config-hidden-1e300", _config(LLAMA_CONFIG, hidden_size=1e300), ["eval", "params_total", "--model-config", "{F}"],
+     None, ("config.json", "hidden_size", "at most")),
+    ("config-hidden-1e40", _config(LLAMA_CONFIG, hidden_size=1e40), ["eval", "params_total", "--model-config", "{F}"],
+     None, ("config.json", "hidden_size", "at most 16,777,216")),
+    ("config-layers-10-12", _config(LLAMA_CONFIG, num_hidden_layers=10**12),
+     ["eval", "params_total", "--model-config", "{F}"], None, ("num_hidden_layers", "at most 65,536")),
+    ("config-moe-layers-10-12", _config(DEEPSEEK_CONFIG, num_hidden_layers=10**12),
+     ["eval", "params_total", "--model-config", "{F}"], None, ("num_hidden_layers", "at most")),
+    ("config-kv-heads-not-dividing", _config(LLAMA_CONFIG, num_key_value_heads=7),
+     ["eval", "params_total", "--model-config", "{F}"], None, ("num_key_value_heads", "does not divide")),
+    ("config-kv-heads-not-dividing-check", _config(LLAMA_CONFIG, num_key_value_heads=7),
+     ["build", "--model-config", "{F}", "--out", "{OUT}", "--no-pdf"], None, ("num_key_value_heads", "does not divide")),
+    # the smaller checks
+    ("set-long-unknown-name", None, ["eval", "step_time", "--set", LONG_NAME + "=3"], None,
+     ("xxxxxxxx...", "10,000 characters", "unknown input")),
+    ("set-long-unknown-hardware", None, ["eval", "step_time", "--hardware", LONG_NAME], None, ("10,000 characters",)),
+    ("eval-long-unknown-quantity", None, ["eval", LONG_NAME], None, ("unknown quantity", "10,000 characters")),
+    ("set-long-without-value", None, ["eval", "step_time", "--set", LONG_NAME], None, ("NAME=VALUE", "10,000 characters")),
+    ("plan-long-ttft", None, ["plan", "--min-tokens-per-user", "20", "--max-ttft", LONG_NAME], None,
+     ("--max-ttft", "10,000 characters")),
+    ("plan-infinite-speed", None, ["plan", "--min-tokens-per-user", "inf"], None, ("--min-tokens-per-user", "finite")),
+    ("plan-nan-speed", None, ["plan", "--min-tokens-per-user", "nan"], None, ("--min-tokens-per-user",)),
+    ("plan-no-formats", None, ["plan", "--min-tokens-per-user", "20", "--formats", ""], None, ("--formats",)),
+    ("plan-no-hardware", None, ["plan", "--min-tokens-per-user", "20", "--hardware", ","], None, ("--hardware",)),
+    ("compare-no-hardware", None, ["compare", "step_time", "--hardware", ","], None, ("--hardware",)),
+    ("compare-no-model", None, ["compare", "step_time", "--model", ""], None, ("--model",)),
     ("unknown-argument", None, ["build", "--frobnicate", "--out", "{OUT}"], None, ("--frobnicate",)),
     ("missing-argument-value", None, ["eval", "step_time", "--set"], None, ("--set",)),
 ]
@@ -246,7 +316,8 @@ def test_bad_input_is_one_line(case, previous, tmp_path):
     before = tree(previous)
     args = [a.replace("{F}", str(f)).replace("{OUT}", str(previous)) for a in args]
     r = run(args, env=env, timeout=120)
-    one_line_error(r, *must)
+    line = one_line_error(r, *must)
+    assert len(line) < 400, f"a long input is quoted whole: {line[:200]}..."
     assert tree(previous) == before, "the previous output changed"
     assert not leftovers(previous), leftovers(previous)
 
