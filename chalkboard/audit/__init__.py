@@ -38,7 +38,7 @@ from pathlib import Path
 from .. import seeds
 from ..data import Data
 
-from .rules import AGREES, DEFINITION, FAILS, HOLDS, INCONCLUSIVE, KINDS, ND, RECOMPUTED, ROUGHLY, VERDICTS, judge, judge_rule, miss_text, rule_of_thumb
+from .rules import AGREES, DEFINITION, DEPENDS, FAILS, HOLDS, INCONCLUSIVE, KINDS, ND, RECOMPUTED, ROUGHLY, VERDICTS, judge, judge_rule, miss_text, rule_of_thumb
 from .scope import Chips, _load_chips
 from .claims import _claims_document, _read, Claim, load_claims
 from .verdicts import decision, evaluate_claim, inherit_rejections
@@ -85,6 +85,6 @@ def run_audit(data: Data, path: Path, label: str, doc=None, claims: Claims | Non
 
 
 # the audit's face: what the build, the commands and the tests use
-__all__ = ["AGREES", "Audit", "Chips", "Claim", "Claims", "DEFINITION", "RECOMPUTED", "FAILS", "HOLDS", "INCONCLUSIVE", "KINDS", "ND", "ROUGHLY", "VERDICTS",
+__all__ = ["AGREES", "Audit", "Chips", "Claim", "Claims", "DEFINITION", "DEPENDS", "RECOMPUTED", "FAILS", "HOLDS", "INCONCLUSIVE", "KINDS", "ND", "ROUGHLY", "VERDICTS",
            "decision", "evaluate_claim", "inherit_rejections", "judge", "judge_rule", "load_claims", "miss_text", "read_claims", "rule_of_thumb",
            "run_audit", "seed_dir"]
