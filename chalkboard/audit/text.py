@@ -182,8 +182,15 @@ class Audit:
                 "decision": v.decision, "loose": v.loose, "links": c.links,
                 "inputs_that_matter": _that_matter(v)})
         return {"intro": f"{len(self.verdicts)} checkable statements from the two seed transcripts "
-                         "(places as 004:LINE and 000@M:SS in lecture/seeds/), each with its corrected "
-                         "reading. Each verdict says what it tested (its kind). \"About X\" holds within a "
+                         "(places as 004:LINE and 000@M:SS in lecture/seeds/), the public cleaned transcript "
+                         "(transcript@H:MM:SS, linked to the lecture at that second) and the paraphrase of the later "
+                         "chapters, each with its corrected reading and its decision as one sentence. Each verdict says "
+                         "what it tested (its kind) and what its evidence is: \"holds\" only on data independent of the "
+                         "lecture; \"recomputed\" when the lecture's own numbers or algebra are redone; \"definition\" "
+                         "when the check restates the derivations' own definition; \"depends\" when a miss turns into "
+                         "a hold under a reasonable choice (a context, a batch, a format, another chip), shown on the "
+                         "card. A set-up that does not fit in HBM never decides a verdict, and a claim that reads a "
+                         "number another card rejects inherits that rejection. \"About X\" holds within a "
                          "factor (×/÷1.3 unless stated) and holds roughly within a wider factor (×/÷2 unless "
                          "stated); a bound holds on the claimed side, and roughly when it misses by no more than the "
                          "tolerance. A claim over several chips holds "
