@@ -385,12 +385,14 @@ def decision(v: Verdict) -> str:
             if v.verdict in AGREES:
                 return f"{v.verdict}: {shown} is {side} {claimed}" + (f"; {v.loose}" if v.loose else "")
             if v.verdict == ROUGHLY and v.miss.startswith("the median"):
-                return f"holds roughly: {shown}; {v.miss} {side} {claimed}"
+                return f"holds roughly against {claimed}: {shown}; {v.miss}"
             if v.verdict == ROUGHLY:
                 return f"holds roughly: {shown} is not {side} {claimed} but within ×/÷{sig(p.tolerance)} of it ({v.miss})"
             return f"does not hold: {shown} is not {side} {claimed} ({v.miss})"
         if v.verdict in AGREES:
             return f"{v.verdict}: {shown} is within ×/÷{sig(p.tolerance)} of {claimed}"
+        if v.verdict == ROUGHLY and v.miss.startswith("the median"):
+            return f"holds roughly against {claimed}: {shown}; {v.miss}"
         if v.verdict == ROUGHLY:
             return f"holds roughly: {shown} is outside ×/÷{sig(p.tolerance)} of {claimed} but within ×/÷{sig(p.band)}"
         return f"does not hold: {shown} is outside ×/÷{sig(p.band)} of {claimed} ({v.miss})"
@@ -526,10 +528,17 @@ def _numeric_fitting(ctx, claim: Claim, entries: list, fit: list) -> Verdict:
             texts.append(f"{sig(summ)}{u}")
             details.append(f"{part.label} on {e0.hardware} with {e0.model}" + (
                 f" relative to {' × '.join(str(x) for x in e0.reference)}" if e0.reference else ""))
-        if v == ROUGHLY and part.compare and judge(summ, *args) == HOLDS:   # the median holds, some chip does not
-            wrong = [e.key for e in entries if e.counted and e.key in vals and judge(vals[e.key], *args) == FAILS]
-            misses.append(f"the median is on the claimed side, but {', '.join(wrong) or 'too few values'} "
-                          f"{'is' if len(wrong) == 1 else 'are'} not")
+        if v == ROUGHLY and multi and judge(summ, *args) == HOLDS:   # the median holds, some chip does not
+            mine = [e.key for e in entries if e.counted and e.key in vals]
+            wrong = [k for k in mine if judge(vals[k], *args) == FAILS]
+            out = [k for k in mine if judge(vals[k], *args) != HOLDS]
+            side = "on the claimed side" if part.compare else f"within ×/÷{sig(part.tolerance)}"
+            if wrong:
+                misses.append(f"the median is {side}, but {', '.join(wrong)} {'is' if len(wrong) == 1 else 'are'} "
+                              + ("not" if part.compare else f"outside ×/÷{sig(part.band)}"))
+            else:
+                misses.append(f"the median is {side}, but only {len(mine) - len(out)} of {len(mine)} values are "
+                              f"(fewer than two thirds: {', '.join(out)} not)")
         elif v == FAILS or (v == ROUGHLY and part.compare):   # a bound missed, within its tolerance or not
             misses.append(miss_text(summ, part.low, part.high, part.compare))
         elif v == HOLDS and loose_text(summ, part.low, part.compare):   # a bound that holds: how loose
