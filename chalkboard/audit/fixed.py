@@ -1,6 +1,8 @@
 """Claims judged without a chip: identities SymPy verifies, and figures a cited source gives."""
 from __future__ import annotations
 
+import re
+
 import sympy as sp
 
 from derivations import REGISTRY
@@ -68,6 +70,28 @@ def identity_evidence(claim: Claim) -> str:
     return DEFINITION if REGISTRY.kept(("claim definition", tuple(t for t, _, _ in claim.checks)), every) else RECOMPUTED
 
 
+_NAME = re.compile(r"\b[A-Za-z_][A-Za-z0-9_]*\b")
+_DERIV = re.compile(r"\bd\(([^(),]+),\s*([^(),]+)\)")
+_AT = re.compile(r"\bat\(([^(),]+),\s*([^(),]+),\s*([^(),]+)\)")
+
+
+def notation(text: str) -> str:
+    """A relation as the report writes it: quantities by their symbols, '=' for '==', '·' for '*',
+    ∂a/∂b for d(a, b) (what claims.yaml spells in the parser's names)."""
+    def name(m):
+        n = m.group(0)
+        if n in REGISTRY and n not in ("d", "at", "lhs", "rhs"):
+            try:
+                return printers.text(REGISTRY[n].sym)
+            except Exception:
+                return n
+        return {"Max": "max", "Min": "min"}.get(n, n)
+    out = text.replace("==", "=").replace("**", "^").replace("*", "·")
+    out = _DERIV.sub(lambda m: f"∂({m.group(1).strip()})/∂({m.group(2).strip()})", out)
+    out = _AT.sub(lambda m: f"{m.group(1).strip()}[{m.group(2).strip()} → {m.group(3).strip()}]", out)
+    return _NAME.sub(name, out)
+
+
 def _identity(claim: Claim) -> Verdict:
     results, failed = [], []
     for text, lhs, rhs in claim.checks:
@@ -83,7 +107,7 @@ def _identity(claim: Claim) -> Verdict:
                    f"{_DEFINITION_DEPTH} steps), so it cannot fail while they stand: counted as a definition, not as evidence.")
     elif verdict == RECOMPUTED:
         detail += " The lecture's algebra redone on the derivations: it can catch a slip, not test the model against data."
-    text = "; ".join(("✓ " if r["holds"] else "✗ ") + r["check"] for r in results)
+    text = "; ".join(("✓ " if r["holds"] else "✗ ") + notation(r["check"]) for r in results)
     return Verdict(claim, verdict, {"checks": results}, text, detail, band="exact (symbolic)",
                    scope="every chip and model (symbolic)",
                    values={r["check"]: {"value": r["holds"], "verdict": HOLDS if r["holds"] else FAILS,

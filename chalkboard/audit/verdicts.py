@@ -356,7 +356,7 @@ def decision(v: Verdict) -> str:
     """The verdict as one sentence a reader can check: what was compared with what, by which rule."""
     c = v.claim
     if v.verdict == ND:
-        return f"not judged: {c.why or v.detail}".rstrip()
+        return f"not judged: {v.why or v.detail}".rstrip()
     if v.inherited_from:
         return f"does not hold: {v.miss}"
     if v.verdict == INCONCLUSIVE:
