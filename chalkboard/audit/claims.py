@@ -244,7 +244,23 @@ def _monomial(e) -> bool:
     return bool(e.is_Mul or e.is_Pow or e.is_Symbol)
 
 
-def tested_kind(parts: list[Part], relative: bool) -> tuple[str, str]:
+def _after_cancelling(expr, fixed) -> tuple[frozenset, bool] | None:
+    """The inputs an expression still reads once its common factors cancel (quantities the claim
+    fixes count as numbers), and whether what is left is a product or ratio; None when a max, min
+    or floor keeps SymPy from cancelling."""
+    def work():
+        e = REGISTRY.expand(expr)
+        if e.has(sp.Max, sp.Min, sp.floor, sp.ceiling):
+            return None
+        e = e.xreplace({REGISTRY[k].sym: sp.Dummy(k, positive=True) for k in fixed if k in REGISTRY})
+        c = sp.cancel(e)
+        names = frozenset(REGISTRY.q(x).name for x in c.free_symbols if x in REGISTRY.by_symbol
+                          and REGISTRY.q(x).origin != "constant")
+        return names, _monomial(c) or c.is_number
+    return REGISTRY.kept(("claim inputs after cancelling", str(expr), tuple(sorted(fixed))), work)
+
+
+def tested_kind(parts: list[Part], relative: bool, fixed=()) -> tuple[str, str]:
     """What the claim's numbers test, and why: "derived" when at least one goes through the model
     (a derivation reading more than a product or ratio of two inputs); "spec" when each is a
     product or ratio of published figures (two chips' or one chip's: a drain time is capacity over
@@ -258,6 +274,10 @@ def tested_kind(parts: list[Part], relative: bool) -> tuple[str, str]:
                        if x.origin != "constant"})
         no_derivation = all(q.is_input for q in direct)     # the claim's own arithmetic on inputs
         one_step = len(read) <= _READ_BACK and _monomial(REGISTRY.expand(p.expr))   # small when it runs
+        left = _after_cancelling(p.expr, fixed) if not (no_derivation or one_step) else None
+        if left is not None and left[1] and len(left[0]) <= _READ_BACK:   # the model cancels out
+            read, one_step = sorted(left[0]), True
+            why.append(f"{p.label}: everything but {', '.join(read) or 'constants'} cancels")
         if not (no_derivation or one_step):
             kinds.append("derived")
             continue
@@ -273,7 +293,7 @@ def _check_kind(label, cid, claim: Claim) -> None:
     never when one of its inputs is set to the number claimed (an echo)."""
     if claim.kind not in ("derived", "spec", "input"):
         return
-    kind, why = tested_kind(claim.parts, claim.relative_to is not None)
+    kind, why = tested_kind(claim.parts, claim.relative_to is not None, tuple(claim.set) + tuple(claim.given))
     if kind != claim.kind:
         meaning = {"derived": "goes through the model", "spec": "is a ratio of published figures",
                    "input": "reads back an input or a definition"}[kind]

@@ -212,3 +212,23 @@ def test_no_error_rests_on_a_setup_that_does_not_fit(audit):
         if v.verdict == FAILS and v.values:
             counted = [k for k, x in v.values.items() if x.get("counted")]
             assert counted, v.claim.id
+
+
+def test_a_derived_claim_whose_model_cancels_is_refused(tmp_path, data):
+    # the off-rack and in-rack halves of a two-rack all-to-all carry the same bytes: their ratio is
+    # NVLink over the NIC whatever the model, batch or bytes per activation (a ratio of two figures)
+    body = f"""
+    claims:
+      - id: cancels
+        where: {W}
+        quote: "weight fetches"
+        claim: "Rack-to-rack traffic is the bottleneck."
+        kind: derived
+        set: {{racks: '2', batch: 2000 sequence}}
+        expr: a2a_time_scaleout/a2a_time_scaleup
+        claimed: '> 1'
+    """
+    with pytest.raises(DataError, match="cancels.*use kind 'spec'"):
+        _claims(tmp_path, data, body)
+    cs, _ = _claims(tmp_path, data, body.replace("kind: derived", "kind: spec"))
+    assert cs["cancels"].kind == "spec"
