@@ -85,6 +85,18 @@ class Claim:
         return "; ".join(p.claimed_text for p in self.parts)
 
     @property
+    def section(self) -> str | None:
+        """The report section that derives what the claim is judged on (its quantity's, or the first
+        derived quantity's its expression or identity names), or None."""
+        exprs = [p.expr for p in self.parts] + [e for _, lhs, rhs in self.checks for e in (lhs, rhs)]
+        for e in exprs:
+            for s in sorted(getattr(e, "free_symbols", ()), key=str):
+                q = REGISTRY.by_symbol.get(s)
+                if q is not None and q.section:
+                    return q.section
+        return None
+
+    @property
     def chapter(self) -> str | None:
         """The lecture chapter of what the claim is judged on: the section of its quantity, or of the
         first derived quantity its expression or identity names (None for a sourced or qualitative one)."""

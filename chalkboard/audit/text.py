@@ -180,6 +180,7 @@ class Audit:
                           "where": _short(a["where"])} for a in c.also],
                 "source": c.source, "note": v.note, "why": v.why if c.kind != "qualitative" else None,
                 "decision": v.decision, "loose": v.loose, "links": c.links,
+                "section": c.section, "section_title": _section_title(c.section),
                 "inputs_that_matter": _that_matter(v)})
         return {"intro": f"{len(self.verdicts)} checkable statements from the two seed transcripts "
                          "(places as 004:LINE and 000@M:SS in lecture/seeds/), the public cleaned transcript "
@@ -200,6 +201,11 @@ class Audit:
                 "kinds": [{"kind": k, "text": KIND_TEXT[k], "counts": row} for k, row in self.counts_by_kind()],
                 "verdict_names": list(VERDICTS), "headline": self.headline(), "errors": self.errors(),
                 "counts": self.counts(), "css": CSS, "claims": claims}
+
+
+def _section_title(section: str | None) -> str | None:
+    from derivations import REGISTRY
+    return REGISTRY.sections[section].title if section in REGISTRY.sections else None
 
 
 def _that_matter(v: Verdict) -> list[dict]:
