@@ -10,8 +10,8 @@ from derivations import REGISTRY
 from ..typeset import printers
 from ..typeset.fmt import sig
 
-from .rules import (_unit_suffix, band_text, DEFINITION, FAILS, HOLDS, judge, judge_rule, miss_text, RECOMPUTED,
-                    ROUGHLY, Verdict)
+from .rules import (_unit_suffix, band_text, DEFINITION, FAILS, HOLDS, judge, judge_rule, loose_text, miss_text,
+                    RECOMPUTED, ROUGHLY, Verdict)
 from .claims import _expand, Claim
 
 
@@ -132,8 +132,10 @@ def _sourced(claim: Claim) -> Verdict:
     summary["unit"] = f"{part.unit:~P}"
     values = {k: {"value": v, "verdict": judge(v, *args), "counted": True, "mark": None} for k, v in vals.items()}
     miss = ""
+    shown = summary.get("median", summary.get("value"))
     if verdict == FAILS or (verdict == ROUGHLY and part.compare):
-        miss = miss_text(summary.get("median", summary.get("value")), part.low, part.high, part.compare)
+        miss = miss_text(shown, part.low, part.high, part.compare)
     return Verdict(claim, verdict, summary, text, f"claimed {part.claimed_text} against the cited "
                    f"{'figure' if len(vals) == 1 else 'figures'}: {claim.source}", band=band_text(part),
-                   scope="the cited source", values=values, miss=miss)
+                   scope="the cited source", values=values, miss=miss,
+                   loose=loose_text(shown, part.low, part.compare) if verdict == HOLDS else "")

@@ -23,7 +23,7 @@ from .rules import (_unit_suffix, Verdict, _EDGE, _PLACEHOLDER, AGREES, band_tex
                     REASONABLE_SWEEPS, ROUGHLY, SPARSE_HEADLINE_FACTOR, TWO_THIRDS)
 from .scope import _default_chips, _serving, Chips
 from .claims import _expand, Claim, Part
-from .fixed import _identity, _sourced
+from .fixed import _identity, _sourced, notation
 
 # -- evaluating ---------------------------------------------------------------------------------
 
@@ -367,7 +367,10 @@ def decision(v: Verdict) -> str:
     if c.kind == "identity":
         n = len(c.checks)
         if v.verdict == FAILS:
-            return f"does not hold: {v.miss}; {v.detail.split(': ', 1)[-1]}"
+            wrong = [notation(t) for t, x in v.values.items() if x.get("value") is False]
+            return (f"does not hold: {v.miss}: SymPy finds {'; '.join(wrong)} false once both sides are expanded "
+                    "to inputs" + (f" ({v.detail.rsplit(': the difference is ', 1)[-1]})"
+                                   if ": the difference is " in v.detail else ""))
         what = ("restates the derivations' own definition" if v.verdict == DEFINITION
                 else "follows from the derivations by SymPy's algebra")
         return f"{v.verdict}: {'the relation' if n == 1 else f'each of the {n} relations'} {what}"

@@ -232,3 +232,11 @@ def test_a_derived_claim_whose_model_cancels_is_refused(tmp_path, data):
         _claims(tmp_path, data, body)
     cs, _ = _claims(tmp_path, data, body.replace("kind: derived", "kind: spec"))
     assert cs["cancels"].kind == "spec"
+
+
+def test_identities_are_shown_in_the_reports_notation(judged):
+    from chalkboard.audit.fixed import notation
+    # the parser's names become the report's symbols (t_step, t_compute, t_mem, t_KV, B), '==' an '='
+    assert judged["restated"].computed_text == "✓ t_step = max(t_compute, t_mem)"
+    assert notation("kv_fetch_time == batch*d(kv_fetch_time, batch)") == "t_KV = B·∂(t_KV)/∂(B)"
+    assert "==" not in judged["derived-by-algebra"].computed_text
