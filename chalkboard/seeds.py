@@ -6,7 +6,22 @@ from pathlib import Path
 
 TURN = re.compile(r"^\*\*(?P<who>[^*]+)\*\* \((?P<ts>\d+:\d\d)\)\s*$")
 WHERE = re.compile(r"^(?P<file>[0-9a-z_]+\.txt)(?::(?P<line>\d+)|@(?P<ts>\d+:\d\d))$"
-                   r"|^(?P<chapters>chapters-3-7\.md)#(?P<id>[A-Z]-\d\d)$")
+                   r"|^(?P<chapters>chapters-3-7\.md)#(?P<id>[A-Z]-\d\d)$"
+                   r"|^transcript@(?P<tts>\d:[0-5]\d:[0-5]\d)$")
+# The public cleaned transcript, cited by its timestamp ('transcript@0:04:23'): its words are quoted a
+# sentence or two a claim, never copied into the project, so a quote there is checked by its source
+# link, not against a file here. The lecture runs 2:13:50.
+TRANSCRIPT_PREFIX = "transcript@"
+LECTURE_SECONDS = 2 * 3600 + 13 * 60 + 50
+
+
+def transcript_seconds(where: str) -> int | None:
+    """Seconds into the lecture of a transcript place ('transcript@1:15:21' -> 4521), else None."""
+    m = WHERE.match(where)
+    if not m or not m["tts"]:
+        return None
+    h, mi, se = (int(x) for x in m["tts"].split(":"))
+    return h * 3600 + mi * 60 + se
 CHAPTERS_FILE = "chapters-3-7.md"   # the lecture after the seeds, paraphrased, beside the seeds' folder
 BULLET = re.compile(r"^- \*\*(?P<id>[A-Z]-\d\d)\*\*\s*(?P<text>.*)$")
 NUMBER_WORDS = re.compile(

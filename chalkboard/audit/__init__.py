@@ -38,10 +38,10 @@ from pathlib import Path
 from .. import seeds
 from ..data import Data
 
-from .rules import FAILS, HOLDS, INCONCLUSIVE, KINDS, ND, ROUGHLY, VERDICTS, judge, judge_rule, miss_text, rule_of_thumb
+from .rules import AGREES, DEFINITION, DEPENDS, FAILS, HOLDS, INCONCLUSIVE, KINDS, ND, RECOMPUTED, ROUGHLY, VERDICTS, judge, judge_rule, miss_text, rule_of_thumb
 from .scope import Chips, _load_chips
 from .claims import _claims_document, _read, Claim, load_claims
-from .verdicts import evaluate_claim
+from .verdicts import decision, evaluate_claim, inherit_rejections
 from .text import Audit
 
 
@@ -76,10 +76,15 @@ def read_claims(data: Data, path: Path, label: str, doc=None) -> Claims:
 def run_audit(data: Data, path: Path, label: str, doc=None, claims: Claims | None = None) -> Audit:
     """The audit of the claims file at ``path`` (``claims``: already read by ``read_claims``)."""
     claims = claims if claims is not None else read_claims(data, path, label, doc)
-    return Audit([evaluate_claim(data, c, claims.chips) for c in claims.claims])
+    verdicts = [evaluate_claim(data, c, claims.chips) for c in claims.claims]
+    inherit_rejections(verdicts)
+    for v in verdicts:
+        if v.inherited_from:
+            v.decision = decision(v)
+    return Audit(verdicts)
 
 
 # the audit's face: what the build, the commands and the tests use
-__all__ = ["Audit", "Chips", "Claim", "Claims", "FAILS", "HOLDS", "INCONCLUSIVE", "KINDS", "ND", "ROUGHLY", "VERDICTS",
-           "evaluate_claim", "judge", "judge_rule", "load_claims", "miss_text", "read_claims", "rule_of_thumb",
+__all__ = ["AGREES", "Audit", "Chips", "Claim", "Claims", "DEFINITION", "DEPENDS", "RECOMPUTED", "FAILS", "HOLDS", "INCONCLUSIVE", "KINDS", "ND", "ROUGHLY", "VERDICTS",
+           "decision", "evaluate_claim", "inherit_rejections", "judge", "judge_rule", "load_claims", "miss_text", "read_claims", "rule_of_thumb",
            "run_audit", "seed_dir"]

@@ -70,8 +70,11 @@ class Claim:
     why: str | None = None
     note: str | None = None
     also: list = field(default_factory=list)   # the same test claimed elsewhere: [{"id", "where", "quote"}]
+    links: list = field(default_factory=list)  # a transcript place's link: the lecture's video at that second
     inconclusive: str | None = None   # why the evidence cannot judge the sentence (computed, not counted)
     threshold: str | None = None      # where a bound's threshold comes from, when the lecture gives none
+    lecture_input: str | None = None  # the input that carries the lecture's number this card tests
+    covers: list[str] = field(default_factory=list)   # paraphrase places the claim answers (not its quote)
 
     @property
     def quantity(self):
@@ -80,6 +83,18 @@ class Claim:
     @property
     def claimed_text(self):
         return "; ".join(p.claimed_text for p in self.parts)
+
+    @property
+    def section(self) -> str | None:
+        """The report section that derives what the claim is judged on (its quantity's, or the first
+        derived quantity's its expression or identity names), or None."""
+        exprs = [p.expr for p in self.parts] + [e for _, lhs, rhs in self.checks for e in (lhs, rhs)]
+        for e in exprs:
+            for s in sorted(getattr(e, "free_symbols", ()), key=str):
+                q = REGISTRY.by_symbol.get(s)
+                if q is not None and q.section:
+                    return q.section
+        return None
 
     @property
     def chapter(self) -> str | None:
@@ -241,7 +256,23 @@ def _monomial(e) -> bool:
     return bool(e.is_Mul or e.is_Pow or e.is_Symbol)
 
 
-def tested_kind(parts: list[Part], relative: bool) -> tuple[str, str]:
+def _after_cancelling(expr, fixed) -> tuple[frozenset, bool] | None:
+    """The inputs an expression still reads once its common factors cancel (quantities the claim
+    fixes count as numbers), and whether what is left is a product or ratio; None when a max, min
+    or floor keeps SymPy from cancelling."""
+    def work():
+        e = REGISTRY.expand(expr)
+        if e.has(sp.Max, sp.Min, sp.floor, sp.ceiling):
+            return None
+        e = e.xreplace({REGISTRY[k].sym: sp.Dummy(k, positive=True) for k in fixed if k in REGISTRY})
+        c = sp.cancel(e)
+        names = frozenset(REGISTRY.q(x).name for x in c.free_symbols if x in REGISTRY.by_symbol
+                          and REGISTRY.q(x).origin != "constant")
+        return names, _monomial(c) or c.is_number
+    return REGISTRY.kept(("claim inputs after cancelling", str(expr), tuple(sorted(fixed))), work)
+
+
+def tested_kind(parts: list[Part], relative: bool, fixed=()) -> tuple[str, str]:
     """What the claim's numbers test, and why: "derived" when at least one goes through the model
     (a derivation reading more than a product or ratio of two inputs); "spec" when each is a
     product or ratio of published figures (two chips' or one chip's: a drain time is capacity over
@@ -255,6 +286,10 @@ def tested_kind(parts: list[Part], relative: bool) -> tuple[str, str]:
                        if x.origin != "constant"})
         no_derivation = all(q.is_input for q in direct)     # the claim's own arithmetic on inputs
         one_step = len(read) <= _READ_BACK and _monomial(REGISTRY.expand(p.expr))   # small when it runs
+        left = _after_cancelling(p.expr, fixed) if not (no_derivation or one_step) else None
+        if left is not None and left[1] and len(left[0]) <= _READ_BACK:   # the model cancels out
+            read, one_step = sorted(left[0]), True
+            why.append(f"{p.label}: everything but {', '.join(read) or 'constants'} cancels")
         if not (no_derivation or one_step):
             kinds.append("derived")
             continue
@@ -270,7 +305,7 @@ def _check_kind(label, cid, claim: Claim) -> None:
     never when one of its inputs is set to the number claimed (an echo)."""
     if claim.kind not in ("derived", "spec", "input"):
         return
-    kind, why = tested_kind(claim.parts, claim.relative_to is not None)
+    kind, why = tested_kind(claim.parts, claim.relative_to is not None, tuple(claim.set) + tuple(claim.given))
     if kind != claim.kind:
         meaning = {"derived": "goes through the model", "spec": "is a ratio of published figures",
                    "input": "reads back an input or a definition"}[kind]
@@ -362,6 +397,9 @@ def load_claims(path: Path, label: str, data: Data, seed_places: dict | None = N
         claim = _load_claim(label, data, chips, c, cid, seed_places)
         out.append(claim)
     ids = {c.id for c in out}
+    link = _transcript_link(label, doc)
+    for c in out:
+        c.links = [link(t) for t in map(seeds.transcript_seconds, c.where) if t is not None]
     for c in out:
         if c.inherits is not None and c.inherits not in ids:
             raise DataError(label, c.id, "inherits", f"unknown claim id {c.inherits!r}")
@@ -369,6 +407,21 @@ def load_claims(path: Path, label: str, data: Data, seed_places: dict | None = N
     for c in out:
         _check_scenario(data, chips, c, label)
     return out
+
+
+def _transcript_link(label: str, doc: dict):
+    """The link a transcript place gives (the lecture's video at that second), from the claims file's
+    ``transcript`` entry: {page: where the cleaned transcript is published, video: the lecture's video}."""
+    t = doc.get("transcript") or {}
+    if not isinstance(t, dict):
+        raise DataError(label, "transcript", None, "expected {page: URL, video: URL}")
+    video = str(t.get("video") or "")
+
+    def link(seconds: int) -> str:
+        if not video:
+            raise DataError(label, "transcript", "video", "a claim cites the transcript: give the lecture's video URL")
+        return f"{video}{'&' if '?' in video else '?'}t={seconds}s"
+    return link
 
 
 def _read(path: Path, label: str) -> dict:
@@ -402,13 +455,24 @@ def _load_claim(label, data, chips: Chips, c: dict, cid: str, seed_places) -> Cl
             raise DataError(label, cid, f, f"expected text, got a {type(c[f]).__name__}")
     for w in where:
         if not seeds.WHERE.match(str(w)):
-            raise DataError(label, cid, "where", f"{w!r} is not 'FILE.txt:LINE', 'FILE.txt@M:SS' or "
-                                                 "'chapters-3-7.md#ID'")
+            raise DataError(label, cid, "where", f"{w!r} is not 'FILE.txt:LINE', 'FILE.txt@M:SS', "
+                                                 "'chapters-3-7.md#ID' or 'transcript@H:MM:SS'")
+        t = seeds.transcript_seconds(str(w))
+        if t is not None:
+            if t > seeds.LECTURE_SECONDS:
+                raise DataError(label, cid, "where", f"{w!r} is past the lecture's end (2:13:50)")
+            continue
         if seed_places is not None and str(w) not in seed_places:
             raise DataError(label, cid, "where", f"{w!r} is not a line or speaker turn of the seeds")
-    if seed_places is not None and not any(seeds.normalise(c["quote"]) in seeds.normalise(seed_places[str(w)])
-                                           for w in where):
+    in_seeds = [str(w) for w in where if seeds.transcript_seconds(str(w)) is None]
+    # a quote from the public transcript is checked by its link (the transcript is not copied here);
+    # a quote from the seeds must be in the seed text it cites
+    if seed_places is not None and len(in_seeds) == len(where) and not any(
+            seeds.normalise(c["quote"]) in seeds.normalise(seed_places[w]) for w in in_seeds):
         raise DataError(label, cid, "quote", f"not found in the cited seed text ({', '.join(map(str, where))})")
+    for w in c.get("covers") or []:
+        if not seeds.WHERE.match(str(w)) or (seed_places is not None and str(w) not in seed_places):
+            raise DataError(label, cid, "covers", f"{w!r} is not a place of the seeds or the paraphrase")
     scope = c.get("scope", DEFAULT_HARDWARE)
     if not isinstance(scope, (str, list)):
         raise DataError(label, cid, "scope", "expected a scope name, a hardware id or a list of ids")
@@ -445,7 +509,14 @@ def _load_claim(label, data, chips: Chips, c: dict, cid: str, seed_places) -> Cl
         given={k: str(v) for k, v in _mapping(label, cid, c, "given").items()},
         also_on=[str(h) for h in (c.get("also_on") or [])], inherits=c.get("inherits"),
         reading=c.get("reading"), source=c.get("source"), why=c.get("why"), note=c.get("note"),
-        inconclusive=c.get("inconclusive"), threshold=c.get("threshold"))
+        inconclusive=c.get("inconclusive"), threshold=c.get("threshold"),
+        lecture_input=c.get("lecture_input"), covers=[str(x) for x in (c.get("covers") or [])])
+    if claim.lecture_input is not None:
+        li = str(claim.lecture_input)
+        if li not in REGISTRY or not REGISTRY[li].is_input:
+            raise DataError(label, cid, "lecture_input", f"{li!r} is not an input quantity")
+        if kind in ("identity", "qualitative", "sourced"):
+            raise DataError(label, cid, "lecture_input", f"a {kind} claim tests no input")
     for f in ("inconclusive", "threshold"):
         if f in c and not (isinstance(c[f], str) and c[f].strip()):
             raise DataError(label, cid, f, "expected a sentence saying why" if f == "inconclusive"

@@ -23,8 +23,19 @@ KIND_TEXT = {
 }
 HOLDS, ROUGHLY, FAILS, ND = "holds", "holds roughly", "does not hold", "not judged"
 INCONCLUSIVE = "inconclusive"   # computed, but the evidence does not measure what the sentence says
-VERDICTS = (HOLDS, ROUGHLY, FAILS, INCONCLUSIVE, ND)
-CSS = {HOLDS: "v-holds", ROUGHLY: "v-roughly", FAILS: "v-fails", INCONCLUSIVE: "v-inconclusive", ND: "v-nd"}
+# A claim that holds is counted by what its evidence is: "holds" only when data independent of the
+# lecture decide it; "recomputed" when the lecture's own numbers or algebra are redone (they can only
+# show a slip); "definition" when the check restates how the derivations encode the lecture.
+RECOMPUTED, DEFINITION = "recomputed", "definition"
+# A miss that a reasonable sweep (a context, a batch, a number format, another chip in scope) turns
+# into "holds" is not an error of the lecture: it depends on that choice, and the flip is shown.
+DEPENDS = "depends"
+REASONABLE_SWEEPS = ("context ", "batch ", "format ", "KV cache in fp8", "fp8 activations", "on ", "NVIDIA chips only",
+                     "without announced parts")
+VERDICTS = (HOLDS, RECOMPUTED, DEFINITION, ROUGHLY, DEPENDS, FAILS, INCONCLUSIVE, ND)
+CSS = {HOLDS: "v-holds", RECOMPUTED: "v-recomputed", DEFINITION: "v-definition", ROUGHLY: "v-roughly",
+       DEPENDS: "v-depends", FAILS: "v-fails", INCONCLUSIVE: "v-inconclusive", ND: "v-nd"}
+AGREES = (HOLDS, RECOMPUTED, DEFINITION)   # the verdicts in which the claim agrees with its check
 DEFAULT_TOLERANCE = 1.3      # "about X": within ×/÷ 1.3
 DEFAULT_BAND = 2.0           # "roughly": within ×/÷ 2 (for tolerances of 1.3 or more)
 TWO_THIRDS = 2 / 3
@@ -96,6 +107,14 @@ def miss_text(value: float, low: float, high: float, compare: str | None) -> str
     return f"off by ×{sig(factor)}"
 
 
+def loose_text(value: float, low: float, compare: str | None) -> str:
+    """How far a bound that holds is from being tight ("loose by ×2.15"); "" when within 1%."""
+    if compare not in (">", "<") or not (low > 0 and value > 0):
+        return ""
+    factor = value / low if compare == ">" else low / value
+    return f"loose by ×{sig(factor)}" if factor >= 1.01 else ""
+
+
 def band_text(part) -> str:
     lo, hi = part.low, part.high
     if part.compare:
@@ -134,7 +153,10 @@ class Verdict:
     sensitivity: list = field(default_factory=list)
     fit: list = field(default_factory=list)         # set-ups that do not fit in HBM
     miss: str = ""
+    loose: str = ""                                 # a bound that holds: how far from tight
     inherited_by: list = field(default_factory=list)
+    inherited_from: str | None = None               # the card whose rejected number this claim reads
+    decision: str = ""                              # the verdict as one sentence
     note: str | None = None
     why: str | None = None
     reading: str | None = None

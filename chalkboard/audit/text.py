@@ -5,7 +5,10 @@ from dataclasses import dataclass
 
 from ..typeset.fmt import counted, sig, unit_words
 
-from .rules import CSS, FAILS, HOLDS, INCONCLUSIVE, KIND_TEXT, KINDS, ND, ROUGHLY, rule_of_thumb, Verdict, VERDICTS
+from .rules import (CSS, DEFINITION, DEPENDS, FAILS, HOLDS, INCONCLUSIVE, KIND_TEXT, KINDS, ND, RECOMPUTED, ROUGHLY,
+                    rule_of_thumb, Verdict, VERDICTS)
+
+EVIDENCE_KINDS = ("derived", "spec", "input", "sourced")   # judged against data the lecture did not supply
 
 
 def _short(where: list[str]) -> str:
@@ -51,21 +54,27 @@ class Audit:
         return out
 
     def headline(self) -> str:
-        d = dict((k, n) for k, n in dict(self.counts_by_kind())["derived"])
-        n = sum(d[k] for k in (HOLDS, ROUGHLY, FAILS))
+        """The audit in one sentence, every number counted from the verdicts: what independent evidence
+        decided, apart from the lecture's own arithmetic redone and the encoding's definitions."""
+        count = {k: sum(1 for v in self.verdicts if v.verdict == k and v.claim.kind in EVIDENCE_KINDS) for k in VERDICTS}
+        judged = sum(count[k] for k in (HOLDS, ROUGHLY, DEPENDS, FAILS))
+        recomputed = sum(1 for v in self.verdicts if v.verdict == RECOMPUTED)
+        definitions = sum(1 for v in self.verdicts if v.verdict == DEFINITION)
         errs = self.errors()
         inherited = sum(len(e["inherited_by"]) for e in errs)
+
         def many(k, one, more):
             return f"{k} {one if k == 1 else more}"
-        return (f"{many(n, 'derived verdict', 'derived verdicts')} (tested against hardware and model data): "
-                f"{many(d[HOLDS], 'holds', 'hold')}, {many(d[ROUGHLY], 'holds roughly', 'hold roughly')}, "
-                f"{many(d[FAILS], 'does not hold', 'do not hold')}"
-                + (f" ({d[INCONCLUSIVE]} more inconclusive)" if d[INCONCLUSIVE] else "") + "; "
+        return (f"{many(judged, 'verdict', 'verdicts')} on independent evidence (hardware, model and cited data): "
+                f"{many(count[HOLDS], 'holds', 'hold')}, {many(count[ROUGHLY], 'holds roughly', 'hold roughly')}, "
+                f"{count[DEPENDS]} {'depends' if count[DEPENDS] == 1 else 'depend'} on a reasonable choice, "
+                f"{many(count[FAILS], 'does not hold', 'do not hold')}"
+                + (f" ({count[INCONCLUSIVE]} more inconclusive)" if count[INCONCLUSIVE] else "") + "; "
                 f"{many(len(errs), 'distinct lecture error', 'distinct lecture errors')} over all kinds"
-                + (f" ({many(inherited, 'further claim inherits', 'further claims inherit')} one)"
-                   if inherited else "")
-                + "; besides them " + ", ".join(f"{sum(n for _, n in row)} {kind}" for kind, row in self.counts_by_kind()
-                                                if kind != "derived" and sum(n for _, n in row)))
+                + (f" ({many(inherited, 'further claim inherits', 'further claims inherit')} one)" if inherited else "")
+                + f"; not evidence: {recomputed} recomputed (the lecture's own numbers and algebra redone), "
+                f"{many(definitions, 'definition', 'definitions')} (the encoding restated)"
+                + f"; {sum(1 for v in self.verdicts if v.verdict == ND)} not judged")
 
     def only(self, verdict: str | None = None, kind: str | None = None, chapter: str | None = None,
              text: str | None = None) -> "Audit":
@@ -94,7 +103,8 @@ class Audit:
                     claimed.append(d)
                 claimed = claimed[0] if len(claimed) == 1 else claimed
             out.append({
-                "id": c.id, "where": c.where, "chapter": c.chapter, "kind": c.kind, "quote": c.quote, "claim": c.claim,
+                "id": c.id, "where": c.where, "links": c.links or None, "decision": v.decision, "loose": v.loose or None,
+                "chapter": c.chapter, "kind": c.kind, "quote": c.quote, "claim": c.claim,
                 "quantity": c.quantity, "claimed": claimed, "computed": v.computed, "verdict": v.verdict,
                 "miss": v.miss or None, "band": v.band or None, "scope": v.scope or None,
                 "values": v.values, "inputs": v.inputs, "flips_if": v.flips_if, "sensitivity": v.sensitivity,
@@ -125,12 +135,16 @@ class Audit:
             lines.append(f"{v.verdict:<13} {c.kind:<11} {c.id:<{idw}}  claimed {c.claimed_text or '–'}  "
                          f"computed {v.computed_text}  {c.where[0]}")
             pad = " " * 26
+            if v.decision:
+                lines.append(f"{pad}decision: {v.decision}")
+            if c.links:
+                lines.append(f"{pad}source: {', '.join(c.links)}")
             if v.verdict == ND:
                 lines.append(f"{pad}why: {v.detail}")
                 continue
-            if v.miss:
+            if v.miss and not v.decision:
                 lines.append(f"{pad}{v.miss}")
-            if v.verdict == INCONCLUSIVE:
+            if v.verdict == INCONCLUSIVE and not v.decision:
                 lines.append(f"{pad}{v.detail}")
             lines.append(f"{pad}band: {v.band}   scope: {v.scope}")
             if len(v.values) > 1:
@@ -164,10 +178,20 @@ class Audit:
                 "inherits": c.inherits, "inherited_by": v.inherited_by, "reading": v.reading,
                 "also": [{"id": a["id"], "quote": a["quote"],
                           "where": _short(a["where"])} for a in c.also],
-                "source": c.source, "note": v.note, "why": v.why if c.kind != "qualitative" else None})
+                "source": c.source, "note": v.note, "why": v.why if c.kind != "qualitative" else None,
+                "decision": v.decision, "loose": v.loose, "links": c.links,
+                "section": c.section, "section_title": _section_title(c.section),
+                "inputs_that_matter": _that_matter(v)})
         return {"intro": f"{len(self.verdicts)} checkable statements from the two seed transcripts "
-                         "(places as 004:LINE and 000@M:SS in lecture/seeds/), each with its corrected "
-                         "reading. Each verdict says what it tested (its kind). \"About X\" holds within a "
+                         "(places as 004:LINE and 000@M:SS in lecture/seeds/), the public cleaned transcript "
+                         "(transcript@H:MM:SS, linked to the lecture at that second) and the paraphrase of the later "
+                         "chapters, each with its corrected reading and its decision as one sentence. Each verdict says "
+                         "what it tested (its kind) and what its evidence is: \"holds\" only on data independent of the "
+                         "lecture; \"recomputed\" when the lecture's own numbers or algebra are redone; \"definition\" "
+                         "when the check restates the derivations' own definition; \"depends\" when a miss turns into "
+                         "a hold under a reasonable choice (a context, a batch, a format, another chip), shown on the "
+                         "card. A set-up that does not fit in HBM never decides a verdict, and a claim that reads a "
+                         "number another card rejects inherits that rejection. \"About X\" holds within a "
                          "factor (×/÷1.3 unless stated) and holds roughly within a wider factor (×/÷2 unless "
                          "stated); a bound holds on the claimed side, and roughly when it misses by no more than the "
                          "tolerance. A claim over several chips holds "
@@ -177,6 +201,24 @@ class Audit:
                 "kinds": [{"kind": k, "text": KIND_TEXT[k], "counts": row} for k, row in self.counts_by_kind()],
                 "verdict_names": list(VERDICTS), "headline": self.headline(), "errors": self.errors(),
                 "counts": self.counts(), "css": CSS, "claims": claims}
+
+
+def _section_title(section: str | None) -> str | None:
+    from derivations import REGISTRY
+    return REGISTRY.sections[section].title if section in REGISTRY.sections else None
+
+
+def _that_matter(v: Verdict) -> list[dict]:
+    """The inputs a reader needs: those the sweeps move, those the claim fixes, and the chip's and
+    model's own figures; workload defaults no sweep touched are left to the full list."""
+    moved = " ".join(v.flips_if + v.sensitivity)
+    out = []
+    for i in v.inputs:
+        src = i.get("source") or ""
+        if (i["name"] in moved or "fixed by the claim" in src or src.startswith(("hardware", "model"))
+                or i["name"].split("_")[0] in moved):
+            out.append(i)
+    return out or v.inputs[:6]
 
 
 def _vshow(x) -> str:

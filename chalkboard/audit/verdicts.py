@@ -15,13 +15,15 @@ from ..evaluation.evaluate import InputError, MissingInput, Scenario
 from ..evaluation.dependence import PIPELINE_CHAPTERS
 from ..evaluation.walk import walk
 from ..typeset.fmt import fmt, fmt_named, sig
+from units import parse
 from ..featured import FEATURED_HARDWARE as DEFAULT_HARDWARE, FEATURED_MODEL as DEFAULT_MODEL
 
-from .rules import (_unit_suffix, Verdict, _EDGE, _PLACEHOLDER, band_text, BATCHES, CONTEXTS, FAILS, FORMATS, GIB_PER_GB,
-                    HOLDS, INCONCLUSIVE, judge, judge_rule, miss_text, ND, ROUGHLY, SPARSE_HEADLINE_FACTOR, TWO_THIRDS)
+from .rules import (_unit_suffix, Verdict, _EDGE, _PLACEHOLDER, AGREES, band_text, BATCHES, CONTEXTS, DEFINITION, DEPENDS, FAILS,
+                    FORMATS, GIB_PER_GB, HOLDS, INCONCLUSIVE, judge, judge_rule, loose_text, miss_text, ND, RECOMPUTED,
+                    REASONABLE_SWEEPS, ROUGHLY, SPARSE_HEADLINE_FACTOR, TWO_THIRDS)
 from .scope import _default_chips, _serving, Chips
 from .claims import _expand, Claim, Part
-from .fixed import _identity, _sourced
+from .fixed import _identity, _sourced, notation
 
 # -- evaluating ---------------------------------------------------------------------------------
 
@@ -84,16 +86,19 @@ def _mark(ctx, entries: list[Entry], vals: dict) -> None:
         if e.group is not None and e.key in vals:
             if (e.group, e.model) not in chosen or e.hardware == e.group:
                 chosen[e.group, e.model] = e
+    unfit = getattr(ctx, "unfit", None) or {}
     for e in entries:
         e.counted, e.mark = True, None
-        if e.group is not None and e.key in vals and chosen.get((e.group, e.model)) is not e:
+        if e.key in unfit:   # a set-up that does not fit in HBM is shown, never the deciding case
+            e.counted, e.mark = False, "does not fit in HBM, not counted"
+        elif e.group is not None and e.key in vals and chosen.get((e.group, e.model)) is not e:
             other = chosen[e.group, e.model]
             e.counted, e.mark = False, f"same silicon as {other.hardware}, counted once"
         elif e.hardware in ctx.chips.announced:   # shown, not counted: not a shipping part
             e.counted, e.mark = False, "announced, not counted"
     if not any(e.counted for e in entries if e.key in vals):   # a claim about announced parts alone
         for e in entries:
-            if e.hardware in ctx.chips.announced:
+            if e.hardware in ctx.chips.announced and e.key not in unfit:
                 e.counted, e.mark = True, "announced"
 
 
@@ -111,6 +116,7 @@ def _value(ctx, claim: Claim, part: Part, e: Entry, extra=None, tweak=None) -> f
 class _Ctx:
     def __init__(self, data, chips):
         self.data, self.chips = data, chips
+        self.unfit = {}     # entry key -> why its set-up does not fit in HBM (while judging the base case)
 
 
 def _judge_entries(claim: Claim, part: Part, vals: dict, entries: list[Entry]):
@@ -292,7 +298,7 @@ def _variants(ctx, claim: Claim, entries: list[Entry]):
 
 
 def _sweep(ctx, claim: Claim, entries: list[Entry], verdict: str, base_vals: list[dict]):
-    flips, moves = [], []
+    flips, moves, turns = [], [], []    # turns: (label, verdict) of each flip
     part0 = claim.parts[0]
     base_key = next((e.key for e in entries if e.counted and e.key in base_vals[0]), None)
     for label, extra, tweak, hw in _variants(ctx, claim, entries):
@@ -308,11 +314,12 @@ def _sweep(ctx, claim: Claim, entries: list[Entry], verdict: str, base_vals: lis
         shown = (sig(counted[0]) if len(counted) == 1 else f"median {sig(statistics.median(counted))}") + _unit_suffix(part0)
         if v != verdict:
             flips.append(f"{label}: {v} ({shown})")
+            turns.append((label, v))
         elif hw is None and base_key is not None and base_key in vals and base_vals[0][base_key]:
             change = vals[base_key] / base_vals[0][base_key] - 1
             if abs(change) >= 0.01:
                 moves.append(f"{label}: {sig(vals[base_key])}{_unit_suffix(part0)} ({change * 100:+.0f}%)")
-    return flips, moves
+    return flips, moves, turns
 
 
 def evaluate_claim(data, claim: Claim, chips: Chips | None = None) -> Verdict:
@@ -326,9 +333,13 @@ def evaluate_claim(data, claim: Claim, chips: Chips | None = None) -> Verdict:
         v = _sourced(claim)
     else:
         v = _numeric(ctx, claim)
+    if claim.kind == "arithmetic" and v.verdict == HOLDS:   # the lecture's own numbers, redone
+        v.verdict = RECOMPUTED
     if claim.threshold:
         v.band += f"; threshold: {claim.threshold}"
-    if claim.inconclusive and v.verdict != ND:    # computed and shown, but not a verdict on the sentence
+    if claim.inconclusive and v.verdict == INCONCLUSIVE:   # already inconclusive (a set-up that does not fit)
+        v.detail = f"inconclusive: {claim.inconclusive} " + v.detail.removeprefix("inconclusive: ")
+    elif claim.inconclusive and v.verdict != ND:    # computed and shown, but not a verdict on the sentence
         v.detail = (f"inconclusive: {claim.inconclusive} On the reading it would be \"{v.verdict}\"."
                     + (f" {v.detail}" if v.detail else ""))
         v.verdict, v.miss = INCONCLUSIVE, ""
@@ -337,7 +348,60 @@ def evaluate_claim(data, claim: Claim, chips: Chips | None = None) -> Verdict:
     v.reading = _fill(ctx, claim, claim.reading, "reading")
     if claim.kind == "qualitative":
         v.detail = v.why + (f" Source: {claim.source}" if claim.source else "")
+    v.decision = decision(v)
     return v
+
+
+def decision(v: Verdict) -> str:
+    """The verdict as one sentence a reader can check: what was compared with what, by which rule."""
+    c = v.claim
+    if v.verdict == ND:
+        return f"not judged: {v.why or v.detail}".rstrip()
+    if v.inherited_from:
+        return f"does not hold: {v.miss}"
+    if v.verdict == INCONCLUSIVE:
+        return v.detail if v.detail.startswith("inconclusive") else f"inconclusive: {v.detail}"
+    if v.verdict == DEPENDS:
+        return (f"depends: {v.computed_text} against the lecture's {c.claimed_text} does not hold here ({v.miss}), "
+                f"but a reasonable choice turns it: " + "; ".join(f for f in v.flips_if if f.startswith(REASONABLE_SWEEPS)))
+    if c.kind == "identity":
+        n = len(c.checks)
+        if v.verdict == FAILS:
+            wrong = [notation(t) for t, x in v.values.items() if x.get("value") is False]
+            return (f"does not hold: {v.miss}: SymPy finds {'; '.join(wrong)} false once both sides are expanded "
+                    "to inputs" + (f" ({v.detail.rsplit(': the difference is ', 1)[-1]})"
+                                   if ": the difference is " in v.detail else ""))
+        what = ("restates the derivations' own definition" if v.verdict == DEFINITION
+                else "follows from the derivations by SymPy's algebra")
+        return f"{v.verdict}: {'the relation' if n == 1 else f'each of the {n} relations'} {what}"
+    parts = []
+    for p in c.parts:
+        if p.compare:
+            side = "above" if p.compare == ">" else "below"
+            parts.append((p, f"the lecture's bound {p.claimed_text}", side))
+        else:
+            parts.append((p, f"the lecture's \"{p.claimed_text}\"", None))
+    shown = v.computed_text
+    if len(parts) == 1:
+        p, claimed, side = parts[0]
+        if side:
+            if v.verdict in AGREES:
+                return f"{v.verdict}: {shown} is {side} {claimed}" + (f"; {v.loose}" if v.loose else "")
+            if v.verdict == ROUGHLY and v.miss.startswith("the median"):
+                return f"holds roughly against {claimed}: {shown}; {v.miss}"
+            if v.verdict == ROUGHLY:
+                return f"holds roughly: {shown} is not {side} {claimed} but within ×/÷{sig(p.tolerance)} of it ({v.miss})"
+            return f"does not hold: {shown} is not {side} {claimed} ({v.miss})"
+        if v.verdict in AGREES:
+            return f"{v.verdict}: {shown} is within ×/÷{sig(p.tolerance)} of {claimed}"
+        if v.verdict == ROUGHLY and v.miss.startswith("the median"):
+            return f"holds roughly against {claimed}: {shown}; {v.miss}"
+        if v.verdict == ROUGHLY:
+            return f"holds roughly: {shown} is outside ×/÷{sig(p.tolerance)} of {claimed} but within ×/÷{sig(p.band)}"
+        return f"does not hold: {shown} is outside ×/÷{sig(p.band)} of {claimed} ({v.miss})"
+    return (f"{v.verdict}: computed {shown} against claimed {c.claimed_text}, each part within its own band"
+            if v.verdict in AGREES else f"{v.verdict}: computed {shown} against claimed {c.claimed_text}"
+            + (f" ({v.miss})" if v.miss else ""))
 
 
 def _reads(ctx, claim: Claim, entry: Entry) -> set[str]:
@@ -372,9 +436,12 @@ def _scope_text(ctx, claim: Claim, entries: list[Entry], evaluated: int | None =
     else:
         bits = [f"{head}: {len(counted)} {what}" + (f", {evaluated} evaluated" if evaluated is not None and evaluated != len(counted) else "")]
     grouped = [f"{e.key} ({e.mark})" for e in entries
-               if not e.counted and e.mark and not e.mark.startswith("announced")]
+               if not e.counted and e.mark and e.mark.startswith("same silicon")]
     if grouped:
         bits.append("not counted again: " + ", ".join(grouped))
+    unfit = [e.key for e in entries if not e.counted and (e.mark or "").startswith("does not fit")]
+    if unfit:
+        bits.append("not counted (the set-up does not fit in HBM): " + ", ".join(unfit))
     ann = [e.key for e in entries if (e.mark or "").startswith("announced")]
     if ann:
         shown = all(e.counted for e in entries if e.key in ann)
@@ -397,6 +464,21 @@ def _scope_text(ctx, claim: Claim, entries: list[Entry], evaluated: int | None =
 
 def _numeric(ctx, claim: Claim) -> Verdict:
     entries = _entries(ctx, claim)
+    fit = []
+    ctx.unfit = {}
+    if _depends_on(claim, ("batch", "context")):
+        for e in entries:
+            reason = _fit(ctx, claim, e)
+            if reason:
+                ctx.unfit[e.key] = reason
+                fit.append(f"{e.key}: {reason}")
+    try:
+        return _numeric_fitting(ctx, claim, entries, fit)
+    finally:
+        ctx.unfit = {}
+
+
+def _numeric_fitting(ctx, claim: Claim, entries: list, fit: list) -> Verdict:
     part_results = []
     all_skipped = {}
     for part in claim.parts:
@@ -410,6 +492,10 @@ def _numeric(ctx, claim: Claim) -> Verdict:
     scope = _scope_text(ctx, claim, entries, sum(1 for e in entries if e.counted and e.key in vals0))
     if n_all != sum(1 for e in entries if e.counted):
         scope = scope.replace(f": {sum(1 for e in entries if e.counted)} ", f": {n_all} ", 1)
+    if any(v is None for _, _, v, _ in part_results) and ctx.unfit and any(part_results[0][1]):
+        return Verdict(claim, INCONCLUSIVE, detail="inconclusive: no set-up in scope fits in HBM, and a set-up "
+                       "that does not fit never decides a verdict", scope=scope, fit=fit,
+                       computed_text="; ".join(f"{k} {sig(x)}{_unit_suffix(claim.parts[0])}" for k, x in part_results[0][1].items()))
     if any(v is None for _, _, v, _ in part_results):
         why = "; ".join(f"{k}: {m}" for k, m in all_skipped.items())
         return Verdict(claim, ND, detail=f"no chip in scope has the inputs: {why}", scope=scope)
@@ -417,9 +503,10 @@ def _numeric(ctx, claim: Claim) -> Verdict:
     # the formula and inputs shown: the lecture's reference chip where the claim judges it, else the first
     ref = ctx.chips.reference
     e0 = next((e for e in entries if e.key in part_results[0][1] and e.hardware == ref and e.counted),
-              next(e for e in entries if e.key in part_results[0][1]))
+              next((e for e in entries if e.key in part_results[0][1] and e.counted),
+                   next(e for e in entries if e.key in part_results[0][1])))
     sc0 = _scenario(ctx, claim, e0.hardware, e0.model)
-    values, texts, details, misses, inputs, fit = {}, [], [], [], [], []
+    values, texts, details, misses, inputs, looses = {}, [], [], [], [], []
     for part, vals, v, summ in part_results:
         args = (part.low, part.high, part.tolerance, part.band, part.compare)
         multi = sum(1 for e in entries if e.counted and e.key in vals) > 1
@@ -444,26 +531,38 @@ def _numeric(ctx, claim: Claim) -> Verdict:
             texts.append(f"{sig(summ)}{u}")
             details.append(f"{part.label} on {e0.hardware} with {e0.model}" + (
                 f" relative to {' × '.join(str(x) for x in e0.reference)}" if e0.reference else ""))
-        if v == FAILS or (v == ROUGHLY and part.compare):   # a bound missed, within its tolerance or not
+        if v == ROUGHLY and multi and judge(summ, *args) == HOLDS:   # the median holds, some chip does not
+            mine = [e.key for e in entries if e.counted and e.key in vals]
+            wrong = [k for k in mine if judge(vals[k], *args) == FAILS]
+            out = [k for k in mine if judge(vals[k], *args) != HOLDS]
+            side = "on the claimed side" if part.compare else f"within ×/÷{sig(part.tolerance)}"
+            if wrong:
+                misses.append(f"the median is {side}, but {', '.join(wrong)} {'is' if len(wrong) == 1 else 'are'} "
+                              + ("not" if part.compare else f"outside ×/÷{sig(part.band)}"))
+            else:
+                misses.append(f"the median is {side}, but only {len(mine) - len(out)} of {len(mine)} values are "
+                              f"(fewer than two thirds: {', '.join(out)} not)")
+        elif v == FAILS or (v == ROUGHLY and part.compare):   # a bound missed, within its tolerance or not
             misses.append(miss_text(summ, part.low, part.high, part.compare))
+        elif v == HOLDS and loose_text(summ, part.low, part.compare):   # a bound that holds: how loose
+            looses.append(loose_text(summ, part.low, part.compare))
         for rec in _inputs_used(sc0, claim, part.expr):
             if rec["name"] not in {r["name"] for r in inputs}:
                 inputs.append(rec)
     if all_skipped:
         details.append("not evaluated: " + "; ".join(f"{k} ({m})" for k, m in all_skipped.items()))
-    if _depends_on(claim, ("batch", "context")):
-        for e in entries:
-            if e.key not in part_results[0][1]:
-                continue
-            reason = _fit(ctx, claim, e)
-            if reason:
-                fit.append(f"{e.key}: {reason}")
     formula = None
     try:
         formula = _formula(sc0, claim.parts[0])
     except (MissingInput, InputError):
         pass
-    flips, moves = _sweep(ctx, claim, entries, verdict, [r[1] for r in part_results])
+    unfit, ctx.unfit = ctx.unfit, {}    # the sweeps judge their own variants on every chip
+    flips, moves, turns = _sweep(ctx, claim, entries, verdict, [r[1] for r in part_results])
+    ctx.unfit = unfit
+    depends_on = [label for label, v in turns if v in (HOLDS, ROUGHLY) and label.startswith(REASONABLE_SWEEPS)]
+    if verdict == FAILS and depends_on:   # an error only if it survives the reasonable sweeps
+        verdict = DEPENDS
+        details.insert(0, "depends: it does not hold here, but holds with " + "; ".join(depends_on))
     p0 = part_results[0][0]
     _mark(ctx, entries, vals0)
     summary = {"unit": f"{p0.unit:~P}"}
@@ -480,7 +579,7 @@ def _numeric(ctx, claim: Claim) -> Verdict:
     return Verdict(claim, verdict, summary, "; ".join(texts), "; ".join(details),
                    band="; ".join((f"{p.label}: " if len(claim.parts) > 1 else "") + band_text(p) for p in claim.parts),
                    scope=scope, values=values, inputs=inputs, formula=formula, flips_if=flips, sensitivity=moves,
-                   fit=fit, miss="; ".join(misses))
+                   fit=fit, miss="; ".join(misses), loose="; ".join(looses))
 
 
 def _format_of(ctx, claim, e: Entry) -> str | None:
@@ -523,3 +622,54 @@ def _fill(ctx, claim: Claim, text: str | None, fld: str) -> str | None:
     if _PLACEHOLDER.search(out):
         raise DataError("claims.yaml", claim.id, fld, "a placeholder is left unfilled")
     return out
+
+
+def _as_claimed(text: str, part) -> float | None:
+    """A ``given`` value in the unit of a part's claim, or None when the dimensions differ."""
+    try:
+        q = parse(text)
+        return float(q.to(part.unit).magnitude)
+    except Exception:
+        return None
+
+
+def inherit_rejections(verdicts: list[Verdict]) -> None:
+    """A claim that reads a number another card rejects inherits that rejection: it does not hold,
+    and its error is the rejecting card's, counted once. A card names the input that carries the
+    lecture's number it tests (``lecture_input``); a claim that fixes a quantity (``given``) to the
+    value a failed card claimed for that quantity reads it too."""
+    rejected_inputs, rejected_values = {}, {}
+    for v in verdicts:
+        if v.verdict != FAILS or v.inherited_from:
+            continue
+        if v.claim.lecture_input:
+            rejected_inputs[v.claim.lecture_input] = v
+        if v.claim.quantity and not v.claim.parts[0].compare:
+            rejected_values[v.claim.quantity] = v
+    if not rejected_inputs and not rejected_values:
+        return
+    for v in verdicts:
+        c = v.claim
+        if c.kind not in ("derived", "arithmetic", "spec", "input") or v.verdict not in AGREES + (ROUGHLY,):
+            continue
+        found = None
+        for name in sorted(_leaves(c) & set(rejected_inputs)):
+            f = rejected_inputs[name]
+            if f.claim.id != c.id:
+                found = (f, f"it reads {name}, set to the lecture's {f.claim.claimed_text}")
+                break
+        for name, text in sorted(c.given.items()):
+            f = rejected_values.get(name)
+            if found or f is None or f.claim.id == c.id:
+                continue
+            p = f.claim.parts[0]
+            x = _as_claimed(text, p)
+            if x is not None and p.low / p.tolerance <= x <= p.high * p.tolerance:
+                found = (f, f"it fixes {name} = {text}, the lecture's number")
+        if found is None:
+            continue
+        f, how = found
+        v.verdict, v.inherited_from = FAILS, f.claim.id
+        v.miss = f"{how}, which {f.claim.id} rejects ({f.miss})"
+        if c.inherits is None:
+            c.inherits = f.claim.id
