@@ -1,0 +1,171 @@
+"""The report read on a phone and on paper, measured on what `python build.py` writes.
+
+On a phone: the page opened in Debian's Chromium (driven by Playwright, as test_browser.py does) in a
+390 px viewport, every folded part opened, and what is wider than the text column counted: display
+formulas (at most 1% may scroll inside themselves), tables (none may) and the page itself (it
+never scrolls sideways). Before this was built, 355 of 1,072 formulas and 6 of 7 tables were wider
+than the column (the notation table 1,347 px).
+
+On paper: the PDF's pages rendered by Typst at a low resolution and the share of each page's body
+that is blank measured; where the parts start and where each figure and its heading are set is
+asked of Typst. Before: page 2 held four lines of the contents, two pages of the middle of the
+report held one half-page figure each, and the validation figure sat above its appendix's heading.
+"""
+import io
+import json
+import os
+import re
+import shutil
+
+import pytest
+
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+needs_browser = pytest.mark.skipif(
+    CHROMIUM is None and not os.environ.get("CI"),
+    reason="Chromium is not installed (apt-get install chromium); CI runs this test")
+PHONE = {"width": 390, "height": 844}
+
+
+@pytest.fixture(scope="module")
+def built(report_build):
+    return report_build[0]
+
+
+@pytest.fixture(scope="module")
+def phone(built):
+    """What the page measures at 390 px with every <details> open."""
+    from playwright.sync_api import sync_playwright
+
+    assert CHROMIUM, "CI must install Chromium"
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True,
+                                    args=["--no-sandbox", "--disable-gpu", "--no-first-run"])
+        try:
+            view = browser.new_page(viewport=PHONE)
+            view.goto((built / "report.html").as_uri(), wait_until="load")
+            view.eval_on_selector_all("details", "els => els.forEach(e => e.open = true)")
+            return view.evaluate("""() => {
+                const shown = e => e.getClientRects().length > 0;
+                const column = document.body.clientWidth - parseFloat(getComputedStyle(document.body).paddingLeft)
+                    - parseFloat(getComputedStyle(document.body).paddingRight);
+                const where = e => (e.closest('[id]') || {}).id;
+                const maths = [...document.querySelectorAll('math[display=block]')].filter(shown);
+                const wide = maths.filter(m => m.scrollWidth > m.clientWidth + 1
+                                               || m.getBoundingClientRect().width > column + 1);
+                const tables = [...document.querySelectorAll('table')].filter(shown);
+                const wideTables = tables.filter(t => t.getBoundingClientRect().width > column + 1)
+                    .map(t => where(t) + ' ' + Math.round(t.getBoundingClientRect().width));
+                // text in a figure's SVG, as set on the screen: its glyphs' height in px
+                const body = parseFloat(getComputedStyle(document.querySelector('p')).fontSize);
+                return {column, formulas: maths.length, wide: wide.length,
+                        wideAt: wide.slice(0, 8).map(m => where(m) + ' ' + m.scrollWidth),
+                        tables: tables.length, wideTables, body,
+                        pageWidth: document.scrollingElement.scrollWidth, viewport: window.innerWidth};
+            }""")
+        finally:
+            browser.close()
+
+
+@needs_browser
+def test_at_most_one_percent_of_formulas_scroll_on_a_phone(phone):
+    assert phone["formulas"] > 500
+    assert phone["wide"] <= 0.01 * phone["formulas"], (
+        f"{phone['wide']} of {phone['formulas']} display formulas are wider than a {phone['column']:.0f} px "
+        f"column, e.g. {phone['wideAt']}")
+
+
+@needs_browser
+def test_no_table_is_wider_than_a_phone(phone):
+    assert phone["tables"] >= 6
+    assert phone["wideTables"] == [], phone["wideTables"]
+
+
+@needs_browser
+def test_the_page_never_scrolls_sideways_on_a_phone(phone):
+    assert phone["pageWidth"] <= phone["viewport"]
+
+
+def test_tables_carry_labels_for_their_cards(built):
+    """On a phone each row of a table is a card of label-value pairs: every data cell names its column."""
+    page = (built / "report.html").read_text()
+    body = page[page.index("</nav>"):]
+    cells = re.findall(r"<td\b[^>]*>", body)
+    assert len(cells) > 1000
+    unlabelled = [c for c in cells if "data-label=" not in c]
+    assert unlabelled == [], unlabelled[:5]
+
+
+# -- the PDF ---------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def pdf_pages(built, tmp_path_factory):
+    """The PDF's pages as images (Typst, 20 ppi) and where Typst sets the part headings, the
+    figures and the heading each figure follows."""
+    import typst
+
+    pages = typst.compile(str(built / "report.typ"), root=str(built), format="png", ppi=20)
+    here = tmp_path_factory.mktemp("pdfprobe") / "report"   # beside the figures, in a copy
+    shutil.copytree(built, here)
+    probe = here / "probe.typ"
+    probe.write_text((built / "report.typ").read_text() + """
+#context {
+  let at(l) = (l.page(), l.position().y.pt())
+  let starts = query(heading.where(level: 1)).map(h => h.location().page())
+  // a float's own location is where it is anchored in the text; its image's, where it is set
+  let figs = query(figure).zip(query(image)).map(((f, img)) => {
+    let head = query(selector(heading).before(f.location())).last()
+    (at(img.location()), repr(head.body).clusters().slice(0, calc.min(60, repr(head.body).clusters().len())).join(), at(head.location()))
+  })
+  [#metadata((starts, figs)) <probe>]
+}
+""")
+    starts, figs = json.loads(typst.query(str(probe), "<probe>", field="value", root=str(here)))[0]
+    return pages, starts, figs
+
+
+def _filled(png) -> float:
+    """The share of a page's body (between the margins) that is not blank: rows without ink in runs
+    of three lines' height or more count as blank."""
+    import matplotlib.image as mpimg
+    import numpy as np
+
+    grey = mpimg.imread(io.BytesIO(png), format="png")[..., :3].mean(axis=2)
+    h = grey.shape[0]
+    rows = (grey[int(0.07 * h):int(0.925 * h)] < 0.9).any(axis=1)   # the page number below
+    blank, run = 0, 0
+    for inked in list(rows) + [True]:
+        if inked:
+            blank += run if run >= 4 else 0
+            run = 0
+        else:
+            run += 1
+    return 1 - blank / len(rows)
+
+
+def test_no_page_is_less_than_half_full_inside_a_part(pdf_pages):
+    """Every page but the title page, the last page of a part (a part starts a page) and the last
+    page is at least half full: the contents start on page 2 and fill it, and a figure does not
+    leave the rest of its page blank."""
+    pages, starts, _ = pdf_pages
+    assert len(starts) >= 9 and len(pages) > 100
+    ends = {s - 1 for s in starts} | {1, len(pages)}
+    short = [(i, round(_filled(png), 2)) for i, png in enumerate(pages, start=1) if i not in ends]
+    short = [s for s in short if s[1] < 0.5]
+    assert short == [], f"pages (number, share filled): {short}"
+
+
+def test_the_contents_start_on_page_2_and_fill_it(built, pdf_pages):
+    from pypdf import PdfReader
+
+    pages, _, _ = pdf_pages
+    second = PdfReader(str(built / "report.pdf")).pages[1].extract_text()
+    assert second.lstrip().startswith("Contents") and second.count("\n") > 30, second[:200]
+    assert _filled(pages[1]) >= 0.5
+
+
+def test_every_figure_is_set_after_its_heading(pdf_pages):
+    """A figure floats, but never above the heading of the section it belongs to."""
+    _, _, figs = pdf_pages
+    assert len(figs) >= 12
+    before = [(head, fig, at) for fig, head, at in figs if tuple(fig) < tuple(at)]
+    assert before == [], before
