@@ -90,7 +90,10 @@ def _build(e, values):
             return ("neg", _node(-e, values))
         n, d = _fraction(e)
         if d != 1:
-            return ("frac", _node(n, values), _node(d, values))
+            den = _node(d, values)
+            if values is not None and _is_val(den, "1", ""):   # over a substituted bare 1: the numerator
+                return _node(n, values)
+            return ("frac", _node(n, values), den)
         factors = list(e.args)
         nums = [f for f in factors if f.is_Number]
         others = [f for f in _ordered([f for f in factors if not f.is_Number])]

@@ -169,6 +169,7 @@ def test_a_substitution_shows_no_factor_of_one_and_no_zero_term():
     values = {S: parse("1"), F: parse("2 ms"), N: parse("0 ns"), B: parse("3")}
     assert printers._text(printers._node(S * F + N, values)) == "2 ms"
     assert printers._text(printers._node(S * B * F + N + F, values)) == "3·(2 ms) + 2 ms"
+    assert printers._text(printers._node(F / S, values)) == "2 ms"
     # a symbol shown as itself, and a 1 with a unit (it carries the unit), stay
     assert printers._text(printers._node(S * F, {F: parse("2 ms")})) == "S·(2 ms)"
     assert printers._text(printers._node(S * F, {S: parse("1 chip"), F: parse("2 ms")})) == "(1 chip)·(2 ms)"
