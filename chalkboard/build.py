@@ -21,7 +21,7 @@ import jinja2
 from .cache import pdfcache
 from .data import CONTROL_CHARS, SAFE_URL
 from .report.chip_reports import chip_reports
-from .report.reader import cite_lecture, linked
+from .report.reader import cite_lecture, code_html, code_typst, linked
 from .errors import BuildError  # noqa: F401  (re-exported)
 from .cache.forked import Forked
 from .report.pdf import (compile_pdf, compile_pdf_background, fit_formulas, pdf_timestamp,  # noqa: F401  (re-exported)
@@ -128,6 +128,8 @@ def environments(root: Path):
     html.filters["links"] = linked
     typ.filters["tstr"] = _typst_str
     typ.filters["tx"] = _typst_text
+    typ.filters["txcode"] = lambda s: code_typst(s, _typst_str)
+    html.filters["code"] = code_html
     typ.filters["display"] = typst_display
     for env in (html, typ):   # (an escaping decided by a function would be code the key cannot read)
         env.bytecode_cache = _KeptTemplates(env) if isinstance(env.autoescape, bool) else None

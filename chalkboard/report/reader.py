@@ -65,3 +65,24 @@ def linked(text) -> str:
         at = m.end()
     out.append(escape(s[at:]))
     return Markup("".join(out))
+
+
+def _spans(text) -> list[tuple[bool, str]]:
+    """``text`` split at its `code spans`: (is code, piece) in order; an unpaired ` stays as written."""
+    s = "" if text is None else str(text)
+    parts = s.split("`")
+    if len(parts) % 2 == 0:   # an odd number of backticks: not code spans
+        return [(False, s)]
+    return [(i % 2 == 1, p) for i, p in enumerate(parts) if p]
+
+
+def code_html(text) -> str:
+    """A caption as HTML: its `code spans` set as code, the backticks not shown."""
+    from markupsafe import Markup
+
+    return Markup("".join(f"<code>{escape(p)}</code>" if code else escape(p) for code, p in _spans(text)))
+
+
+def code_typst(text, typst_str) -> str:
+    """A caption as Typst markup: each piece a string literal, shown as written, its code spans raw."""
+    return "".join(f"#raw({typst_str(p)});" if code else f"#{typst_str(p)};" for code, p in _spans(text))

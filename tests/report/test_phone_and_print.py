@@ -169,3 +169,71 @@ def test_every_figure_is_set_after_its_heading(pdf_pages):
     assert len(figs) >= 12
     before = [(head, fig, at) for fig, head, at in figs if tuple(fig) < tuple(at)]
     assert before == [], before
+
+
+# -- figures -----------------------------------------------------------------------------------------
+def test_captions_are_text_not_markdown(built, report_pdf_text):
+    """A caption's `code` is set as code: no literal backtick in the page's or the PDF's captions."""
+    page = (built / "report.html").read_text()
+    captions = re.findall(r"<figcaption>(.*?)</figcaption>", page, re.S)
+    assert len(captions) >= 12
+    assert [c for c in captions if "`" in c] == []
+    assert "<code>build.py plan</code>" in page
+    typ = (built / "report.typ").read_text()
+    assert [c for c in re.findall(r"caption: \[(.*?)\]\)$", typ, re.M) if "`" in c] == []
+    assert "`build.py plan`" not in report_pdf_text and "build.py plan" in report_pdf_text
+
+
+def test_one_palette_a_chip_in_every_figure_and_the_explorer(built, data):
+    """Each chip has one colour (and dash) from the colour-blind-safe palette, the same in the cost
+    frontier figure and the explorer; the chips drawn together (those with a price) all differ."""
+    from chalkboard.report.drawing import CHIP_PALETTE, chip_styles
+
+    styles = chip_styles(data.hardware)
+    assert set(styles) == set(data.hardware) and {c for c, _ in styles.values()} <= set(CHIP_PALETTE)
+    priced = [h for h, e in data.hardware.items() if e.get("rental_price") is not None]
+    assert len(priced) >= 5 and len({styles[h] for h in priced}) == len(priced)
+    assert len({styles[h][0] for h in priced}) >= min(len(priced), len(CHIP_PALETTE))
+    page = (built / "report.html").read_text()
+    shown = json.loads(re.search(r'<script type="application/json" id="explorer-data">(.*?)</script>',
+                                 page, re.S).group(1))["chip_styles"]
+    assert {h: tuple(v) for h, v in shown.items()} == styles
+    # the cost frontier's curves: black (the featured chip) or the palette's
+    frontier = (built / "figures" / "plan_frontier.svg").read_text().lower()
+    curves = set(re.findall(r"stroke: (#[0-9a-f]{6})", frontier)) - {"#000000", "#111111", "#ffffff", "#b0b0b0"}
+    assert len(curves) >= 5 and curves <= {c.lower() for c in CHIP_PALETTE}, curves
+
+
+@needs_browser
+def test_the_explorers_plots_keep_their_labels_inside_and_the_others_text_size(built):
+    """No label of the explorer's plots runs off the picture (the frontier's '100,000' did), and the
+    frontier's text is set at about the size of the other plots' (it was three times it on a desktop)."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True,
+                                    args=["--no-sandbox", "--disable-gpu", "--no-first-run"])
+        try:
+            for width in (1280, 390):
+                view = browser.new_page(viewport={"width": width, "height": 900})
+                view.goto((built / "report.html").as_uri(), wait_until="load")
+                out, sizes = view.evaluate("""() => {
+                    const out = [], sizes = {};
+                    for (const svg of document.querySelectorAll('#explorer svg')) {
+                        const vb = svg.viewBox.baseVal, box = svg.getBoundingClientRect(), k = box.width / vb.width;
+                        for (const t of svg.querySelectorAll('text')) {   // as set, rotation included
+                            const b = t.getBoundingClientRect();
+                            if (b.left < box.left - 0.5 || b.top < box.top - 0.5 || b.right > box.right + 0.5
+                                || b.bottom > box.bottom + 0.5) out.push(svg.id + ' ' + t.textContent);
+                        }
+                        const t = svg.querySelector('text[font-size="10"]');
+                        if (t) sizes[svg.id] = 10 * k;
+                    }
+                    return [out, sizes]; }""")
+                view.close()
+                assert out == [], (width, out)
+                assert "x-frontier" in sizes and len(sizes) >= 2
+                others = [v for k, v in sizes.items() if k != "x-frontier"]
+                assert sizes["x-frontier"] <= 1.4 * max(others), (width, sizes)
+        finally:
+            browser.close()
