@@ -237,3 +237,37 @@ def test_the_explorers_plots_keep_their_labels_inside_and_the_others_text_size(b
                 assert sizes["x-frontier"] <= 1.4 * max(others), (width, sizes)
         finally:
             browser.close()
+
+
+# -- content ---------------------------------------------------------------------------------------------
+def test_the_summary_has_no_two_equal_columns_and_r_is_the_dense_balance_batch(data):
+    """Appendix A showed 'R at bf16' and 'B* dense' equal in every row: one column says both, and the
+    equality it claims holds for every chip (evaluated here, not read from the table)."""
+    from chalkboard.evaluation.evaluate import MissingInput, Scenario
+    from chalkboard.featured import DENSE_REFERENCE_MODEL
+    from chalkboard.report.context import summary
+
+    s = summary(data, "deepseek-v3")
+    columns = list(zip(*[[c["text"] for c in r["cells"]] for r in s["rows"]]))
+    assert len(columns) == len(s["columns"]) - 1
+    assert all(a != b for i, a in enumerate(columns) for b in columns[i + 1:])
+    checked = 0
+    for h in data.hardware:
+        sc = Scenario(data, h, DENSE_REFERENCE_MODEL, {"format": "bf16"})
+        try:
+            r, b = sc.value("hardware_ratio").to("token").magnitude, sc.value("balance_batch").to("sequence").magnitude
+        except MissingInput:
+            continue
+        assert abs(r - b) <= 1e-9 * r, h
+        checked += 1
+    assert checked >= 10
+
+
+def test_reader_text_names_no_internal_file(built, report_pdf_text):
+    """The lecture's notes are cited by their time in the lecture, not as 'chapters-3-7.md#P-05'."""
+    page = (built / "report.html").read_text()
+    page = re.sub(r"<script\b.*?</script>|<[^>]*>", " ", page, flags=re.S)   # text, not addresses in links
+    pdf = re.sub(r"https?://\S+", " ", report_pdf_text)
+    notes = r"chapters-3-7\.md|\d{3}_[0-9a-f]{16}\.txt"   # the lecture's notes and seeds (lecture/)
+    assert re.findall(notes, page) == [] and re.findall(notes, pdf) == []
+    assert "lecture ~0:56" in page
