@@ -271,3 +271,16 @@ def test_reader_text_names_no_internal_file(built, report_pdf_text):
     notes = r"chapters-3-7\.md|\d{3}_[0-9a-f]{16}\.txt"   # the lecture's notes and seeds (lecture/)
     assert re.findall(notes, page) == [] and re.findall(notes, pdf) == []
     assert "lecture ~0:56" in page
+
+
+def test_the_h100s_core_figures_come_from_nvidia(data):
+    """The H100's compute, memory and bandwidth cite NVIDIA's own pages (they cited a reseller's
+    copy of the datasheet, marked secondary); the figures are NVIDIA's sparse headline halved."""
+    h100 = data.hardware["h100-sxm"].values
+    for field in ("flops_bf16", "flops_fp8", "hbm_capacity", "hbm_bandwidth"):
+        src = h100[field].source
+        assert not src.secondary and re.match(r"https://(www|docs)\.nvidia\.com/", src.url), (field, src.url)
+    # NVIDIA's product page: BF16 1,979 and FP8 3,958 teraFLOPS with sparsity, 3.35 TB/s
+    assert h100["flops_bf16"].quantity.to("TFLOP/s/chip").magnitude == pytest.approx(1979 / 2)
+    assert h100["flops_fp8"].quantity.to("TFLOP/s/chip").magnitude == pytest.approx(3958 / 2, rel=1e-3)
+    assert h100["hbm_bandwidth"].quantity.to("TB/s/chip").magnitude == pytest.approx(3.35)
