@@ -24,13 +24,14 @@ from .figures import FIGURES
 
 
 
-def substituted(sc: Scenario, name: str):
-    """The definition of ``name`` with each symbol replaced by its value: (text, mathml, typst)."""
+def substituted(sc: Scenario, name: str, phone: bool = True):
+    """The definition of ``name`` with each symbol replaced by its value: (text, mathml, typst);
+    ``phone``: with a phone's layout of a wide one (linebreak.formula)."""
     q = REGISTRY[name]
     values = {}
     for s in q.expr.free_symbols:
         values[s] = sc.value(REGISTRY.q(s).name)
-    return formula(q.expr, values=values)
+    return formula(q.expr, values=values, phone=phone)
 
 
 class _Takeaway(string.Formatter):

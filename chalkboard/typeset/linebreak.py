@@ -122,10 +122,12 @@ def _then(f: _Flow, symbol: str, n, indent: int, ctx=None, wrapped=False):
     _flow(n, f, indent, ctx, wrapped)
 
 
-def formula(expr, lhs=None, values=None) -> tuple[str, str, "P.TypstMath"]:
+def formula(expr, lhs=None, values=None, phone: bool = True) -> tuple[str, str, "P.TypstMath"]:
     """A display formula ``[lhs =] expr`` as plain text (one line), MathML and Typst, the last two
     broken over lines where it is wider than WIDTH_EM; ``lhs`` a declared quantity or an
-    expression, ``values`` {symbol: quantity} to show symbols as their numbers."""
+    expression, ``values`` {symbol: quantity} to show symbols as their numbers. With ``phone``
+    a formula wider than NARROW_EM has a second MathML layout after the first (class "narrow",
+    the first "wide"): a page that does not choose between them by its style sheet asks for none."""
     import sympy as sp
 
     n = P._node(sp.sympify(expr, strict=True), values)
@@ -134,7 +136,7 @@ def formula(expr, lhs=None, values=None) -> tuple[str, str, "P.TypstMath"]:
     P._EM_MEMO = {}   # each node's width computed once while this formula is laid out and printed
     try:
         laid = lines(n, left)
-        narrow = lines(n, left, NARROW_EM)   # a phone's: shown there in place of the first
+        narrow = lines(n, left, NARROW_EM) if phone else None   # a phone's: shown there in place of the first
         wide = ' class="wide"' if narrow is not None else ""
         if laid is not None:
             ml, ty = mathml_lines(laid, "lines wide" if wide else "lines"), typst_lines(laid)

@@ -147,6 +147,9 @@ def test_a_formula_wider_than_a_phone_has_a_second_narrower_layout():
         width = indent * linebreak.INDENT_EM + sum(linebreak._item_em(it) for it in items)
         assert width <= NARROW_EM or any(it[0] == "node" and printers._em(it[1]) > NARROW_EM / 3 for it in items)
     assert _same(_parse(flat), _named(expr)), (q.name, flat)
+    # asked for one layout (a notebook has no style sheet to choose): the first alone, unmarked
+    alone = linebreak.formula(expr, lhs=q, phone=False)[1]
+    assert alone.count("<math") == 1 and "wide" not in alone and "narrow" not in alone
     # one that fits a phone has no second layout
     small = R["compute_time_weights"]
     assert 'class="wide"' not in linebreak.formula(small.expr, lhs=small)[1]
