@@ -108,8 +108,9 @@ class Setup:
         q = REGISTRY[answered]
         parts = [f"<p>{d['meaning']}</p>"]
         if q.expr is not None:
-            parts.append(formula(q.expr, lhs=q)[1])
-            parts.append(substituted(self._scenario, answered)[1])
+            # one layout each: a notebook has no style sheet to show a phone's in place of the first
+            parts.append(formula(q.expr, lhs=q, phone=False)[1])
+            parts.append(substituted(self._scenario, answered, phone=False)[1])
         parts.append(f"<p><b>{d['quantity']} = {d['display']}</b> on {d['hardware']} × {d['model']}"
                      + ("" if d["feasible"] in (True, None) else f" (does not fit: {d['feasibility']})") + "</p>")
         return Result(d, "\n".join(parts))

@@ -21,6 +21,7 @@ import jinja2
 from .cache import pdfcache
 from .data import CONTROL_CHARS, SAFE_URL, visible  # noqa: F401  (re-exported)
 from .report.chip_reports import chip_reports
+from .report.reader import cite_lecture, code_html, code_typst, linked
 from .errors import BuildError  # noqa: F401  (re-exported)
 from .cache.forked import Forked
 from .report.pdf import (compile_pdf, compile_pdf_background, fit_formulas, pdf_timestamp,  # noqa: F401  (re-exported)
@@ -38,9 +39,12 @@ def unfitted(typ_src: str) -> str:
 
 
 def _finalize(v):
-    """Applied to every value a template prints (before HTML escaping): no raw control characters."""
-    if isinstance(v, str) and CONTROL_CHARS.search(v):
-        return type(v)(visible(v))  # a Markup stays Markup
+    """Applied to every value a template prints (before HTML escaping): no raw control characters,
+    and the lecture's notes cited by their time in the lecture, not by their file."""
+    if isinstance(v, str):
+        v = cite_lecture(v)
+        if CONTROL_CHARS.search(v):
+            return type(v)(visible(v))  # a Markup stays Markup
     return v
 
 
@@ -120,8 +124,11 @@ def environments(root: Path):
         env.filters["first_upper"] = lambda s: s[:1].upper() + s[1:] if s else s
         env.filters["web_link"] = web_link
     html.filters["page_link"] = page_link
+    html.filters["links"] = linked
     typ.filters["tstr"] = _typst_str
     typ.filters["tx"] = _typst_text
+    typ.filters["txcode"] = lambda s: code_typst(s, _typst_str)
+    html.filters["code"] = code_html
     typ.filters["display"] = typst_display
     for env in (html, typ):   # (an escaping decided by a function would be code the key cannot read)
         env.bytecode_cache = _KeptTemplates(env) if isinstance(env.autoescape, bool) else None

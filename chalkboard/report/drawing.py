@@ -44,6 +44,22 @@ C = {"compute": "#1f77b4", "weights": "#d62728", "kv": "#2ca02c", "step": "#1111
      "mem": "#9467bd", "up": "#1f77b4", "out": "#ff7f0e", "comm": "#8c564b"}
 
 
+# One colour a chip, the same in every figure and in the explorer: Paul Tol's "muted" qualitative
+# scheme (nine colours told apart with the common colour-vision deficiencies), by the chip's place in
+# hardware.yaml, the chips with a rental price first (they are drawn together, in the cost plots); from
+# the tenth chip on the colours repeat with a dashed line. The featured or picked chip is drawn
+# heavier, in black.
+CHIP_PALETTE = ("#332288", "#88CCEE", "#44AA99", "#117733", "#999933", "#DDCC77", "#CC6677", "#882255", "#AA4499")
+
+
+def chip_styles(hardware: dict) -> dict[str, tuple[str, bool]]:
+    """Each chip id of ``hardware`` (the data's chips: id -> entry) -> (colour, dashed)."""
+    n = len(CHIP_PALETTE)
+    priced = [h for h, e in hardware.items() if e.get("rental_price") is not None]
+    order = priced + [h for h in hardware if h not in priced]
+    return {h: (CHIP_PALETTE[i % n], i // n % 2 == 1) for i, h in enumerate(order)}
+
+
 _SUPERSCRIPT = str.maketrans("0123456789-−", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻⁻")
 
 

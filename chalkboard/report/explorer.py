@@ -28,6 +28,7 @@ from ..evaluation import compiled
 from ..errors import InputError, MissingInput
 from ..evaluation.evaluate import Scenario
 from ..evaluation.dependence import _derived_below, read_shared, setup_dependence
+from .drawing import chip_styles
 from ..typeset.fmt import SHARE_SYMBOL, _TIMES, _factor, _plan, _target, plural, share_factor
 
 # What the explorer shows, in this order: the numbers the report features for a set-up.
@@ -196,6 +197,7 @@ def data(d, sc: Scenario) -> dict:
     ignored = sorted(k for k in sc.raw_overrides if k not in SLIDERS)
     return {
         "hardware": [[h, d.hardware[h].name] for h in hws],
+        "chip_styles": chip_styles(d.hardware),   # the figures' colour of each chip (drawing.py)
         "models": [[m, d.models[m].name] for m in mids],
         "dense": dense,
         "start": {"hardware": sc.hw.id, "model": sc.model.id},

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..featured import DENSE_REFERENCE_MODEL as DENSE_REFERENCE
-from .drawing import C, legend_below, plt, svg
+from .drawing import C, chip_styles, legend_below, plt, svg
 from ..errors import InputError, MissingInput
 from ..evaluation.evaluate import Scenario
 from ..planner.search import layouts
@@ -93,17 +93,18 @@ def plan_frontier(data, hw, model, overrides=None) -> str:
                  {k: v for k, v in overrides.items() if k not in ("batch", "context")})
     fits = found.columns["hbm_fill_layout"] <= 1
     fig, ax = plt.subplots(figsize=(6.4, 3.6))
-    colors = plt.get_cmap("tab10")
+    styles = chip_styles(data.hardware)
     drawn = 0
-    for i, chip in enumerate(chips):
+    for chip in chips:
         idx = answer.frontier(found, fits & (found.columns["hardware"] == chip))
         if not idx:
             continue
         speed = found.columns["user_speed_layout"][idx]
         cost = found.columns["cost_per_token_layout"][idx]
         heavy = chip == hw
-        ax.plot(speed, cost, color="#111" if heavy else colors(i % 10), lw=2.2 if heavy else 1.1,
-                marker="." if len(idx) < 4 else None, label=chip)
+        color, dashed = styles[chip]
+        ax.plot(speed, cost, color="#111" if heavy else color, lw=2.2 if heavy else 1.3,
+                ls="--" if dashed and not heavy else "-", marker="." if len(idx) < 4 else None, label=chip)
         drawn += 1
     if not drawn:
         raise MissingInput("no priced chip fits the model")

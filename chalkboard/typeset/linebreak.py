@@ -14,7 +14,7 @@ A formula that fits is printed as before, on one line.
 """
 from __future__ import annotations
 
-from . import WIDTH_EM  # noqa: F401  (the line budget, declared in typeset/__init__.py)
+from . import NARROW_EM, WIDTH_EM  # the line budgets, declared in typeset/__init__.py
 from . import printers as P
 INDENT_EM = 1.0      # one level of indentation: Typst's `quad`, MathML's 1em space
 _OP_EM = {"+": P._OP_GAP, "−": P._OP_GAP, "=": P._OP_GAP, "·": P._DOT_GAP, ",": 0.5, "/": 0.8}
@@ -24,7 +24,7 @@ _MATHML_OP = {**P._OP, "=": "=", ",": ",", "/": "/"}   # the printers' +, − an
 
 class _Flow:
     """Lines being filled: each is [indent, items]; an item is ("node", n, ctx, wrapped),
-    ("op", symbol), ("open", name) or ("close",)."""
+    ("op", symbol), ("open", name, bracket) or ("close", bracket)."""
 
     def __init__(self, width: float):
         self.lines: list[list] = [[0, []]]
@@ -59,12 +59,18 @@ def _flow(n, f: _Flow, indent: int, ctx=None, wrapped=False):
         f.node(n, ctx, wrapped)
         return
     k = n[0]
-    if k not in ("add", "mul", "frac", "func", "ufunc", "neg"):   # a power, root or floor: not broken
+    if k in ("floor", "ceil") and not wrapped:   # ⌊…⌋ and ⌈…⌉ break inside, as brackets do
+        left, right = ("⌊", "⌋") if k == "floor" else ("⌈", "⌉")
+        f.put(("open", "", left), P._PAREN)
+        _flow(n[1], f, indent + 1)
+        f.put(("close", right), P._PAREN)
+        return
+    if k not in ("add", "mul", "frac", "func", "ufunc", "neg"):   # a power or a root: not broken
         f.node(n, ctx, wrapped)
         return
     parens = wrapped or (k == "add" and ctx in ("mul", "pow"))
     if parens:
-        f.put(("open", ""), P._PAREN)
+        f.put(("open", "", "("), P._PAREN)
         indent += 1
     if k == "add":
         for i, (sign, t) in enumerate(n[1]):
@@ -95,15 +101,15 @@ def _flow(n, f: _Flow, indent: int, ctx=None, wrapped=False):
     else:   # max(…), min(…), a named function: one argument a line once they do not all fit
         name = n[1] if k == "func" else n[1] + (n[2] or "")
         args = n[2] if k == "func" else n[3]
-        f.put(("open", name), P._glyphs(name) + P._PAREN)
+        f.put(("open", name, "("), P._glyphs(name) + P._PAREN)
         for i, a in enumerate(args):
             if i:
                 f.op(",")
                 f.newline(indent + 1)
             _flow(a, f, indent + 1)
-        f.put(("close",), P._PAREN)
+        f.put(("close", ")"), P._PAREN)
     if parens:
-        f.put(("close",), P._PAREN)
+        f.put(("close", ")"), P._PAREN)
 
 
 def _then(f: _Flow, symbol: str, n, indent: int, ctx=None, wrapped=False):
@@ -116,10 +122,12 @@ def _then(f: _Flow, symbol: str, n, indent: int, ctx=None, wrapped=False):
     _flow(n, f, indent, ctx, wrapped)
 
 
-def formula(expr, lhs=None, values=None) -> tuple[str, str, "P.TypstMath"]:
+def formula(expr, lhs=None, values=None, phone: bool = True) -> tuple[str, str, "P.TypstMath"]:
     """A display formula ``[lhs =] expr`` as plain text (one line), MathML and Typst, the last two
     broken over lines where it is wider than WIDTH_EM; ``lhs`` a declared quantity or an
-    expression, ``values`` {symbol: quantity} to show symbols as their numbers."""
+    expression, ``values`` {symbol: quantity} to show symbols as their numbers. With ``phone``
+    a formula wider than NARROW_EM has a second MathML layout after the first (class "narrow",
+    the first "wide"): a page that does not choose between them by its style sheet asks for none."""
     import sympy as sp
 
     n = P._node(sp.sympify(expr, strict=True), values)
@@ -128,12 +136,18 @@ def formula(expr, lhs=None, values=None) -> tuple[str, str, "P.TypstMath"]:
     P._EM_MEMO = {}   # each node's width computed once while this formula is laid out and printed
     try:
         laid = lines(n, left)
+        narrow = lines(n, left, NARROW_EM) if phone else None   # a phone's: shown there in place of the first
+        wide = ' class="wide"' if narrow is not None else ""
         if laid is not None:
-            return text, mathml_lines(laid), typst_lines(laid)
-        if left is None:
-            return text, f'<math display="block"><mrow>{P._ml(n)}</mrow></math>', P._ty_math(n)
-        return (text, f'<math display="block"><mrow>{P._ml(left)}<mo>=</mo>{P._ml(n)}</mrow></math>',
-                P._eq(P._ty_math(left), P._ty_math(n)))
+            ml, ty = mathml_lines(laid, "lines wide" if wide else "lines"), typst_lines(laid)
+        elif left is None:
+            ml, ty = f'<math display="block"{wide}><mrow>{P._ml(n)}</mrow></math>', P._ty_math(n)
+        else:
+            ml = f'<math display="block"{wide}><mrow>{P._ml(left)}<mo>=</mo>{P._ml(n)}</mrow></math>'
+            ty = P._eq(P._ty_math(left), P._ty_math(n))
+        if narrow is not None:
+            ml += mathml_lines(narrow, "lines narrow")
+        return text, ml, ty
     finally:
         P._EM_MEMO = None
 
@@ -186,9 +200,9 @@ def _typst_item(item, first: bool) -> str:
         s = _TYPST_OP[item[1]]
         return f'"" {s}' if first and item[1] not in (",",) else s   # "" keeps a binary operator's spacing
     if k == "open":
-        name = item[1]
-        return f"{name}\\(" if name in ("max", "min", "ln") else f"{P._ty_ident(name)}\\(" if name else "\\("
-    return "\\)"
+        name, b = item[1], "\\(" if item[2] == "(" else item[2]
+        return f"{name}{b}" if name in ("max", "min", "ln") else f"{P._ty_ident(name)}{b}" if name else b
+    return "\\)" if item[1] == ")" else item[1]
 
 
 def typst_lines(laid: list[list]) -> "P.TypstMath":
@@ -227,11 +241,11 @@ def _mathml_item(item, first: bool) -> str:
     if k == "open":
         name = item[1]
         head = f"<mi>{P.escape(name)}</mi>" if name else ""
-        return f'{head}<mo stretchy="false">(</mo>'
-    return '<mo stretchy="false">)</mo>'
+        return f'{head}<mo stretchy="false">{item[2]}</mo>'
+    return f'<mo stretchy="false">{item[1]}</mo>'
 
 
-def mathml_lines(laid: list[list]) -> str:
+def mathml_lines(laid: list[list], css: str = "lines") -> str:
     """MathML of a laid-out formula: a one-column table whose rows are the lines, set flush left,
     its fractions full size (a table's cells are set compact by default), indented by spaces."""
     rows = []
@@ -240,5 +254,5 @@ def mathml_lines(laid: list[list]) -> str:
         body = "".join(_mathml_item(it, i == 0) for i, it in enumerate(items))
         rows.append(f'<mtr><mtd style="text-align: left; padding: 0.1em 0">{pad}{body}</mtd></mtr>')
     # styled here, not by a page's style sheet, so that it reads the same wherever it is shown
-    return (f'<math display="block" class="lines"><mtable columnalign="left" style="math-style: normal">'
+    return (f'<math display="block" class="{css}"><mtable columnalign="left" style="math-style: normal">'
             f'{"".join(rows)}</mtable></math>')

@@ -76,6 +76,10 @@ def _build(e, values):
             else:
                 terms.append(("+", _node(t, values)))
         terms.sort(key=lambda st: st[0] == "-")  # positive terms first
+        if values is not None:   # a substituted term that is zero ("+ 0 ns") adds nothing to read
+            terms = [t for t in terms if not _is_val(t[1], "0")] or terms[:1]
+            if len(terms) == 1 and terms[0][0] == "+":
+                return terms[0][1]
         return ("add", terms)
     if isinstance(e, sp.Mul):
         c, rest = e.as_coeff_Mul()
@@ -86,11 +90,19 @@ def _build(e, values):
             return ("neg", _node(-e, values))
         n, d = _fraction(e)
         if d != 1:
-            return ("frac", _node(n, values), _node(d, values))
+            den = _node(d, values)
+            if values is not None and _is_val(den, "1", ""):   # over a substituted bare 1: the numerator
+                return _node(n, values)
+            return ("frac", _node(n, values), den)
         factors = list(e.args)
         nums = [f for f in factors if f.is_Number]
         others = [f for f in _ordered([f for f in factors if not f.is_Number])]
-        return ("mul", [_node(f, values) for f in nums + others])
+        nodes = [_node(f, values) for f in nums + others]
+        if values is not None:   # a substituted factor of a bare 1 ("1 · …") multiplies by nothing
+            nodes = [f for f in nodes if not _is_val(f, "1", "")] or nodes[:1]
+            if len(nodes) == 1:
+                return nodes[0]
+        return ("mul", nodes)
     if isinstance(e, sp.Pow):
         b, x = e.args
         if x == sp.Rational(1, 2):
@@ -103,6 +115,11 @@ def _build(e, values):
         base, sub = (m.group(1), m.group(2) or None) if m else (str(e.func), None)
         return ("ufunc", base, sub, [_node(a, values) for a in e.args])
     raise TypeError(f"cannot typeset {type(e).__name__}: {e}")
+
+
+def _is_val(n, text: str, unit=None) -> bool:
+    """Whether ``n`` is a substituted value shown as ``text`` (with the unit ``unit``, any if None)."""
+    return n[0] == "val" and n[1] == text and (unit is None or not n[2])
 
 
 def _fraction(e):

@@ -35,8 +35,10 @@ def test_report_in_headless_chromium(report, tmp_path):
         page.on("pageerror", lambda e: errors.append(str(e)))
         page.on("request", lambda r: requests.append(r.url))
         page.goto(report.as_uri(), wait_until="load")
+        page.eval_on_selector_all("details", "els => els.forEach(e => e.open = true)")
+        # every formula shown at this width (a phone's layout of a wide one is hidden here)
         sizes = page.eval_on_selector_all(
-            "math", "els => els.map(e => { const r = e.getBoundingClientRect(); return [r.width, r.height]; })")
+            "math:not(.narrow)", "els => els.map(e => { const r = e.getBoundingClientRect(); return [r.width, r.height]; })")
         n_svg = page.eval_on_selector_all("figure svg", "els => els.length")
         title = page.title()
         shot = tmp_path / "report.png"

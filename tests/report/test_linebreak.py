@@ -35,10 +35,10 @@ def _line_text(items) -> str:
             out.append(f"({printers._text(n)})" if wrapped else printers._text(n, ctx))
         elif it[0] == "op":
             out.append({"·": "*", "−": "-", ",": ","}.get(it[1], it[1]))
-        elif it[0] == "open":
-            out.append({"max": "Max", "min": "Min", "ln": "log"}.get(it[1], it[1]) + "(")
+        elif it[0] == "open":   # a function's name and its bracket: (, or ⌊ and ⌈ around a floor and a ceiling
+            out.append({"max": "Max", "min": "Min", "ln": "log"}.get(it[1], it[1]) + it[2])
         else:
-            out.append(")")
+            out.append(it[1])
     return " ".join(out)
 
 
@@ -120,3 +120,59 @@ def test_every_long_formula_is_well_formed_mathml_and_compiles_in_typst(tmp_path
     src = tmp_path / "long.typ"
     src.write_text("\n".join(lines), encoding="utf-8")
     assert typst.compile(str(src))[:5] == b"%PDF-"
+
+
+def test_a_formula_wider_than_a_phone_has_a_second_narrower_layout():
+    """The page carries a second layout of each formula wider than a phone's column (NARROW_EM),
+    shown there instead of the first: the same mathematics, in lines of at most NARROW_EM where it
+    can break. The PDF's Typst is the first layout alone."""
+    from chalkboard.typeset import NARROW_EM, WIDTH_EM
+
+    def layouts(q):
+        node, lhs = printers._node(q.expr), ("sym", q.base, q.sub)
+        return linebreak.lines(node, lhs, WIDTH_EM), linebreak.lines(node, lhs, NARROW_EM)
+    # the first definition that is one line on a desktop and in print but several on a phone
+    q = next(q for q in R.quantities.values() if not q.is_input and layouts(q)[0] is None
+             and len(layouts(q)[1] or []) >= 3)
+    expr, narrow = q.expr, layouts(q)[1]
+    _, ml, ty = linebreak.formula(expr, lhs=q)
+    wide, phone = ml.split("</math>")[:2]
+    assert 'class="wide"' in wide and 'class="lines narrow"' in phone
+    assert len(ET.fromstring(phone + "</math>")[0]) == len(narrow)
+    assert ty == printers.typst(expr, lhs=q)
+    flat = " ".join(_line_text(items) for _, items in narrow)
+    assert narrow[0][1][1] == ("op", "=")
+    flat = flat.split(" = ", 1)[1]   # the right side
+    for indent, items in narrow:
+        width = indent * linebreak.INDENT_EM + sum(linebreak._item_em(it) for it in items)
+        assert width <= NARROW_EM or any(it[0] == "node" and printers._em(it[1]) > NARROW_EM / 3 for it in items)
+    assert _same(_parse(flat), _named(expr)), (q.name, flat)
+    # asked for one layout (a notebook has no style sheet to choose): the first alone, unmarked
+    alone = linebreak.formula(expr, lhs=q, phone=False)[1]
+    assert alone.count("<math") == 1 and "wide" not in alone and "narrow" not in alone
+    # one that fits a phone has no second layout
+    small = R["compute_time_weights"]
+    assert 'class="wide"' not in linebreak.formula(small.expr, lhs=small)[1]
+
+
+def test_a_floor_breaks_inside_its_brackets():
+    q = R["train_chips_to_fit"]
+    expr = R.closed_form(q.name)
+    laid = linebreak.lines(printers._node(expr), width=20)
+    brackets = [it[1] if it[0] == "close" else it[2] for _, items in laid for it in items if it[0] in ("open", "close")]
+    assert "⌈" in brackets and "⌉" in brackets
+    assert _same(_parse(" ".join(_line_text(items) for _, items in laid)), _named(expr))
+
+
+def test_a_substitution_shows_no_factor_of_one_and_no_zero_term():
+    """'1 · (2 ms) + 0 ns' reads '2 ms': a bare 1 multiplies by nothing, a zero adds nothing."""
+    from units import parse
+
+    S, F, N, B = (R[n].sym for n in ("chips", "peak_flops", "params_active", "batch"))
+    values = {S: parse("1"), F: parse("2 ms"), N: parse("0 ns"), B: parse("3")}
+    assert printers._text(printers._node(S * F + N, values)) == "2 ms"
+    assert printers._text(printers._node(S * B * F + N + F, values)) == "3·(2 ms) + 2 ms"
+    assert printers._text(printers._node(F / S, values)) == "2 ms"
+    # a symbol shown as itself, and a 1 with a unit (it carries the unit), stay
+    assert printers._text(printers._node(S * F, {F: parse("2 ms")})) == "S·(2 ms)"
+    assert printers._text(printers._node(S * F, {S: parse("1 chip"), F: parse("2 ms")})) == "(1 chip)·(2 ms)"

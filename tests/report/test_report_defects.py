@@ -201,7 +201,7 @@ def test_no_half_empty_pdf_pages(built, tmp_path):
                 part_ends.add(q)
     short = []
     for i, png in enumerate(pages[:-1], start=1):
-        if i in part_ends:
+        if i in part_ends or i == 1:   # the title page: the contents start on page 2
             continue
         grey = mpimg.imread(io.BytesIO(png), format="png")[..., :3].mean(axis=2)
         height = grey.shape[0]
@@ -245,7 +245,7 @@ def test_page_does_not_scroll_sideways_at_390_px(built):
 def test_no_display_formula_is_cut_off_at_1280_px(built):
     """On a desktop every display formula fits its column (a long one is set over lines,
     chalkboard/typeset/linebreak.py); none is cut off at the right edge. Measured in Chromium, whose
-    MathML fonts differ from Typst's. On a phone (390 px) a formula wider than the screen
+    MathML fonts differ from Typst's. On a phone (390 px) a formula still wider than the screen
     scrolls, and shows a shadow at the edge that says so."""
     from playwright.sync_api import sync_playwright
 
@@ -272,7 +272,8 @@ def test_no_display_formula_is_cut_off_at_1280_px(built):
             browser.close()
     assert shown > 500 and lines > 50
     assert cut == [], cut
-    assert wide > 50 and unmarked == 0, f"{unmarked} of {wide} formulas wider than a phone have no scroll cue"
+    # (a formula wider than a phone has a narrower layout there: test_phone_and_print.py counts the few left)
+    assert unmarked == 0, f"{unmarked} of {wide} formulas wider than a phone have no scroll cue"
 
 
 # -- the lecture's seven chapters as the report's parts --------------------------------------------
