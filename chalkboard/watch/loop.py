@@ -92,7 +92,7 @@ class Loop:
 
         self.generation += 1
         self.started = time.perf_counter()
-        self.why = "built" if changed is None else f"{summary(changed)} changed"
+        self.why = "first build" if changed is None else f"{summary(changed)} changed"
         args = argparse.Namespace(**vars(self.base))
         args.program = self.program
         try:
@@ -101,7 +101,7 @@ class Loop:
         except (OSError, ValueError):   # an unreadable input: the build says what is wrong
             args.fingerprint = None
         if args.fingerprint and self.out is not None and uptodate.up_to_date(self.out, args.fingerprint):
-            self.lines.say(f"{clock()} {self.why}: the output is unchanged (as written from these inputs)")
+            self.lines.say(f"{clock()} {self.why}: {shown_path(self.out)} is up to date (as written from these inputs)")
             return
         args.set_pairs = parse_sets(args.set)
         self.building = args

@@ -19,15 +19,17 @@ POLL = 0.25   # seconds between looks at the program (its edits are rarer than t
 
 
 def worker_argv(root: Path, args, fd: int) -> list[str]:
-    """The worker's command line: the options this command was given, and the pipe it reports on."""
-    argv = [sys.executable, str(root / "build.py"), "watch", "--worker", str(fd),
-            "--hardware-file", args.hardware_file, "--models-file", args.models_file,
-            "--prices-file", args.prices_file, "--hardware", args.hardware, "--out", args.out,
-            "--claims-file", args.claims_file]
-    if args.model is not None:
-        argv += ["--model", args.model]
-    for pair in args.set or []:
-        argv += ["--set", pair]
+    """The worker's command line: the options this command was given where they differ from their
+    defaults (a default the program sets, the featured chip, is the new program's after an edit),
+    and the pipe it reports on."""
+    from ..cli.parser import make_parser
+
+    defaults = make_parser().parse_args(["watch"])
+    argv = [sys.executable, str(root / "build.py"), "watch", "--worker", str(fd)]
+    for option in ("hardware_file", "models_file", "prices_file", "hardware", "model", "out", "claims_file"):
+        if getattr(args, option) != getattr(defaults, option):
+            argv.append(f"--{option.replace('_', '-')}={getattr(args, option)}")   # (a value may begin with -)
+    argv += [f"--set={pair}" for pair in args.set or []]
     if args.no_pdf:
         argv.append("--no-pdf")
     return argv

@@ -118,6 +118,33 @@ def test_watch_rebuilds_on_edit_keeps_last_good_output_and_serves(tmp_path):
     assert not list(tmp_path.glob("proj/.build.tmp-*")), "a staging folder left behind"
 
 
+@pytest.mark.slow   # two cold starts of the worker (about 20 s on a busy 2-core machine); CI runs it
+def test_an_edit_to_the_program_starts_a_fresh_worker(tmp_path):
+    """No stale code after an edit to the program: a new worker, a new interpreter, runs the edited
+    module (which here says so by writing its process id) and builds again."""
+    proj = tmp_path / "proj"
+    shutil.copytree(ROOT, proj, ignore=shutil.ignore_patterns(".git", "build", "__pycache__", ".pytest_cache"))
+    stdout, stderr, mark = tmp_path / "stdout", tmp_path / "stderr", tmp_path / "loaded-by"
+    with open(stdout, "w") as so, open(stderr, "w") as se:
+        proc = subprocess.Popen([sys.executable, "build.py", "watch", "--no-pdf"], cwd=proj,
+                                stdout=so, stderr=se, stdin=subprocess.DEVNULL)
+    try:
+        _wait("first build", lambda: "first build:" in stdout.read_text(), proc)
+        featured = proj / "chalkboard" / "featured.py"
+        featured.write_text(featured.read_text() + f"\nimport os\nopen({str(mark)!r}, 'w').write(str(os.getpid()))\n")
+        _wait("a fresh worker's build", lambda: stdout.read_text().count("first build:") == 2, proc)
+        lines = stdout.read_text().splitlines()
+        assert "chalkboard/featured.py changed: starting again with the new program" in lines[-2]
+        assert lines[-1].split(" ", 1)[1].startswith("first build: ")
+        worker = int(mark.read_text())
+        assert worker not in (proc.pid, os.getpid())
+    finally:
+        if proc.poll() is None:
+            os.kill(proc.pid, signal.SIGINT)
+        status = proc.wait(timeout=30)
+    assert status == 130 and "Traceback" not in stderr.read_text()
+
+
 def test_watch_options_no_edit_can_mend_end_it(tmp_path, cli):
     (tmp_path / "a-file").write_text("")
     r = cli("watch", "--out", str(tmp_path / "a-file"))
