@@ -103,10 +103,10 @@ class Loop:
         if args.fingerprint and self.out is not None and uptodate.up_to_date(self.out, args.fingerprint):
             self.lines.say(f"{clock()} {self.why}: {shown_path(self.out)} is up to date (as written from these inputs)")
             return
-        args.set_pairs = parse_sets(args.set)
         self.building = args
         process = standby()
         try:
+            args.set_pairs = parse_sets(args.set)
             build(self.root, args, process, watch=self)
         except KeyboardInterrupt:
             raise

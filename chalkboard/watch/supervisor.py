@@ -13,7 +13,7 @@ import sys
 import time
 from pathlib import Path
 
-from .inputs import PROGRAM, Snapshot, summary
+from .inputs import PROGRAM, Snapshot, data_inputs, summary
 
 POLL = 0.25   # seconds between looks at the program (its edits are rarer than the data's)
 
@@ -81,7 +81,7 @@ def supervise(root: Path, args) -> int:
         version = Version()
         server = Server(output_folder(root, args.out), args.port, version)
         print(f"serving {args.out} at {server.url} (the page reloads itself after each rebuild)", flush=True)
-    program = Snapshot(root, PROGRAM)
+    program, data = Snapshot(root, PROGRAM), Snapshot(root, data_inputs(args))
     worker = Worker(root, args)
     try:
         while True:
@@ -89,7 +89,7 @@ def supervise(root: Path, args) -> int:
             select.select(wait, [], [], POLL)
             if worker is not None:
                 for word in worker.read():
-                    if word in ("page", "pdf") and version is not None:
+                    if word == "page" and version is not None:   # (a new PDF leaves the page as it is)
                         version.bump()
                 status = worker.proc.poll()
                 if status is not None:
@@ -97,10 +97,13 @@ def supervise(root: Path, args) -> int:
                     if status == EXIT_BAD_INPUT and not worker.ready:
                         return EXIT_BAD_INPUT   # options no edit can mend (its line is out)
                     print(f"error: the watch's worker stopped (status {status}); it starts again on the "
-                          "next edit to the program", file=sys.stderr, flush=True)
+                          "next edit", file=sys.stderr, flush=True)
                     worker.stop()
                     worker = None
+                    data.changed()   # from now on
             changed = program.settled()
+            if worker is None:   # stopped: any edit starts it again
+                changed += data.settled()
             if changed:
                 if worker is not None:
                     worker.stop()

@@ -21,14 +21,22 @@ from pathlib import Path
 
 class TypstProcess:
     def __init__(self):
+        self.folder = Path(tempfile.mkdtemp(prefix="chalkboard-typst-"))
+        self.child = None
+        self._start()
+        self.waiting = None   # the newest order not yet sent
+
+    def _start(self) -> None:
+        """The process forked (again, if it died: this process has still never called Typst)."""
+        if self.child is not None:
+            self.conn.close()
+            self.child.join()
         ctx = mp.get_context("fork")
         self.conn, child_end = ctx.Pipe()
-        self.folder = Path(tempfile.mkdtemp(prefix="chalkboard-typst-"))
         self.child = ctx.Process(target=_serve, args=(child_end, self.conn), daemon=True)
         self.child.start()
         child_end.close()
         self.busy = None      # the order being compiled: (generation, key, started)
-        self.waiting = None   # the newest order not yet sent
 
     def compile(self, generation: int, typ_src: str, figures: dict[str, str], timestamp: int, key: str) -> None:
         """Compile the PDF of ``generation`` as soon as Typst is free (see ``result``)."""
@@ -43,6 +51,8 @@ class TypstProcess:
     def _send(self) -> None:
         if self.busy is not None or self.waiting is None:
             return
+        if not self.child.is_alive():
+            self._start()
         generation, typ_src, figures, timestamp, key, started = self.waiting
         self.waiting = None
         shutil.rmtree(self.folder / "figures", ignore_errors=True)
@@ -63,10 +73,12 @@ class TypstProcess:
             return None
         try:
             kind, payload = self.conn.recv()
-        except EOFError:
-            kind, payload = "error", "error: Typst's process ended"
+        except (EOFError, OSError):
+            kind, payload = "error", "error: Typst's process ended (it is started again for the next PDF)"
         generation, key, started = self.busy
         self.busy = None
+        if kind == "error" and not self.child.is_alive():
+            self._start()
         self._send()
         return generation, key, time.perf_counter() - started, payload if kind == "ok" else str(payload)
 
@@ -77,8 +89,13 @@ class TypstProcess:
         while self.busy is not None:   # (no PDF is compiled in a build without one: never waits)
             self.conn.poll(None)
             self.result()
+        if not self.child.is_alive():
+            self._start()
         self.conn.send(("fit", typ_src))
-        kind, payload = self.conn.recv()
+        try:
+            kind, payload = self.conn.recv()
+        except EOFError:
+            kind, payload = "error", "Typst's process ended"
         if kind != "ok":
             raise BuildError(str(payload).removeprefix("error: "))
         return payload

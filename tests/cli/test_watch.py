@@ -13,6 +13,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from pathlib import Path
 
 import pytest
 
@@ -175,3 +176,55 @@ def test_reload_script_goes_before_the_end_of_the_body():
     got = with_reload(page)
     assert got.startswith(b"<html><body><p>x</p><script>") and got.endswith(b"</script>\n</body></html>")
     assert with_reload(b"<p>no body</p>").endswith(b"</script>\n")
+
+
+def _next_result(typst_process, timeout=60):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        got = typst_process.result()
+        if got is not None:
+            return got
+        time.sleep(0.01)
+    raise AssertionError("no PDF from Typst's process")
+
+
+def test_the_warm_typst_makes_a_fresh_compiles_pdf_and_survives_its_process(tmp_path):
+    """The kept compiler's PDF of an edited source is byte for byte what a fresh compile makes;
+    an order sent while one compiles waits, only the newest is kept; a dead process is forked again.
+    In a process of its own: Typst's process is forked, and a test run before in this one may have
+    called Typst (a process forked after that could not run it; the watch's worker never calls it)."""
+    here = Path(__file__).resolve()
+    code = (f"import sys; sys.path[:0] = [{str(ROOT)!r}, {str(here.parents[1])!r}, {str(here.parent)!r}]; "
+            f"import test_watch; test_watch.typst_process_checks(__import__('pathlib').Path({str(tmp_path)!r}))")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
+def typst_process_checks(tmp_path):
+    import typst
+
+    from chalkboard.watch.typst_process import TypstProcess
+
+    figure = '<svg xmlns="http://www.w3.org/2000/svg" width="10" height="10"><rect width="{}" height="10"/></svg>'
+    source = '= Part {}\n#image("figures/a.svg")\n'
+    process = TypstProcess()
+    try:
+        process.compile(1, source.format(1), {"a": figure.format(10)}, 0, "k1")
+        process.compile(2, source.format(2), {"a": figure.format(5)}, 0, "k2")   # waits for the first
+        process.compile(3, source.format(3), {"a": figure.format(3)}, 0, "k3")   # and replaces the second
+        got = [_next_result(process), _next_result(process)]
+        assert [g[:2] for g in got] == [(1, "k1"), (3, "k3")] and process.result() is None
+        process.child.kill()
+        process.child.join()
+        process.compile(4, source.format(4), {"a": figure.format(3)}, 0, "k4")
+        generation, _, _, (_, pdf) = _next_result(process)
+        assert generation == 4 and pdf.startswith(b"%PDF")
+    finally:
+        process.stop()
+    assert not process.folder.exists()
+    # (only now does this process call Typst: a process forked after that could not run it)
+    (tmp_path / "figures").mkdir()
+    (tmp_path / "figures" / "a.svg").write_text(figure.format(3))
+    fitted, pdf = got[1][3]
+    assert fitted == source.format(3)
+    assert pdf == typst.compile(source.format(3).encode(), root=str(tmp_path), timestamp=0)
