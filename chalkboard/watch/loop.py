@@ -69,16 +69,16 @@ def clock() -> str:
 
 
 class Loop:
-    def __init__(self, root: Path, args, notify=None):
+    def __init__(self, root: Path, args, out: Path, notify=None):
         from ..cache.figcache import code_digest
         from .typst_process import TypstProcess
 
         self.root, self.base, self.notify = root, args, notify
-        self.out = None               # the output folder
+        self.out = out                # the output folder
         self.building = None          # the options of the build under way
         self.program = code_digest(root)   # constant here: an edit to the program starts a new worker
         self.lines = Lines()
-        self.typst = TypstProcess()   # forked before anything here calls Typst
+        self.typst = TypstProcess(out)   # forked before anything here calls Typst
         self.generation = 0           # one per build started
         self.shown = 0                # the generation whose page is in the output folder
         self.page = {}                # what the shown page's PDF and stamp need
@@ -100,7 +100,7 @@ class Loop:
             args.fingerprinted = argparse.Namespace(**vars(args))
         except (OSError, ValueError):   # an unreadable input: the build says what is wrong
             args.fingerprint = None
-        if args.fingerprint and self.out is not None and uptodate.up_to_date(self.out, args.fingerprint):
+        if args.fingerprint and uptodate.up_to_date(self.out, args.fingerprint):
             self.lines.say(f"{clock()} {self.why}: {shown_path(self.out)} is up to date (as written from these inputs)")
             return
         self.building = args
@@ -249,9 +249,7 @@ def run(root: Path, args, notify: int | None = None) -> int:
     from ..staging import output_folder
 
     parse_sets(args.set)                 # options that no edit can mend: one line, status 2
-    output_folder(root, args.out)
-    loop = Loop(root, args, notify)
-    loop.out = output_folder(root, args.out)
+    loop = Loop(root, args, output_folder(root, args.out), notify)
     parent = os.getppid()
     saved = -1
     try:

@@ -12,6 +12,7 @@ while one compiles waits, and only the newest waiting order is kept.
 from __future__ import annotations
 
 import multiprocessing as mp
+import os
 import shutil
 import signal
 import tempfile
@@ -20,8 +21,15 @@ from pathlib import Path
 
 
 class TypstProcess:
-    def __init__(self):
-        self.folder = Path(tempfile.mkdtemp(prefix="chalkboard-typst-"))
+    def __init__(self, beside: Path | None = None):
+        """``beside``: the output folder, beside which its figures are written under the name of
+        the build's staging folders (chalkboard/staging.py), removed by the next build if this
+        process is killed before it removes them; None: a temporary folder."""
+        if beside is None:
+            self.folder = Path(tempfile.mkdtemp(prefix="chalkboard-typst-"))
+        else:
+            beside.parent.mkdir(parents=True, exist_ok=True)
+            self.folder = Path(tempfile.mkdtemp(prefix=f".{beside.name}.tmp-{os.getpid()}-typst-", dir=beside.parent))
         self.child = None
         self._start()
         self.waiting = None   # the newest order not yet sent
