@@ -100,7 +100,9 @@ class Loop:
             args.fingerprinted = argparse.Namespace(**vars(args))
         except (OSError, ValueError):   # an unreadable input: the build says what is wrong
             args.fingerprint = None
-        if args.fingerprint and uptodate.up_to_date(self.out, args.fingerprint):
+        shown = self.page.get("args")
+        if args.fingerprint and (uptodate.up_to_date(self.out, args.fingerprint)   # (its PDF may be on its way)
+                                 or (shown is not None and shown.fingerprint == args.fingerprint)):
             self.lines.say(f"{clock()} {self.why}: {shown_path(self.out)} is up to date (as written from these inputs)")
             return
         self.building = args
