@@ -39,7 +39,10 @@ class Worker:
     def __init__(self, root: Path, args):
         self.reports, report_end = os.pipe()
         os.set_blocking(self.reports, False)
-        self.proc = subprocess.Popen(worker_argv(root, args, report_end), pass_fds=(report_end,), cwd=os.getcwd())
+        # a process group of its own: a terminal's Ctrl-C reaches this process only, which stops the
+        # worker with SIGTERM (a KeyboardInterrupt in the worker's imports would end in a traceback)
+        self.proc = subprocess.Popen(worker_argv(root, args, report_end), pass_fds=(report_end,), cwd=os.getcwd(),
+                                     stdin=subprocess.DEVNULL, process_group=0)
         os.close(report_end)
         self.ready = False
 
@@ -53,13 +56,9 @@ class Worker:
         self.ready = self.ready or "ready" in words
         return words
 
-    def stop(self, grace: float = 0) -> None:
-        """End the worker: after ``grace`` seconds to end by itself (a terminal's Ctrl-C reaches it
-        too), SIGTERM, which unwinds it like Ctrl-C (build.py's entry), then SIGKILL if need be."""
-        try:
-            self.proc.wait(timeout=grace)
-        except subprocess.TimeoutExpired:
-            pass
+    def stop(self) -> None:
+        """End the worker: SIGTERM, which unwinds it like Ctrl-C (build.py's entry: what it was
+        writing is removed, its own processes stopped), then SIGKILL if it has not ended in 10 s."""
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
             try:
@@ -112,7 +111,7 @@ def supervise(root: Path, args) -> int:
                 worker = Worker(root, args)
     except KeyboardInterrupt:
         if worker is not None:
-            worker.stop(grace=3)
+            worker.stop()
             worker = None
         print("chalkboard watch: stopped", file=sys.stderr, flush=True)
         return 130
