@@ -1,7 +1,9 @@
 """`build.py watch`: build the report, then again on every saved edit (chalkboard/watch/)."""
 from __future__ import annotations
 
-from .common import ROOT
+import sys
+
+from .common import ROOT, error_line
 
 
 def cmd_watch(args) -> int:
@@ -11,4 +13,11 @@ def cmd_watch(args) -> int:
         return run(ROOT, args, args.worker)
     from ..watch.supervisor import supervise
 
-    return supervise(ROOT, args)
+    try:   # (build.py's entry returns before its own error handling: nothing imported here needs it)
+        return supervise(ROOT, args)
+    except Exception as e:   # noqa: BLE001  (told in one line if the user can act on it)
+        told = error_line(e)
+        if told is None:
+            raise
+        print(told[0], file=sys.stderr)
+        return told[1]

@@ -228,3 +228,15 @@ def typst_process_checks(tmp_path):
     fitted, pdf = got[1][3]
     assert fitted == source.format(3)
     assert pdf == typst.compile(source.format(3).encode(), root=str(tmp_path), timestamp=0)
+
+
+def test_a_port_in_use_is_one_line(tmp_path, cli):
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        port = s.getsockname()[1]
+        r = cli("watch", "--serve", "--port", str(port), "--out", str(tmp_path / "out"))
+    assert r.returncode == 2
+    assert r.stderr.splitlines() == [f"error: --port {port}: Address already in use; choose another with --port"]
