@@ -101,13 +101,13 @@ def supervise(root: Path, args) -> int:
                     worker = None
                     data.changed()   # from now on
             changed = program.settled()
+            why = "starting again with the new program" if changed else "starting again"
             if worker is None:   # stopped: any edit starts it again
                 changed += data.settled()
             if changed:
                 if worker is not None:
                     worker.stop()
-                print(f"{time.strftime('%H:%M:%S')} {summary(changed)} changed: starting again with the new program",
-                      flush=True)
+                print(f"{time.strftime('%H:%M:%S')} {summary(changed)} changed: {why}", flush=True)
                 worker = Worker(root, args)
     except KeyboardInterrupt:
         if worker is not None:
