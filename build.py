@@ -13,6 +13,8 @@ Commands (run `python build.py COMMAND --help` for each):
   python build.py list [WHAT]     quantities, hardware or models, with units and sources
   python build.py audit           the lecture's claims, each with a computed verdict
   python build.py validate        published measurements against the strict step-time bound
+  python build.py watch           build, then again on every saved edit, everything kept warm
+                                  (--serve: the output on localhost, the open page reloading itself)
 
 Each command lives in chalkboard/cli/ (parser.py declares them all); this file is the entry:
 the process around a command, the build's up-to-date check, and one-line errors.
@@ -58,7 +60,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT))
 
-from chalkboard.cli.common import EXIT_BAD_INPUT, UserError, parse_sets  # noqa: E402
+from chalkboard.cli.common import UserError, error_line, parse_sets  # noqa: E402
 from chalkboard.cli.parser import COMMANDS, finish, make_parser  # noqa: E402
 from chalkboard.cli.process import safe_streams, terminate  # noqa: E402
 
@@ -128,8 +130,10 @@ def main(argv=None) -> int:
     run = globals()[name] if module == "build" else getattr(importlib.import_module(module), name)
     if run is cmd_build:
         _hash_before_import(args)
+    if args.command == "watch" and args.worker is None:
+        return run(args)   # the watch's supervisor: imports no library (its worker does; chalkboard/watch/)
     from chalkboard.data import DataError
-    from chalkboard.errors import InputError, MissingInput, NotApplicable
+    from chalkboard.errors import InputError, MissingInput
     from chalkboard.cache import symcache
     symcache.load(ROOT)  # SymPy results of an earlier run from the same derivation sources
     if AS_COMMAND:
@@ -146,16 +150,10 @@ def main(argv=None) -> int:
         sys.stdout.flush()  # a full disk or closed pipe surfaces here, inside the error handling
         symcache.save(ROOT)
         return status
-    except (DataError, InputError, UserError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return EXIT_BAD_INPUT
-    except NotApplicable as e:
-        print(f"error: {e}", file=sys.stderr)
-        return EXIT_BAD_INPUT
-    except MissingInput as e:
-        hint = "" if "--set" in str(e) else " (supply it with --set)"
-        print(f"error: cannot evaluate: {e}{hint}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+    except (DataError, InputError, MissingInput) as e:   # UserError, NotApplicable among them
+        line, status = error_line(e)
+        print(line, file=sys.stderr)
+        return status
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
@@ -167,9 +165,9 @@ def main(argv=None) -> int:
         sys.stderr.close()
         return 0
     except OSError as e:  # the environment: a full disk, a closed or unwritable stream
-        where = f": {e.filename}" if e.filename else ""
-        print(f"error: {e.strerror or e}{where}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        line, status = error_line(e)
+        print(line, file=sys.stderr)
+        return status
     finally:   # the command is over: as a command, a signal now ends the process at once
         for sig in SIGNALS:
             signal.signal(sig, _stop_now if AS_COMMAND else previous[sig])

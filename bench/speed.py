@@ -12,6 +12,9 @@ is compared with it (so both see the same load); medians are compared:
   edit to another chip (only the figures that list every chip are drawn again); a build forced
   (`--force`) with nothing changed (every figure kept); and an unchanged rebuild (the output is up
   to date and the build says so);
+* the edit loop, `build.py watch`: the featured chip's HBM bandwidth edited under a running watch,
+  the time from the saved edit to a new report.html and results.json, and to a new report.pdf,
+  each against the bare import measured between its edits;
 * a fresh clone's first build (a copy of the project with nothing in .cache/: SymPy's results
   come from the shipped derivations/solved.pickle, every figure is drawn and the PDF compiled)
   and a build after a comment-only edit of hardware.yaml, against the same floor;
@@ -253,6 +256,49 @@ def chip_edits(chip: str, where: Path):
     return edit
 
 
+def watch_edits(py: str, hardware_file: Path, edit, out: Path, repeat: int) -> dict:
+    """Medians of the edit loop: name -> seconds from the saved edit (``edit`` rewrites
+    ``hardware_file``) to a new page (report.html and results.json, committed together) and to a
+    new PDF under a running `build.py watch`, and of the bare import, timed while the watch waits
+    between edits (the same load)."""
+    import signal
+
+    def ino(name):
+        try:
+            return os.stat(out / name).st_ino   # a new file (renamed into place) has a new inode
+        except OSError:
+            return None
+
+    def wait(pred, proc, what, timeout=300):
+        end = time.perf_counter() + timeout
+        while not pred():
+            if proc.poll() is not None or time.perf_counter() > end:
+                raise SystemExit(f"failed: watch ({what}): status {proc.poll()}")
+            time.sleep(0.005)
+        return time.perf_counter()
+
+    edit()
+    proc = subprocess.Popen([py, "build.py", "watch", "--out", str(out), "--hardware-file", str(hardware_file)],
+                            cwd=ROOT, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    runs = {"floor": [], "page": [], "pdf": []}
+    try:
+        proc.stdout.readline()   # the first build
+        wait(lambda: ino("report.pdf") is not None, proc, "the first PDF")
+        time.sleep(1)   # its symcache saved, the figure processes warm
+        for _ in range(repeat):
+            runs["floor"].append(timed([py, "-c", BUILD_IMPORTS])[0])
+            page, pdf = ino("report.html"), ino("report.pdf")
+            edit()
+            t0 = time.perf_counter()
+            runs["page"].append(wait(lambda: ino("report.html") != page, proc, "the page") - t0)
+            runs["pdf"].append(wait(lambda: ino("report.pdf") != pdf, proc, "the PDF") - t0)
+            proc.stdout.readline()
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=30)
+    return {name: statistics.median(r) for name, r in runs.items()}
+
+
 def scaled_project(factor: int, where: Path) -> Path:
     """A copy of the project whose hardware.yaml holds each chip ``factor`` times (new ids)."""
     import yaml
@@ -273,6 +319,7 @@ def main() -> int:
     ap.add_argument("--readme", action="store_true", help="write the table into README.md's Speed section")
     ap.add_argument("--sweep-only", action="store_true", help=argparse.SUPPRESS)  # the sweep row's process
     ap.add_argument("--plan-only", action="store_true", help=argparse.SUPPRESS)   # the plan rate's process
+    ap.add_argument("--watch-only", action="store_true", help="only the edit loop's rows")
     args = ap.parse_args()
     if args.sweep_only:
         print(*sweep_vs_numpy())
@@ -290,6 +337,13 @@ def main() -> int:
         featured_file, other_file = Path(tmp) / "featured-edited.yaml", Path(tmp) / "other-edited.yaml"
         edit_featured, edit_other = chip_edits(FEATURED_HARDWARE, featured_file), chip_edits(OTHER_CHIP, other_file)
         timed(forced)  # warm the file cache, the bytecode cache and matplotlib's font cache
+        watched = watch_edits(py, featured_file, edit_featured, Path(tmp) / "watched", args.repeat)
+        say("  build.py watch, featured chip edited (import floor measured between edits)")
+        row("bare imports", watched["floor"], watched["floor"])
+        row("edit to a new report.html and results.json", watched["page"], watched["floor"])
+        row("edit to a new report.pdf", watched["pdf"], watched["floor"])
+        if args.watch_only:
+            return 0
         # the edited copies are read under the same names each run, as an edited hardware.yaml is
         timed([*forced, "--hardware-file", str(other_file)], before=edit_other)
         timed([py, "build.py", "eval", "step_time"])

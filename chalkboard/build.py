@@ -141,10 +141,14 @@ def environments(root: Path):
 # formulas that might be: on the report's formulas the set width is at most 1.08x the estimate
 # (0.97x above 30 em), and the text is 48.2 em wide (17 cm at 10 pt), so a formula estimated
 # under 49 em always fits. tests/report/test_report_defects.py measures every formula of the report.
-def build(root: Path, args, process=None) -> int:
+def build(root: Path, args, process=None, watch=None) -> int:
     """The report, built from the inputs ``args`` names into its output folder. ``process``: the
     figure process forked as the command started (chalkboard/report/figure_process.py, standby),
-    or None (the figures not kept are drawn by a process forked once the build knows them)."""
+    or None (the figures not kept are drawn by a process forked once the build knows them).
+    ``watch``: the edit loop (chalkboard/watch/loop.py), or None. Given, nothing is printed, a PDF
+    not kept is handed to its warm Typst process (``watch.compile``) instead of compiled here, the
+    page is committed with the previous PDF (``watch.keep_pdf``), and ``watch.built`` is told
+    what was done; the loop writes the new PDF, and the stamp, once Typst is done."""
     from .data import check_counts, load, read_yaml
 
     t_start = time.perf_counter()
@@ -153,12 +157,14 @@ def build(root: Path, args, process=None) -> int:
     def stage(name, t0):
         dt = time.perf_counter() - t0
         timings.append((name, dt))
-        print(f"  {name:<10} {dt:6.2f} s", file=sys.stderr)
+        if watch is None:
+            print(f"  {name:<10} {dt:6.2f} s", file=sys.stderr)
         return time.perf_counter()
 
     out = output_folder(root, args.out)   # a bad --out fails before anything is computed
     source_date_epoch()
-    print("chalkboard build", file=sys.stderr)
+    if watch is None:
+        print("chalkboard build", file=sys.stderr)
     t = time.perf_counter()
     data = load(root, args.hardware_file, args.models_file, getattr(args, "prices_file", "prices.yaml"))
     if getattr(args, "model_config", None):
@@ -268,12 +274,17 @@ def build(root: Path, args, process=None) -> int:
         if timestamp is not None:
             pdf_key = pdfcache.key(typ_src, {n: svg for n, (svg, _) in figures.items()}, timestamp)
             kept_pdf = pdfcache.get(root, pdf_key)
-            if kept_pdf is None:
+            if kept_pdf is None and watch is not None:   # compiled by the loop's Typst, after the page
+                watch.compile(typ_src, {n: svg for n, (svg, _) in figures.items()}, timestamp, pdf_key)
+            elif kept_pdf is None:
                 pdf = compile_pdf_background(staged.path, timestamp, typ_src)
+        later = watch is not None and timestamp is not None and kept_pdf is None
         put("report.html", html or html_env.get_template("report.html.j2").render(**ctx))
         written["results.json"] = results.finish()
         if timestamp is None:
-            put("report.typ", unfitted(typ_src))
+            put("report.typ", unfitted(typ_src))   # no PDF: Typst is never imported
+        elif later:
+            watch.keep_pdf(staged.path)   # the previous PDF stays until the new one is written
         else:
             fitted, pdf_bytes = kept_pdf or pdf.result()
             put("report.typ", fitted)
@@ -297,7 +308,7 @@ def build(root: Path, args, process=None) -> int:
             put("hardware/index.html", chips["index"])
             if getattr(args, "chip_pdf", False):
                 t = stage("chip pdfs", t)
-        if getattr(args, "fingerprint", None):  # lets an unchanged rebuild skip the work
+        if getattr(args, "fingerprint", None) and not later:  # lets an unchanged rebuild skip the work
             from .cache.uptodate import STAMP, fingerprint, stamp
             # only if nothing hashed changed during the build (else the next one builds again)
             if fingerprint(root, getattr(args, "fingerprinted", args)) == args.fingerprint:
@@ -307,6 +318,10 @@ def build(root: Path, args, process=None) -> int:
     t = stage("write", t)
     total = time.perf_counter() - t_start
     reused = sum(1 for n in figures if n not in drawing.drawn)
+    if watch is not None:
+        watch.built(out, written, figures=len(figures), drawn=len(figures) - reused,
+                    pdf=None if timestamp is None else "later" if later else "kept", stages=timings)
+        return 0
     kept_note = f" ({reused} kept from an earlier build: what they read is unchanged)" if reused else ""
     print(f"wrote {shown_path(out / 'report.html')}"
           + ("" if timestamp is None else f", {shown_path(out / 'report.pdf')}"

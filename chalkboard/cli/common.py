@@ -16,6 +16,25 @@ class UserError(InputError):
     """Something the user can fix; printed as one line, exit status 2."""
 
 
+def error_line(e: BaseException) -> tuple[str, int] | None:
+    """The one line (and exit status) an error the user can act on is told as, or None for one
+    that is not (a defect: its traceback is shown). build.py's entry and the edit loop print it."""
+    from ..data import DataError
+    from ..errors import BuildError, MissingInput, NotApplicable
+
+    if isinstance(e, (DataError, InputError, NotApplicable)):
+        return f"error: {e}", EXIT_BAD_INPUT
+    if isinstance(e, MissingInput):
+        hint = "" if "--set" in str(e) else " (supply it with --set)"
+        return f"error: cannot evaluate: {e}{hint}", EXIT_BAD_INPUT
+    if isinstance(e, BuildError):
+        return f"error: {e}", 1
+    if isinstance(e, OSError) and not isinstance(e, BrokenPipeError):   # the environment: a full disk, a closed stream
+        where = f": {e.filename}" if e.filename else ""
+        return f"error: {e.strerror or e}{where}", EXIT_BAD_INPUT
+    return None
+
+
 def parse_sets(pairs):
     out = {}
     for p in pairs or []:

@@ -12,7 +12,8 @@ from .common import EXIT_BAD_INPUT
 COMMANDS = {"build": ("build", "cmd_build"), "check": ("chalkboard.cli.tables", "cmd_check"),
             "eval": ("chalkboard.cli.numbers", "cmd_eval"), "compare": ("chalkboard.cli.numbers", "cmd_compare"),
             "plan": ("chalkboard.cli.plan", "cmd_plan"), "list": ("chalkboard.cli.tables", "cmd_list"),
-            "audit": ("chalkboard.cli.tables", "cmd_audit"), "validate": ("chalkboard.cli.tables", "cmd_validate")}
+            "audit": ("chalkboard.cli.tables", "cmd_audit"), "validate": ("chalkboard.cli.tables", "cmd_validate"),
+            "watch": ("chalkboard.cli.watch", "cmd_watch")}
 
 
 class _Parser(argparse.ArgumentParser):
@@ -103,6 +104,27 @@ def make_parser() -> argparse.ArgumentParser:
                         ".cache/ to draw every figure)")
     model_config(b)
     b.set_defaults(command="build", paths_declared=('hardware_file', 'models_file', 'prices_file', 'out', 'claims_file'))
+
+    w = sub.add_parser(
+        "watch", parents=[common], help="build the report, then again on every saved edit (--serve: a live page)",
+        description="Build the report, then watch its inputs and build again on every saved edit, in a "
+                    "process that keeps the libraries, SymPy's results, the figures and Typst warm: the "
+                    "page and results.json are written first, the PDF when Typst is done. An edit to the "
+                    "data or the templates is rebuilt in place; an edit to the program (chalkboard/, "
+                    "derivations/, units/, lecture/, build.py) starts a fresh process. An edit that makes "
+                    "the data invalid prints one line and keeps the last good output. Ctrl-C ends it.")
+    w.add_argument("--hardware", default=DEFAULT_HARDWARE, help="featured hardware id (default: %(default)s)")
+    w.add_argument("--model", help=f"featured model id (default: {DEFAULT_MODEL})")
+    w.add_argument("--out", default="build", help="output folder (default: %(default)s)")
+    w.add_argument("--claims-file", default="claims.yaml", help="claims to audit (default: %(default)s)")
+    w.add_argument("--set", action="append", metavar="NAME=VALUE",
+                   help="override a workload or data input for the featured scenario (e.g. --set context=4096)")
+    w.add_argument("--no-pdf", action="store_true", help="skip the PDF")
+    w.add_argument("--serve", action="store_true",
+                   help="also serve the output folder on localhost; the open page reloads itself after each rebuild")
+    w.add_argument("--port", type=int, default=8000, help="the port --serve listens on (default: %(default)s; 0: any free one)")
+    w.add_argument("--worker", type=int, metavar="FD", help=argparse.SUPPRESS)   # the process that builds
+    w.set_defaults(command="watch")
 
     c = sub.add_parser("check", parents=[common], help="dimension-check all equations; evaluate every hardware x model")
     c.set_defaults(command="check", paths_declared=('hardware_file', 'models_file', 'prices_file'))

@@ -60,15 +60,19 @@ def fit_formulas(typ_src: str) -> str:
     return _MAYBE_WIDE.sub(place, typ_src)
 
 
-def compile_pdf(folder: Path, timestamp: int, typ_src: str) -> tuple[str, bytes]:
+def compile_pdf(folder: Path, timestamp: int, typ_src: str, compiler=None) -> tuple[str, bytes]:
     """The report's Typst source with its formulas fitted (fit_formulas) and its PDF, compiled with
     ``folder`` as root (the figures are read from there) and dated ``timestamp``: reproducible.
     Typst starts threads: a process that has called it must not fork (the child would wait on
-    threads it does not have), so the build calls it in the forked process or after the last fork."""
+    threads it does not have), so the build calls it in the forked process or after the last fork.
+    ``compiler``: a typst.Compiler kept from earlier compiles (the edit loop's), which lays out
+    again only what changed; its PDF is byte for byte the one a fresh compile makes."""
     import typst
 
     fitted = fit_formulas(typ_src)
     try:
+        if compiler is not None:
+            return fitted, compiler.compile(input=fitted.encode("utf-8"), root=str(folder), timestamp=timestamp)
         return fitted, typst.compile(fitted.encode("utf-8"), root=str(folder), timestamp=timestamp)
     except Exception as e:  # typst reports source errors as exceptions with a message
         raise BuildError(f"Typst could not compile the PDF: {str(e).strip().splitlines()[0]}") from None
