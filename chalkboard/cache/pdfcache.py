@@ -60,6 +60,8 @@ def key(typ_src: str, figures: dict[str, str], timestamp: int) -> str:
         version = None
     h.update(f"typst {version} python {sys.version_info[:2]} timestamp {timestamp}\n".encode())
     h.update(hashlib.sha256(typ_src.encode("utf-8")).digest())
+    # the code that fits the formulas to the page before the compile (report/pdf.py) makes the PDF too
+    h.update(hashlib.sha256((Path(__file__).resolve().parents[1] / "report" / "pdf.py").read_bytes()).digest())
     for name in sorted(figures):
         h.update(name.encode() + b"\0" + hashlib.sha256(figures[name].encode("utf-8")).digest())
     _fonts(h)

@@ -48,8 +48,9 @@ def _row(s: Search, i: int, data_args: str) -> dict:
             "step_time_ms": sorted([_num(c[step + "_low"][i]), _num(c[step + "_high"][i])], key=_key)}
     r["hbm_fill"] = _num(c["hbm_fill_layout"][i])
     r["ttft_s"] = _num(c[TTFT][i])
-    sets = [f"weight_format={r['weight_format']}", f"context={t.context:g}", *(f"{k}={r[k]}" for k in DEGREES),
-            f"batch={r['batch']}"]
+    kv = c["kv_format"][i] if "kv_format" in c else ""
+    sets = [f"weight_format={r['weight_format']}", *([f"kv_format={kv}"] if kv else []), f"context={t.context:g}",
+            *(f"{k}={r[k]}" for k in DEGREES), f"batch={r['batch']}"]
     quantity = "cost_per_token_expected" if t.by == "expected" else "cost_per_token"
     r["command"] = (f"python3 build.py eval {quantity} --hardware {r['hardware']} --model {s.model}{data_args} "
                     + " ".join(f"--set {x}" for x in sets))

@@ -160,6 +160,7 @@ def plan(data, model: str, hardware: list[str], targets: Targets, formats: list[
             n = grid["batch"].size
             meta = {"hardware": np.full(n, hw, dtype=object),
                     "weight_format": np.full(n, sc.format, dtype=object),
+                    "kv_format": np.full(n, sc.kv_format, dtype=object),
                     "compute_format": np.full(n, sc.compute_format or "", dtype=object)}
             for k, v in {**meta, **grid, **vals}.items():
                 cols.setdefault(k, []).append(v)

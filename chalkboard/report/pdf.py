@@ -56,6 +56,8 @@ def fit_formulas(typ_src: str) -> str:
         if w <= text_width:
             return f"$ {m.group(1)} $"
         percent = math.floor(text_width / w * 1e4) / 100   # rounded down: never wider than the text
+        if " \\ " in m.group(1):   # set over lines: smaller type, so it may still break across pages
+            return f"#[#set text(size: {percent / 100:.4f}em); $ {m.group(1)} $]"
         return f"#scale({percent}%, reflow: true)[$ {m.group(1)} $]"
     return _MAYBE_WIDE.sub(place, typ_src)
 

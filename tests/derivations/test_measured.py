@@ -89,33 +89,35 @@ def test_a_measured_quantity_without_its_measurement_is_one_line(cli):
     assert len(lines) == 1 and "measured_throughput" in lines[0] and "--set" in lines[0]
 
 
-def test_expected_efficiencies_default_to_the_published_measurements_of_the_regime(data):
-    """Without --set, expected_mfu and expected_mbu are the median efficiency (measured speed over
-    the strict bound's) of measurements.yaml's records in the set-up's regime, as validate
-    classifies them; the record names the count and the spread."""
-    import statistics
+def test_expected_efficiencies_default_to_the_fit_to_the_published_measurements(data):
+    """Not given, expected_mfu and expected_mbu are the efficiency fitted to the published runs
+    (chalkboard/calibration.py) at the set-up's place on the roofline: x = log10(compute / memory)
+    of its strict bound, worked out here from the fit's terms; the record names the fit."""
+    import math
 
     from conftest import ROOT
     from chalkboard import validation as val
 
-    results = val.evaluate_all(data, val.load_measurements(ROOT, data, "measurements.yaml"))
     sc = Scenario(data, "h100-sxm", "llama-3-70b", {"batch": "64", "context": "4096"})
     sc.evidence = val.evidence(ROOT, data)
+    model = sc.evidence()
     # 64 sequences of 4,096 tokens of Llama 3 70B on 8 H100: reading weights and KV takes longer than computing
-    assert sc.mag("compute_time") < sc.mag("weight_fetch_time_min") + sc.mag("kv_fetch_time")
-    assert sc.regime() == "memory-bound, large batch"
-    same = [r.efficiency for r in results if r.regime == sc.regime()]
-    assert len(same) >= 5
-    assert sc.mag("expected_mbu") == pytest.approx(statistics.median(same), rel=1e-12)
+    compute = sc.mag("compute_time")
+    memory = sc.mag("weight_fetch_time_min") + sc.mag("kv_fetch_time")
+    assert compute < memory
+    x = math.log10(compute / memory)
+    t0, t1, t2, t3 = model.theta
+    by_hand = math.exp(t0 + t1 * min(x, 0) + t2 * max(x, 0))      # dense: no MoE term
+    assert sc.mag("expected_mbu") == pytest.approx(min(1.0, by_hand), rel=1e-12)
     assert sc.mag("expected_mfu") == sc.mag("expected_mbu")
-    record = sc.records["expected_mbu"]
-    assert f"{len(same)} published measurements in this regime" in record.source
-    # a small batch is another regime, with its own median
-    small = Scenario(data, "h100-sxm", "llama-3-8b", {"batch": "1"})
-    small.evidence = sc.evidence
-    assert small.regime() == "memory-bound, small batch"
-    assert small.mag("expected_mbu") == pytest.approx(
-        statistics.median(r.efficiency for r in results if r.regime == small.regime()), rel=1e-12)
+    assert f"fitted to {model.n} published runs" in sc.records["expected_mbu"].source
+    # a mixture of experts sits lower by the fit's MoE factor at the same place on the roofline
+    ds = Scenario(data, "h200", "deepseek-v3", {"batch": "64", "context": "4096"})
+    ds.evidence = sc.evidence
+    c, m = ds.mag("compute_time"), ds.mag("weight_fetch_time_min") + ds.mag("kv_fetch_time")
+    xd = math.log10(c / m)
+    assert ds.mag("expected_mbu") == pytest.approx(
+        min(1.0, math.exp(t0 + t1 * min(xd, 0) + t2 * max(xd, 0) + t3)), rel=1e-12)
 
 
 def test_eval_prints_the_evidence_behind_an_expected_number(cli):
@@ -123,10 +125,10 @@ def test_eval_prints_the_evidence_behind_an_expected_number(cli):
             "--set", "batch=64", "--set", "context=4096")
     assert r.returncode == 0, r.stderr
     line = next(ln for ln in r.stdout.splitlines() if ln.strip().startswith("expected_mbu"))
-    assert "published measurements in this regime (memory-bound, large batch)" in line and "median" in line
+    assert "the efficiency fitted to" in line and "10th–90th percentile" in line
     # beside it the bound (the layout's step as it runs) and the expected step, and one line that
     # says what was assumed and from which measurements
     text = r.stdout
     assert "breakdown  : step_time_layout " in text and "step_time_expected " in text
     assumed = next(ln for ln in text.splitlines() if ln.strip().startswith("assumed"))
-    assert "expected_mfu = " in assumed and "published measurements in this regime" in assumed
+    assert "expected_mfu = " in assumed and "published runs" in assumed

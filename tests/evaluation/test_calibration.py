@@ -29,10 +29,16 @@ def test_the_fit_recovers_a_known_line_and_its_held_out_error_is_computed():
 
 
 def test_validate_reports_the_held_out_error(cli):
+    import yaml
+    from conftest import ROOT
     r = cli("validate", "--json")
     assert r.returncode == 0, r.stderr
     fit = json.loads(r.stdout)["efficiency_fit"]
-    n = len(json.loads(r.stdout)["records"])
+    # fitted: the runs that measure decode at a known batch (published, or a per-sequence speed) without
+    # speculative decoding, counted here from measurements.yaml itself
+    per_sequence = {"throughput_per_user", "time_per_output_token", "request_latency"}
+    recs = yaml.safe_load((ROOT / "measurements.yaml").read_text(encoding="utf-8"))["measurements"].values()
+    n = sum(1 for m in recs if "tokens_per_step" not in m and ("batch" in m or per_sequence & set(m["measured"])))
     assert fit["runs"] == n and 0 < fit["held_out_within_1_5"] <= 1
     lo, hi = fit["range_factors"]
     assert lo < 1 < hi
@@ -49,8 +55,11 @@ def test_the_expected_step_moves_smoothly_over_the_batch(cli):
     assert len(pts) == 512
     for a, b in zip(pts, pts[1:]):
         bound = b["step_time_layout_min"] / a["step_time_layout_min"]
+        # from batch 1 to 2 the batch doubles, and the fitted efficiency moves by 2^θ1 with it (its
+        # memory-bound slope): the one pair of neighbours held to the wider 15%
+        most = 1.15 if a["batch"] == 1 else 1.10
         if bound < 1.10:
-            assert b["step_time_expected_layout"] / a["step_time_expected_layout"] < 1.10, (a["batch"], b["batch"])
+            assert b["step_time_expected_layout"] / a["step_time_expected_layout"] < most, (a["batch"], b["batch"])
         # every point carries its range, around its value
         assert b["step_time_expected_layout_low"] <= b["step_time_expected_layout"] <= b["step_time_expected_layout_high"]
 
