@@ -131,7 +131,12 @@ def main(argv=None) -> int:
     if run is cmd_build:
         _hash_before_import(args)
     if args.command == "watch" and args.worker is None:
-        return run(args)   # the watch's supervisor: imports no library (its worker does; chalkboard/watch/)
+        # the watch's supervisor: imports no library (its worker does; chalkboard/watch/); Ctrl-C,
+        # SIGTERM and SIGHUP reach its own handling, which stops the worker and says so
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        signal.signal(signal.SIGTERM, terminate)
+        signal.signal(signal.SIGHUP, terminate)
+        return run(args)
     from chalkboard.data import DataError
     from chalkboard.errors import InputError, MissingInput
     from chalkboard.cache import symcache

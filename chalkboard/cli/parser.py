@@ -115,8 +115,8 @@ def make_parser() -> argparse.ArgumentParser:
                     "the data invalid prints one line and keeps the last good output. Ctrl-C ends it.")
     w.add_argument("--hardware", default=DEFAULT_HARDWARE, help="featured hardware id (default: %(default)s)")
     w.add_argument("--model", help=f"featured model id (default: {DEFAULT_MODEL})")
-    w.add_argument("--out", default="build", help="output folder (default: %(default)s)")
-    w.add_argument("--claims-file", default="claims.yaml", help="claims to audit (default: %(default)s)")
+    w.add_argument("--out", default=argparse.SUPPRESS, help=f"output folder (default: {PATHS['out']})")
+    w.add_argument("--claims-file", default=argparse.SUPPRESS, help=f"claims to audit (default: {PATHS['claims_file']})")
     w.add_argument("--set", action="append", metavar="NAME=VALUE",
                    help="override a workload or data input for the featured scenario (e.g. --set context=4096)")
     w.add_argument("--no-pdf", action="store_true", help="skip the PDF")
@@ -124,7 +124,7 @@ def make_parser() -> argparse.ArgumentParser:
                    help="also serve the output folder on localhost; the open page reloads itself after each rebuild")
     w.add_argument("--port", type=int, default=8000, help="the port --serve listens on (default: %(default)s; 0: any free one)")
     w.add_argument("--worker", type=int, metavar="FD", help=argparse.SUPPRESS)   # the process that builds
-    w.set_defaults(command="watch")
+    w.set_defaults(command="watch", paths_declared=('hardware_file', 'models_file', 'prices_file', 'out', 'claims_file'))
 
     c = sub.add_parser("check", parents=[common], help="dimension-check all equations; evaluate every hardware x model")
     c.set_defaults(command="check", paths_declared=('hardware_file', 'models_file', 'prices_file'))

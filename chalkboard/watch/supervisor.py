@@ -22,9 +22,9 @@ def worker_argv(root: Path, args, fd: int) -> list[str]:
     """The worker's command line: the options this command was given where they differ from their
     defaults (a default the program sets, the featured chip, is the new program's after an edit),
     and the pipe it reports on."""
-    from ..cli.parser import make_parser
+    from ..cli.parser import finish, make_parser
 
-    defaults = make_parser().parse_args(["watch"])
+    defaults = finish(make_parser().parse_args(["watch"]), root, root)
     argv = [sys.executable, str(root / "build.py"), "watch", "--worker", str(fd)]
     for option in ("hardware_file", "models_file", "prices_file", "hardware", "model", "out", "claims_file"):
         if getattr(args, option) != getattr(defaults, option):
