@@ -13,7 +13,7 @@ COMMANDS = {"build": ("build", "cmd_build"), "check": ("chalkboard.cli.tables", 
             "eval": ("chalkboard.cli.numbers", "cmd_eval"), "compare": ("chalkboard.cli.numbers", "cmd_compare"),
             "plan": ("chalkboard.cli.plan", "cmd_plan"), "list": ("chalkboard.cli.tables", "cmd_list"),
             "audit": ("chalkboard.cli.tables", "cmd_audit"), "validate": ("chalkboard.cli.tables", "cmd_validate"),
-            "watch": ("chalkboard.cli.watch", "cmd_watch")}
+            "watch": ("chalkboard.watch.command", "cmd_watch")}
 
 
 class _Parser(argparse.ArgumentParser):

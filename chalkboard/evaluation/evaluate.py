@@ -21,6 +21,7 @@ from derivations import rules
 from . import compiled
 from ..data import MAY_BE_ZERO, RATE_FORMATS, Data, is_whole
 from .dependence import FUSE_FROM, _depends_on, _derived_below, _fields_to_inputs, _inputs_below, _joined
+from .expected import EVIDENCE_INPUTS, Expected  # noqa: F401  (EVIDENCE_INPUTS re-exported)
 from .fit import Fit
 from .settings import (AT_MOST, BELOW, BY_ATTENTION, DENSE_MOE_DEFAULTS, DIVIDES, EVIDENCE, FORMAT_KEYS, INLINE_ID,
                        LAYOUT_DEGREES, ORDERED, SELECT_KEYS, WHOLE_NUMBERS, _compute_format, _with_inline)
@@ -39,7 +40,7 @@ class InputRecord:
     note: str | None = None
 
 
-class Scenario(Fit):
+class Scenario(Fit, Expected):
     """One hardware entry x one model entry x workload settings, evaluated lazily."""
 
     def __init__(self, data: Data, hardware_id: str, model_id: str, overrides: dict[str, str] | None = None):
@@ -378,49 +379,6 @@ class Scenario(Fit):
         memory = self._mag("weight_fetch_time_min") + self._mag("kv_fetch_time")
         return REGIMES[int(regime_index(self._mag("compute_time"), memory, self.mag("batch", "sequence")))]
 
-    def _from_evidence(self, name: str):
-        """The efficiency fitted to the published measurements (chalkboard/calibration.py) at this
-        set-up's place on the roofline, with the fit and its held-out range as its source (an input
-        whose default is "=evidence")."""
-        q = REGISTRY[name]
-        if self.evidence is None:
-            raise NotGiven(f"{name} ({q.meaning}) has no default here: give it with --set {name}=VALUE "
-                           f"(`eval` fits it to the published measurements)", name)
-        model = self.evidence()
-        compute, memory = self.roofline_terms()
-        e = model.predict(compute, memory, self.is_dense)
-        lo, hi = model.band
-        src = (f"evidence: the efficiency fitted to {model.n} published runs ({model.sources} sources) at this "
-               f"set-up's compute/memory = {compute / memory:.3g} of the strict bound ({self.regime()}); held out "
-               f"by source, the runs lie within ×{lo:.2f}–×{hi:.2f} of it (10th–90th percentile) "
-               f"({self.data.files.get('measurements', 'measurements.yaml')}; `validate`)")
-        return self._record(name, Quantity(e, q.unit or ""), src)
-
-    def roofline_terms(self) -> tuple[float, float]:
-        """The strict bound's compute and memory terms in seconds: where the set-up sits on the roofline."""
-        return (self._mag("compute_time"), self._mag("weight_fetch_time_min") + self._mag("kv_fetch_time"))
-
-    def efficiency_range(self) -> tuple[float, float] | None:
-        """The factors on the fitted efficiency an expected number's range spans (None: no fit read)."""
-        if self.evidence is None or not any(self._way(n) == "evidence" for n in EVIDENCE_INPUTS):
-            return None
-        return self.evidence().band
-
-    def spread(self, name: str):
-        """(low, high) of an expected quantity: its value with the fitted efficiency at the ends of its
-        held-out range (capped at the bound), or None where ``name`` reads no fitted efficiency."""
-        leaves = {l.name for l in REGISTRY.leaves(name)}
-        fitted = [n for n in EVIDENCE_INPUTS if n in leaves and self._way(n) == "evidence"]
-        if not fitted or self.evidence is None:
-            return None
-        ends = []
-        for f in self.evidence().band:
-            e = {n: min(1.0, self.mag(n) * f) for n in fitted}
-            other = Scenario(self.data, self.hw.id, self.model.id,
-                             {**self.raw_overrides, **{n: repr(v) for n, v in e.items()}})
-            ends.append(other.value(name).to(self.value(name).units))
-        return tuple(sorted(ends, key=lambda x: x.magnitude))
-
     def whose(self, name: str) -> str:
         """An input named with whose it is: "gb200-nvl72's scaleup_bandwidth", "deepseek-v3's
         d_model", "the constant cache_lifetime_5m"."""
@@ -642,7 +600,6 @@ class Scenario(Fit):
         return "compute" if self.value("mfu").magnitude >= 1 else "memory"  # MFU = min(1, compute/memory)
 
 
-EVIDENCE_INPUTS = ("expected_mfu", "expected_mbu")   # the inputs whose default is the fitted efficiency
 _WAY_SCOPE = {"set": "all", "pinned": "pair", "constant": "all", "literal": "all", "given": "all", "evidence": "pair", "price": "all", "flops": "pair",
               "weight format": "model", "kv format": "model", "choice": "model", "dense": "model",
               "model": "model", "hardware": "hardware"}
