@@ -186,13 +186,20 @@ def cmd_compare(args) -> int:
     models = ids("--model", given) if given is not None else [args.model]
     if data.config_model and data.config_model not in models:
         models.append(data.config_model)
-    rows = sw.compare(data, hardware, models, list(args.quantity), parse_sets(args.set))
+    fitted = None
+    if (ROOT / "measurements.yaml").exists():   # the fitted efficiency, read if an expected number asks
+        from chalkboard.validation import evidence
+        fitted = evidence(ROOT, data)
+    rows = sw.compare(data, hardware, models, list(args.quantity), parse_sets(args.set), fitted)
     if args.json:
         print(sw.as_json(rows))
     elif args.csv:
-        head = ["hardware", "model", *[f"{q} [{sw.unit_of(q)}]" for q in args.quantity], "feasible", "formats"]
-        body = [[r["hardware"], r["model"], *[("" if r["values"][q]["value"] is None else r["values"][q]["value"])
-                                              for q in args.quantity], r["feasible"], r["formats"]] for r in rows]
+        ranged = [q for q in args.quantity if any("low" in r["values"][q] for r in rows)]
+        cols = [(q, k) for q in args.quantity for k in ("value", *(("low", "high") if q in ranged else ()))]
+        head = ["hardware", "model", *[f"{q}{'' if k == 'value' else '_' + k} [{sw.unit_of(q)}]" for q, k in cols],
+                "feasible", "formats"]
+        body = [[r["hardware"], r["model"], *[("" if r["values"][q].get(k) is None else r["values"][q][k])
+                                              for q, k in cols], r["feasible"], r["formats"]] for r in rows]
         print(sw.as_csv([head, *body]), end="")
     else:
         print(sw.aligned(sw.compare_table(rows, list(args.quantity))))

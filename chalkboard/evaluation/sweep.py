@@ -303,8 +303,10 @@ def _sample(values: np.ndarray, most: int = 10_001) -> list:
     return values[::step].tolist()
 
 
-def compare(data, hardware: list[str], models: list[str], quantities: list[str], overrides: dict) -> list[dict]:
-    """One row per chip x model: each quantity's value (or why not), the formats, and the fit."""
+def compare(data, hardware: list[str], models: list[str], quantities: list[str], overrides: dict,
+            evidence=None) -> list[dict]:
+    """One row per chip x model: each quantity's value (or why not), the formats, and the fit; an
+    expected number (``evidence``: the fitted efficiency, validation.evidence) with its range."""
     for q in quantities:
         if q not in REGISTRY:
             raise InputError(f"unknown quantity {q!r} (see `python build.py list quantities`)")
@@ -313,10 +315,15 @@ def compare(data, hardware: list[str], models: list[str], quantities: list[str],
     for hid in hardware:
         for mid in models:
             sc = Scenario(data, hid, mid, dict(overrides))
+            sc.evidence = evidence
             row = {"hardware": hid, "model": mid, "formats": sc.formats_text(), "values": {}}
             for q in quantities:
                 try:
                     row["values"][q] = {"value": sc.mag(q), "unit": unit_of(q), "flag": sc.flag(q)}
+                    ends = sc.spread(q)
+                    if ends is not None:   # the range the fitted efficiency's held-out error spans
+                        unit = REGISTRY[q].unit or ""
+                        row["values"][q]["low"], row["values"][q]["high"] = (e.to(unit).magnitude for e in ends)
                 except MissingInput as e:
                     row["values"][q] = {"value": None, "unit": unit_of(q), "why": str(e)}
             why = sc.fit_layout() if laid_out else sc.fit()   # the fit the quantities are judged by
@@ -332,7 +339,9 @@ def compare_table(rows: list[dict], quantities: list[str]) -> list[list[str]]:
         cells = []
         for q in quantities:
             v = r["values"][q]
-            cells.append("n/a" if v["value"] is None else sig(v["value"] * shown[q][1]) + (" †" if v.get("flag") else ""))
+            rng = f" ({sig(v['low'] * shown[q][1])}–{sig(v['high'] * shown[q][1])})" if "low" in v else ""
+            cells.append("n/a" if v["value"] is None else sig(v["value"] * shown[q][1]) + rng
+                         + (" †" if v.get("flag") else ""))
         out.append([r["hardware"], r["model"], *cells, "yes" if r["feasible"] else "NO †", r["formats"]])
     return out
 

@@ -113,3 +113,22 @@ def test_no_proposed_layout_leaves_a_gpu_without_experts_or_splits_past_the_kv_h
     assert max(l["tp"] for l in layouts(llama)) == 8   # 8 KV heads (Llama 3 paper, Table 3)
     assert formats_for(Scenario(data, "h100-sxm", "llama-3-70b", {}), None) == ["bf16", "fp8"]
     assert formats_for(Scenario(data, "b200", "llama-3-70b", {}), None) == ["bf16", "fp8", "fp4"]
+
+
+def test_compare_gives_expected_numbers_with_their_range(cli):
+    args = ("compare", "cost_per_token_expected", "step_time", "--hardware", "h100-sxm,mi300x", "--model",
+            "llama-3-70b", "--set", "batch=64", "--set", "context=4096")
+    rows = json.loads(cli(*args, "--json").stdout)
+    for r in rows:
+        v = r["values"]["cost_per_token_expected_layout"]
+        assert v["low"] < v["value"] < v["high"]
+        assert "low" not in r["values"]["step_time_layout"]     # a bound has none
+        # the same number eval gives for the chip
+        e = json.loads(cli("eval", "cost_per_token_expected", "--hardware", r["hardware"], "--model", "llama-3-70b",
+                           "--set", "batch=64", "--set", "context=4096", "--json").stdout)
+        assert e["value"] == pytest.approx(v["value"], rel=1e-9)
+        assert e["range"]["low"] == pytest.approx(v["low"], rel=1e-9)
+    text = cli(*args).stdout
+    assert " (" in text.splitlines()[1] and "–" in text.splitlines()[1]
+    head = cli(*args, "--csv").stdout.splitlines()[0]
+    assert "cost_per_token_expected_layout_low [USD/Mtoken]" in head
