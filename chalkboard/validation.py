@@ -390,16 +390,14 @@ def summary(results: list[Result]) -> dict:
     return {k: _stats(v) for k, v in groups.items()}
 
 
-PER_SEQUENCE = ("throughput_per_user", "time_per_output_token", "request_latency")
-
-
 def fitted_runs(results: list[Result]) -> list[Result]:
     """The runs an expected efficiency is fitted to: those that measure decode as the expected
     number runs it. Left out: a run with speculative decoding (its strict bound counts every drafted
     token accepted; an expected number has no draft), and a throughput whose batch was not published
     (its bound is at the loosest batch the HBM holds, so its efficiency says nothing of its own batch)."""
     return [r for r in results if not r.record.tokens_per_step
-            and (r.record.batch is not None or any(f in r.record.measured for f in PER_SEQUENCE))]
+            and (r.record.batch is not None
+                 or any(per == "user" for _, per in _measured_rates(r.record).values()))]
 
 
 def efficiency_model(results: list[Result]):

@@ -67,8 +67,8 @@ def collectives(sc, name: str) -> list[dict]:
     try:
         tp, ep = sc.mag("tp"), sc.mag("ep")
         if "tp_offdomain_share" in leaves and tp > 1:
-            if sc.mag("direct_collectives") == 0:
-                algo = f"ring ({2 * (tp - 1):g} steps each)"
+            if sc.mag("direct_collectives") == 0:   # a reduce-scatter and an all-gather, tp − 1 steps each
+                algo = f"ring ({sc.mag('allreduce_phases') * (tp - 1):g} steps each)"
             else:
                 one, two = sc.mag("tp_allreduce_time_one_shot"), sc.mag("tp_allreduce_time_two_shot")
                 algo = "one-shot (1 step each)" if one <= two else "two-shot (2 steps each)"

@@ -92,9 +92,10 @@ chips:
 """
 
 
-def _claims(tmp_path, data, body):
+def _claims(tmp_path, data, body, head=None):
+    """The claims of a claims.yaml made of ``head`` (default: this file's CHIPS) and ``body``."""
     p = tmp_path / "claims.yaml"
-    p.write_text(textwrap.dedent(CHIPS) + textwrap.dedent(body))
+    p.write_text(textwrap.dedent(CHIPS if head is None else head) + textwrap.dedent(body))
     doc = yaml.safe_load(p.read_text())
     chips = _load_chips("claims.yaml", data, doc)
     return {c.id: c for c in load_claims(p, "claims.yaml", data, seeds.places(SEED_DIR), chips)}, chips

@@ -4,20 +4,18 @@ never decides; a miss a reasonable sweep turns is "depends"; a claim reading a n
 rejects inherits the rejection; transcript places with their links. Expected values are worked by
 hand (the figures named beside them), not copied from the audit's output."""
 import re
-import textwrap
 
 import pytest
-import yaml
 
 from chalkboard import seeds
 from chalkboard.audit import (DEFINITION, DEPENDS, FAILS, HOLDS, INCONCLUSIVE, RECOMPUTED, evaluate_claim,
-                              inherit_rejections, load_claims, _load_chips)
+                              inherit_rejections)
 from chalkboard.audit.rules import loose_text
 from chalkboard.audit.text import Audit, EVIDENCE_KINDS
 from chalkboard.data import DataError
 from conftest import ROOT
+from test_audit import _claims as audit_claims   # one writer of test claims files
 
-SEED_DIR = ROOT / "lecture" / "seeds"
 HEAD = """
 transcript: {page: "https://example.org/transcript", video: "https://video.example/watch?v=abc"}
 chips:
@@ -29,11 +27,7 @@ W = '"004_c06f65e5a6f00c72.txt:81"'
 
 
 def _claims(tmp_path, data, body):
-    p = tmp_path / "claims.yaml"
-    p.write_text(textwrap.dedent(HEAD) + textwrap.dedent(body))
-    doc = yaml.safe_load(p.read_text())
-    chips = _load_chips("claims.yaml", data, doc)
-    return {c.id: c for c in load_claims(p, "claims.yaml", data, seeds.places(SEED_DIR), chips)}, chips
+    return audit_claims(tmp_path, data, body, head=HEAD)
 
 
 BODY = f"""
