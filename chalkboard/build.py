@@ -204,8 +204,8 @@ def build(root: Path, args, process=None, watch=None) -> int:
     if has_measurements:
         from . import validation as val
         checked = val.evaluate_all(data, val.load_measurements(root, data, measurements_file))
-        validation = val.for_report(checked, measurements_file)
-        fitted = val.efficiency_model(checked)
+        fitted = val.efficiency_model(checked, data)
+        validation = val.for_report(checked, fitted, measurements_file)
         sc.evidence = lambda: fitted   # the featured numbers' expected efficiencies (expected_mfu, expected_mbu)
     # the claims, read and checked before anything is drawn: the figures mark their rules of thumb
     claims = read_claims(data, claims_path, args.claims_file, claims_doc) if has_claims else None

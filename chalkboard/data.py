@@ -228,7 +228,7 @@ MODEL_FIELDS = {
 # inputs that may be 0 where the formula allows it: a pure matmul has no context and no KV cache
 MAY_BE_ZERO = ("shared_experts", "moe_layers", "attention_flops_per_token", "ring_hop_latency",
                "bytes_per_master_weight", "bytes_per_gradient", "zero_stage", "sequence_parallel",
-               "context", "kv_bytes_per_token", "recompute", "draft_tokens")
+               "context", "kv_bytes_per_token", "recompute", "draft_tokens", "prefix_cache_share")
 HARDWARE_WHOLE_NUMBER_FIELDS = ("launch_year", "dies_per_package", "scaleup_domain")
 SAFE_URL = re.compile(r"^https?://[^\s]+$", re.I)
 WHOLE_NUMBER_FIELDS = ("layers", "d_model", "n_heads", "n_kv_heads", "d_head", "kv_latent_dim", "kv_rope_dim",

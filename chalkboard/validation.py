@@ -35,6 +35,7 @@ QUANTITY_FIELDS = {
     "input_tokens": ("token", True),
     "output_tokens": ("token", True),
     "tokens_per_step": ("token/sequence", False),
+    "prefix_cache_share": ("", False),
 }
 MEASURED_FIELDS = {
     "time_per_output_token": "s",
@@ -43,9 +44,14 @@ MEASURED_FIELDS = {
     "throughput_per_chip": "token/s/chip",
     "request_latency": "s",
     "ttft": "s",
+    "prefill_throughput_per_chip": "token/s/chip",
 }
 SPEED_FIELDS = ("throughput_system", "throughput_per_chip", "throughput_per_user",
                 "time_per_output_token", "request_latency")
+# prefill figures, judged against the strict prefill bound: prompt tokens a second per chip (the cached
+# ones counted, as a source counts them, with the record's prefix_cache_share), and the time to first token
+PREFILL_FIELDS = ("prefill_throughput_per_chip", "ttft")
+PREFILL = "prefill"          # the regime of a record that gives only prefill figures
 TEXT_FIELDS = {"source": True, "where": True, "hardware": True, "model": True, "parallelism": True,
                "notes": False, "set_source": False}
 FORMAT_FIELDS = {"weight_format": True, "kv_format": False, "compute_format": False}
@@ -72,6 +78,7 @@ class Record:
     input_tokens: float | None = None
     output_tokens: float | None = None
     tokens_per_step: float | None = None
+    prefix_cache_share: float | None = None
     set: dict[str, str] = field(default_factory=dict)
     set_source: Source | None = None
     notes: str | None = None
@@ -212,8 +219,10 @@ def _record(label, eid, e, sources, data) -> Record:
             raise DataError(label, eid, f"measured.{_text(label, eid, 'measured', f)}",
                             f"unknown figure (known: {', '.join(MEASURED_FIELDS)})")
         measured[f] = _quantity(label, eid, f"measured.{f}", v, MEASURED_FIELDS[f], False)
-    if not any(f in measured for f in SPEED_FIELDS):
-        raise DataError(label, eid, "measured", f"no decode speed: give one of {', '.join(SPEED_FIELDS)}")
+    if not any(f in measured for f in SPEED_FIELDS + PREFILL_FIELDS):
+        raise DataError(label, eid, "measured", f"no speed: give one of {', '.join(SPEED_FIELDS + PREFILL_FIELDS)}")
+    if qs.get("prefix_cache_share") is not None and not 0 <= qs["prefix_cache_share"] < 1:
+        raise DataError(label, eid, "prefix_cache_share", "must be at least 0 and below 1 (a share of the prompt)")
     if "request_latency" in measured and qs.get("output_tokens") is None:
         raise DataError(label, eid, "measured.request_latency", "needs output_tokens (tokens per request)")
     overrides = e.get("set") or {}
@@ -229,7 +238,8 @@ def _record(label, eid, e, sources, data) -> Record:
         raise DataError(label, eid, "set_source", "a record that sets model or hardware inputs names their source")
     rec = Record(eid, src, text["where"], text["hardware"], text["model"], text["parallelism"], qs["chips"],
                  formats, measured, qs.get("system_chips"), qs.get("batch"), qs.get("input_tokens"),
-                 qs.get("output_tokens"), qs.get("tokens_per_step"), {str(k): str(v) for k, v in overrides.items()},
+                 qs.get("output_tokens"), qs.get("tokens_per_step"), qs.get("prefix_cache_share"),
+                 {str(k): str(v) for k, v in overrides.items()},
                  set_src, text["notes"])
     from .errors import InputError, MissingInput
     try:
@@ -316,6 +326,8 @@ def evaluate_record(data, rec: Record) -> Result:
     if rec.tokens_per_step:
         assumed.append(f"speculative decoding: up to {delta:g} tokens a sequence per step")
     rates = _measured_rates(rec)
+    if not rates:
+        return _prefill_only(data, rec, assumed)
     throughput_first = any(per == "system" for _, per in rates.values())
     batch = rec.batch
     if batch is None:
@@ -359,9 +371,55 @@ def evaluate_record(data, rec: Record) -> Result:
                 "step_time_layout_min", "s")
         except (MissingInput, NotApplicable, InputError):
             t_layout = None
+    effs.update(_prefill_efficiencies(data, rec, assumed))
     return Result(rec, batch, context, delta, t_min, bound_chip, measured_chip, effs[primary], effs, regime,
                   sc.is_dense, sc.formats_text(), b_star, step_measured, assumed, sc.fit(), t_layout,
                   compute, memory)
+
+
+def _prefill_bounds(data, rec: Record, assumed: list[str]) -> tuple[float, float]:
+    """The strict prefill bounds of one prompt of the record's input length with its cached share:
+    (prompt tokens a second per chip, counting the cached ones; the time to first token, s)."""
+    from .evaluation.evaluate import Scenario
+    n = rec.input_tokens
+    if n is None:
+        n = 1.0
+        assumed.append("prefill: input length not published, the bound takes 1 token (no attention)")
+    o = {**rec.set, "batch": "1 sequence", "chips": f"{rec.chips:.17g} chip", "pass_tokens": f"{n:.17g} token/sequence",
+         "weight_format": rec.formats["weight_format"], "kv_format": rec.formats.get("kv_format", LOOSEST_KV),
+         "prefix_cache_share": repr(rec.prefix_cache_share or 0.0)}
+    if "compute_format" in rec.formats:
+        o["compute_format"] = rec.formats["compute_format"]
+    sc = Scenario(data, rec.hardware, rec.model, o)
+    # at any batch a prompt costs at least its compute; the cached tokens are counted, not computed
+    return n / sc.mag("prefill_compute_time", "s") / rec.chips, sc.mag("prefill_time", "s")
+
+
+def _prefill_efficiencies(data, rec: Record, assumed: list[str]) -> dict[str, float]:
+    """measured / bound for each prefill figure a record gives."""
+    m = {k: float(q.magnitude) for k, q in rec.measured.items() if k in PREFILL_FIELDS}
+    if not m:
+        return {}
+    rate, ttft = _prefill_bounds(data, rec, assumed)
+    out = {}
+    if "prefill_throughput_per_chip" in m:
+        out["prefill_throughput_per_chip"] = m["prefill_throughput_per_chip"] / rate
+    if "ttft" in m:
+        out["ttft"] = ttft / m["ttft"]
+    return out
+
+
+def _prefill_only(data, rec: Record, assumed: list[str]) -> Result:
+    """A record that gives only prefill figures: judged against the strict prefill bound alone."""
+    effs = _prefill_efficiencies(data, rec, assumed)
+    rate, ttft = _prefill_bounds(data, rec, [])
+    primary = next(f for f in PREFILL_FIELDS if f in effs)
+    measured = float(rec.measured["prefill_throughput_per_chip"].magnitude) if primary != "ttft" else rate * effs["ttft"]
+    from .evaluation.evaluate import Scenario
+    dense = Scenario(data, rec.hardware, rec.model, {}).is_dense
+    fmts = "/".join(rec.formats.values())
+    return Result(rec, 1.0, float(rec.input_tokens or 1), 1.0, ttft, rate, measured, effs[primary], effs, PREFILL,
+                  dense, fmts, None, None, assumed, None)
 
 
 def evaluate_all(data, records: list[Record]) -> list[Result]:
@@ -381,7 +439,7 @@ def _stats(values: list[float]) -> dict:
 def summary(results: list[Result]) -> dict:
     """Efficiency statistics: all records, and by regime, dense vs MoE, single chip vs many."""
     groups = {"all records": [r.efficiency for r in results]}
-    for g in REGIMES:
+    for g in (*REGIMES, PREFILL):
         groups[g] = [r.efficiency for r in results if r.regime == g]
     for g in ("dense", "MoE"):
         groups[g] = [r.efficiency for r in results if r.kind == g]
@@ -395,31 +453,60 @@ def fitted_runs(results: list[Result]) -> list[Result]:
     number runs it. Left out: a run with speculative decoding (its strict bound counts every drafted
     token accepted; an expected number has no draft), and a throughput whose batch was not published
     (its bound is at the loosest batch the HBM holds, so its efficiency says nothing of its own batch)."""
-    return [r for r in results if not r.record.tokens_per_step
+    return [r for r in results if not r.record.tokens_per_step and r.regime != PREFILL
             and (r.record.batch is not None
                  or any(per == "user" for _, per in _measured_rates(r.record).values()))]
 
 
-def efficiency_model(results: list[Result]):
-    """The smooth efficiency fitted to the published runs (chalkboard/calibration.py, ``fitted_runs``),
+def _calibration_run(data, r: Result):
+    """What one fitted run gives the efficiency fit (calibration.Run): its decode step's terms (under
+    its stated layout where it states one, with the collectives), and, where the measured rate is a
+    throughput over whole requests, the bound on one prompt's prefill under that layout, which that
+    rate also paid for."""
+    from . import calibration
+    from .evaluation.evaluate import Scenario
+    rec = r.record
+    value, per = next(rates[f] for rates in [_measured_rates(rec)] for f in SPEED_FIELDS if f in rates)
+    sc = _scenario(data, rec, r.batch, r.context, 1.0)
+    layout = layout_sets(rec)
+    try:   # the layout it states, else the one eval deploys on its chips
+        lay = Scenario(data, rec.hardware, rec.model, {**sc.raw_overrides, **(layout or {})})
+        pp = lay.mag("pp")
+        compute = pp * lay.mag("compute_time_layout", "s")
+        reads = pp * (lay.mag("weight_fetch_time_layout", "s") + lay.mag("kv_fetch_time_layout", "s"))
+        comm = lay.mag("comm_time_layout", "s")
+    except (MissingInput, NotApplicable, InputError):
+        lay = sc
+        compute, reads, comm = sc.mag("compute_time", "s"), sc.mag("memory_time", "s"), 0.0
+    prefill, output = 0.0, 1.0
+    copies = (rec.system_chips or rec.chips) / rec.chips
+    if per == "system":
+        measured = value / copies
+        if rec.input_tokens and rec.output_tokens:
+            one = Scenario(data, rec.hardware, rec.model, {**lay.raw_overrides, "batch": "1 sequence",
+                                                           "pass_tokens": f"{rec.input_tokens:.17g} token/sequence"})
+            prefill, output = one.mag("prefill_time_layout", "s"), rec.output_tokens
+    else:
+        measured = value * r.batch
+    return calibration.Run(compute, reads, comm, sc.mag("layers"), r.batch, prefill, output, measured, rec.source.id)
+
+
+def efficiency_model(results: list[Result], data):
+    """The engine model fitted to the published runs (chalkboard/calibration.py, ``fitted_runs``),
     with its error held out by source."""
     from . import calibration
-    runs = fitted_runs(results)
-    return calibration.fit([math.log10(r.compute_time / r.memory_time) for r in runs],
-                           [0.0 if r.dense else 1.0 for r in runs],
-                           [math.log(r.efficiency) for r in runs],
-                           [r.record.source.id for r in runs], of=len(results))
+    return calibration.fit([_calibration_run(data, r) for r in fitted_runs(results)], of=len(results))
 
 
 def evidence(root: Path, data, label: str = MEASUREMENTS_FILE):
-    """A function giving the efficiency fitted to the published measurements (``efficiency_model``),
+    """A function giving the engine model fitted to the published measurements (``efficiency_model``),
     read, evaluated and fitted on its first call: Scenario.evidence, for the inputs whose default
-    is the evidence (expected_mfu, expected_mbu)."""
+    is the evidence (expected_mfu, expected_mbu, expected_sync_time)."""
     kept = {}
 
     def model():
         if "m" not in kept:
-            kept["m"] = efficiency_model(evaluate_all(data, load_measurements(root, data, label)))
+            kept["m"] = efficiency_model(evaluate_all(data, load_measurements(root, data, label)), data)
         return kept["m"]
     return model
 
@@ -448,7 +535,9 @@ def _pct(x: float) -> str:
     return f"{x * 100:.1f}%" if x < 0.1 else f"{x * 100:.0f}%"
 
 
-def as_json(results: list[Result]) -> dict:
+def as_json(results: list[Result], m) -> dict:
+    from . import calibration
+    """The records and their efficiencies, and the engine model ``m`` (``efficiency_model``) fitted to them."""
     rows = []
     for r in results:
         rec = r.record
@@ -467,8 +556,7 @@ def as_json(results: list[Result]) -> dict:
                        "as_of": rec.source.as_of, "where": rec.where},
             "notes": rec.notes,
         })
-    m = efficiency_model(results)
-    fitted = {"terms": dict(zip(("intercept", "memory_bound_slope", "compute_bound_slope", "moe"), m.theta)),
+    fitted = {"parameters": dict(zip(calibration.PARAMS, m.params)),
               "runs": m.n, "sources": m.sources, "held_out_runs": m.cv_n,
               "held_out_median_abs_log_error": m.cv_median, "held_out_within_1_5": m.cv_within,
               "range_factors": list(m.band)}
@@ -476,7 +564,7 @@ def as_json(results: list[Result]) -> dict:
             "violations": [r.record.id for r in results if r.violates], "efficiency_fit": fitted}
 
 
-def as_text(results: list[Result], data=None) -> str:
+def as_text(results: list[Result], m) -> str:
     lines = [f"chalkboard validate: {len(results)} published measurements against step_time_min "
              f"(efficiency = measured speed / bound speed; the bound allows at most 100%)"]
     w = max(len(r.record.id) for r in results)
@@ -494,7 +582,6 @@ def as_text(results: list[Result], data=None) -> str:
         if s["n"]:
             lines.append(f"    {g:<27} {_pct(s['median']):>6} ({_pct(s['q1'])}-{_pct(s['q3'])}, "
                          f"{_pct(s['min'])}-{_pct(s['max'])}), {s['n']}")
-    m = efficiency_model(results)
     lines.append(f"  expected efficiency (the fit every expected number uses): {m.text()}")
     lines.append(f"  held out by source: median error ×{math.exp(m.cv_median):.2f}, {m.cv_within:.0%} of "
                  f"{m.cv_n} held-out runs within ×1.5 of the expected number")
@@ -513,7 +600,7 @@ def _n(x: float) -> str:
     return sig(x)
 
 
-def for_report(results: list[Result], label: str = MEASUREMENTS_FILE) -> dict:
+def for_report(results: list[Result], m, label: str = MEASUREMENTS_FILE) -> dict:
     """What the report's section "How close do real systems get?" shows (figure added later)."""
     rows = []
     for r in results:
@@ -534,7 +621,6 @@ def for_report(results: list[Result], label: str = MEASUREMENTS_FILE) -> dict:
             stats.append({"group": g, "n": s["n"], "median": _pct(s["median"]),
                           "iqr": f"{_pct(s['q1'])}–{_pct(s['q3'])}", "range": f"{_pct(s['min'])}–{_pct(s['max'])}"})
     bad = [r.record.id for r in results if r.violates]
-    m = efficiency_model(results)
     fit = {"text": m.text(), "within": _pct(m.cv_within), "held_out": m.cv_n,
            "median": f"×{math.exp(m.cv_median):.2f}", "low": f"×{m.band[0]:.2f}", "high": f"×{m.band[1]:.2f}"}
     return {"file": label, "count": len(results), "rows": rows, "stats": stats, "violations": bad, "fit": fit,

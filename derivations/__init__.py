@@ -9,7 +9,8 @@ import importlib
 
 MODULES = ("inputs", "roofline", "latency_cost", "kv_cache", "balance", "context", "schedule",
            "moe_rack", "textbook", "params", "pipeline", "layout", "memory", "fast_mode", "training",
-           "textbook_training", "prices", "prefill", "speculative", "reversible", "measured", "training_layout")
+           "textbook_training", "prices", "prefill", "speculative", "reversible", "measured", "disaggregation",
+           "training_layout")
 _EXPORTS = ("REGISTRY", "KV_BYTES_BY_ATTENTION", "ATTENTION_FLOPS_BY_ATTENTION",
             "ATTENTION_PARAMS_BY_ATTENTION", "KV_SHARDS_BY_ATTENTION", "UNDER_LAYOUT", "CHOICE_INPUTS",
             "CHOICES", "NUMBER_FORMATS")

@@ -14,13 +14,19 @@ out change the numbers a user measures:
 
 The first token is sampled from the prefill's last position, so the time to first token is the
 prefill's time (queueing apart).
+
+A prefix cache (vLLM's automatic prefix caching, SGLang's RadixAttention, DeepSeek's on-disk KV
+cache) keeps the KV cache of prompts seen before: a prompt whose first share h of tokens is a hit
+computes only the other (1 − h)·n, each of which still attends to every token before it, cached or
+not, so the attention pairs are (n² − (h·n)²)/2. A published prefill rate that counts the cached
+tokens is judged with its share.
 """
 import sympy as sp
 
 from .inputs import R, B, S, F, W, E, k, tau, delta, beta_w, a_attn, c_F
 from .layout import dp, ep, pp, tp
 from .textbook import c_1
-from .prices import n_pass, t_pass_c
+from .prices import n_pass
 from .roofline import N_always, N_routed
 from .textbook import fwd_params
 
@@ -40,24 +46,29 @@ R.section(
               "prefill_expert_fraction", "prefill_weight_fetch_time", "prefill_time", "time_to_first_token"),
 )
 
+h_cache = R.workload("prefix_cache_share", "", "share of a prompt's tokens whose KV cache is already held (a "
+                     "prefix-cache hit): the prefill computes only the others", "h", "cache", default="0",
+                     share=True)
+n_new = n_pass * (1 - h_cache)   # the prompt tokens a prefill computes
+
 c_causal = R.constant("causal_pair_share", "0.5",
                       "share of a prompt's (query, key) pairs a causal mask keeps: each token attends to the "
                       "ones before it", "c", "causal",
                       source="causal self-attention (Vaswani et al. 2017): n(n+1)/2 of n² pairs, about half")
 
 att = R.derived(
-    "prefill_attention_flops", c_causal * n_pass ** 2 * a_attn / delta, "FLOP/sequence",
-    "attention FLOPs of one prompt processed from scratch: every token against the ones before it",
+    "prefill_attention_flops", c_causal * n_pass ** 2 * (1 - h_cache ** 2) * a_attn / delta, "FLOP/sequence",
+    "attention FLOPs of one prompt: every token it computes against the ones before it (cached or not)",
     "C", "attn,pre")
-w_flops = fwd_params * n_pass   # the weights' FLOPs of one prompt: the forward pass's per token, per prompt token
+w_flops = fwd_params * n_new    # the weights' FLOPs of one prompt: the forward pass's per token, per token computed
 R.derived("prefill_attention_share", att / (w_flops + att), "",
           "share of a prefill's FLOPs spent in attention", "f", "attn,pre", share=True)
 t_c = R.derived(
-    "prefill_compute_time", t_pass_c + B * att / (S * F), "s",
-    "compute time of a prefill of B prompts: every prompt token through the active weights, and the "
-    "causal attention", "t", "compute,pre")
+    "prefill_compute_time", R.at("pass_compute_time", {n_pass: n_new}) + B * att / (S * F), "s",
+    "compute time of a prefill of B prompts: every prompt token not in the prefix cache through the active "
+    "weights, and the causal attention", "t", "compute,pre")
 f_pre = R.derived(
-    "prefill_expert_fraction", 1 - (1 - k / E) ** (B * n_pass / tau), "",
+    "prefill_expert_fraction", 1 - (1 - k / E) ** (B * n_new / tau), "",
     "expected share of routed experts a prefill touches: each of its B·pass_tokens tokens picks k of E "
     "(uniform, independent routing)", "f", "read,pre", share=True)
 t_w = R.derived(
@@ -77,7 +88,7 @@ R.derived("time_to_first_token", t_pre, "s",
 # do not (an expert any of the B·pass_tokens tokens touches is read once).
 t_c_l = R.derived(
     "prefill_compute_time_layout",
-    (B / dp * (c_F * n_pass * N_always + att) / tp + c_F * n_pass * B * k / E * N_routed / ep) / (pp * F * c_1), "s",
+    (B / dp * (c_F * n_new * N_always + att) / tp + c_F * n_new * B * k / E * N_routed / ep) / (pp * F * c_1), "s",
     "compute of one chip in one stage during a prefill: its group's prompts through its share of the attention "
     "and dense layers (with the causal attention), and the prompt tokens routed to its experts", "t", "compute,pre,layout")
 t_w_l = R.derived(
@@ -87,14 +98,14 @@ t_w_l = R.derived(
     "that the prompts' tokens touch", "t", "weights,pre,layout")
 # the decode step's collectives with every prompt token in place of the one new token
 t_tp_l = R.derived(
-    "prefill_tp_comm_time", R.at("tp_comm_time", {delta: n_pass}), "s",
+    "prefill_tp_comm_time", R.at("tp_comm_time", {delta: n_new}), "s",
     "tensor-parallel all-reduces of one stage during a prefill: two a layer over every prompt token's "
-    "residual vector (the decode step's, pass_tokens times the bytes)", "t", "TP,pre",
-    how="tp_comm_time at tokens_per_step = pass_tokens")
+    "residual vector (the decode step's, pass_tokens times the bytes, less the cached ones)", "t", "TP,pre",
+    how="tp_comm_time at tokens_per_step = pass_tokens·(1 − prefix_cache_share)")
 t_ep_l = R.derived(
-    "prefill_ep_comm_time", R.at("ep_comm_time", {delta: n_pass}), "s",
-    "expert dispatch and combine of one stage during a prefill: every prompt token sent to its experts and back",
-    "t", "EP,pre", how="ep_comm_time at tokens_per_step = pass_tokens")
+    "prefill_ep_comm_time", R.at("ep_comm_time", {delta: n_new}), "s",
+    "expert dispatch and combine of one stage during a prefill: every prompt token computed sent to its experts "
+    "and back", "t", "EP,pre", how="ep_comm_time at tokens_per_step = pass_tokens·(1 − prefix_cache_share)")
 t_pre_l = R.derived(
     "prefill_time_layout", pp * (sp.Max(t_c_l, t_w_l) + t_tp_l + t_ep_l), "s",
     "prefill under the layout: in each stage compute and weight reads overlapped, then the all-reduces and the "

@@ -169,10 +169,12 @@ def make_parser() -> argparse.ArgumentParser:
 
     pn = sub.add_parser(
         "plan", parents=[common], help="the cheapest deployment that meets a speed target",
-        description="Search every chip x layout (tp, dp_attention, ep within the scale-up domain) x batch x "
-                    "weight format for the cheapest way to serve a model at a speed each user must get, "
-                    "and print the frontier of cost per million tokens against tokens per second per user, "
-                    "and why each chip loses. Every row carries the `eval` command that reproduces it.")
+        description="Search every chip x layout (tp, dp_attention, ep; a mixture of experts also over several "
+                    "scale-up domains) x batch x weight format x deployment (colocated, or a prefill pool "
+                    "beside the decoding copies) for the cheapest way to serve a model at a speed each user "
+                    "must get, and print the frontier of cost per million tokens against tokens per second "
+                    "per user, which deployment wins and why, and why each chip loses. Every row carries the "
+                    "`eval` command that reproduces it.")
     pn.add_argument("--model", help=f"model id (default: the --model-config model, else {DEFAULT_MODEL})")
     pn.add_argument("--context", type=float,
                     help="tokens of context each sequence holds while decoding (default: the workload's "
@@ -180,14 +182,17 @@ def make_parser() -> argparse.ArgumentParser:
     pn.add_argument("--min-tokens-per-user", type=float, required=True, metavar="TOKEN/S",
                     help="the least decode speed each sequence must get, in tokens per second")
     pn.add_argument("--max-ttft", metavar="TIME", help='the longest time to first token, e.g. "2 s" or "500 ms"')
-    pn.add_argument("--prompt", type=float, help="tokens of the prompt the time to first token is for "
-                                                 "(default: the context)")
+    pn.add_argument("--prompt", type=float, help="tokens of a request's prompt: its prefill, and the time "
+                                                 "to first token (default: the context)")
+    pn.add_argument("--output", type=float, metavar="TOKENS",
+                    help="tokens a request decodes (its answer), which sets how often a copy prefills "
+                         "(default: the workload's output_tokens, as `eval` takes it)")
     pn.add_argument("--hardware", help="comma-separated hardware ids (default: every chip with a rental price)")
     pn.add_argument("--formats", help="comma-separated weight formats to try, e.g. bf16,fp8 (default: bf16, "
                                       "fp8 and fp4 where the chip publishes a dense rate for the format)")
     pn.add_argument("--by", choices=("expected", "bound"), default="expected",
-                    help="which numbers the targets judge: expected (default: the bound at the efficiency "
-                         "fitted to published measurements, with its range) or bound (100%% efficiency)")
+                    help="which numbers the targets judge: expected (default: the engine model fitted to "
+                         "published measurements, with its range) or bound (100%% efficiency)")
     pn.add_argument("--set", action="append", metavar="NAME=VALUE", help="override an input for every candidate")
     pn.add_argument("--measurements-file", default=argparse.SUPPRESS,
                     help="the published measurements the expected efficiencies come from "

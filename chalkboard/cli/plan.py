@@ -28,7 +28,7 @@ def cmd_plan(args) -> int:
     except UnitParseError as e:
         raise UserError(f"--max-ttft {short(args.max_ttft)}: {e}") from None
     for name, v in (("--context", args.context), ("--min-tokens-per-user", args.min_tokens_per_user),
-                    ("--prompt", args.prompt), ("--max-ttft", ttft)):
+                    ("--prompt", args.prompt), ("--output", args.output), ("--max-ttft", ttft)):
         if v is not None and not (v > 0 and math.isfinite(v)):
             raise UserError(f"{name} {v:g}: must be a positive, finite number")
     formats = ids("--formats", args.formats) if args.formats is not None else None
@@ -38,7 +38,7 @@ def cmd_plan(args) -> int:
             raise UserError(f"--formats {short(f)}: expected weight formats among {', '.join(NUMBER_FORMATS)}")
     if not hardware:
         raise UserError(f"{args.hardware_file}: no chip with a rental price to plan over: name chips with --hardware")
-    targets = pl.Targets(args.context, args.min_tokens_per_user, ttft, args.prompt, args.by)
+    targets = pl.Targets(args.context, args.min_tokens_per_user, ttft, args.prompt, args.by, args.output)
     found = (ROOT / args.measurements_file).exists()
     search = pl.plan(data, args.model, hardware, targets, formats,
                      evidence(ROOT, data, args.measurements_file) if found else None, parse_sets(args.set))

@@ -112,12 +112,13 @@ def cmd_audit(args) -> int:
 
 
 def cmd_validate(args) -> int:
-    from chalkboard.validation import as_json, as_text, evaluate_all, load_measurements
+    from chalkboard.validation import as_json, as_text, efficiency_model, evaluate_all, load_measurements
 
     data = load(args)
     results = evaluate_all(data, load_measurements(ROOT, data, args.measurements_file))
+    fitted = efficiency_model(results, data)
     if args.json:
-        print(json.dumps(as_json(results), indent=2, ensure_ascii=False))
+        print(json.dumps(as_json(results, fitted), indent=2, ensure_ascii=False))
     else:
-        print(as_text(results))
+        print(as_text(results, fitted))
     return 1 if any(r.violates for r in results) else 0

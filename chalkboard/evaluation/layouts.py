@@ -85,6 +85,28 @@ def collectives(sc, name: str) -> list[dict]:
                    f"within one scale-up domain at {fmt(sc.value('scaleup_bandwidth'))}")
             out.append({"term": "ep_comm_time", "collective": "all-to-all", "algorithm": "direct (1 step each way)",
                         "text": f"expert all-to-all over {ep:g} chips: direct, one step each way, {net}"})
+        reads = _reads(name)
+        if "pp_comm_time" in reads and sc.mag("pp") > 1:
+            out.append({"term": "pp_comm_time", "collective": "send/receive", "algorithm": "point to point (1 hop)",
+                        "text": f"pipeline hops between {sc.mag('pp'):g} stages: point to point, one hop each, over "
+                                f"the scale-out network at {fmt(sc.value('scaleout_bandwidth'))}"})
+        if "kv_transfer_time" in reads:
+            out.append({"term": "kv_transfer_time", "collective": "send/receive", "algorithm": "point to point",
+                        "text": f"KV cache from the prefill pool to a decoding copy: point to point, every chip over "
+                                f"its own link of the scale-out network at {fmt(sc.value('scaleout_bandwidth'))}"})
     except (MissingInput, InputError):
         return out
     return out
+
+
+def _reads(name: str) -> set[str]:
+    """Every derived quantity ``name``'s definition reads, through the definitions it reads."""
+    seen, todo = set(), [name]
+    while todo:
+        q = REGISTRY[todo.pop()]
+        for sym in (q.expr.free_symbols if q.expr is not None else ()):
+            r = REGISTRY.q(sym)
+            if r.name not in seen and not r.is_input:
+                seen.add(r.name)
+                todo.append(r.name)
+    return seen

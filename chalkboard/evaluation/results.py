@@ -352,13 +352,13 @@ def describe_as_asked(sc: Scenario, asked: str, layout: str = "deployed") -> dic
     d["breakdown"] = layouts.breakdown(sc, name)
     d["collectives"] = layouts.collectives(sc, name) if d["layout"] else []
     ends = sc.spread(name)
-    if ends is not None:   # an expected number: the range the fitted efficiency's held-out error spans
+    if ends is not None:   # an expected number: the range the engine model's held-out error spans
         units = sc.value(name).units
         lo, hi = (e.to(units) for e in ends)
         d["range"] = {"low": split(lo, d["unit"] or None)[0], "high": split(hi, d["unit"] or None)[0],
                       "display": f"{fmt_named(name, lo)} – {fmt_named(name, hi)}",
-                      "why": "the efficiency at the 10th and 90th percentile of the fit's error on published "
-                             "runs held out by source (`validate`)"}
+                      "why": "the engine model's speed moved to the 10th and 90th percentile of its error on "
+                             "published runs held out by source (`validate`)"}
     return d
 
 

@@ -43,7 +43,8 @@ AT_MOST = {"zero_stage": (3, "ZeRO stage 3 partitions everything: the parameters
            "recompute": (1, "a switch: 1 with full recomputation, 0 without (or selective)"),
            **LARGEST}   # every count's bound (data.py), for --set and --sweep as for the data files
 # inputs that must stay below a value, (the value, why)
-BELOW = {"draft_acceptance": (1, "a probability; at 1 every drafted token is accepted, the strict bound "
+BELOW = {"prefix_cache_share": (1, "a share of the prompt; at 1 nothing is left to prefill"),
+         "draft_acceptance": (1, "a probability; at 1 every drafted token is accepted, the strict bound "
                                  "user_speed_spec_max"),
          "mtp_acceptance": (1, "a probability; at 1 every drafted token is accepted, the strict bound "
                                "user_speed_spec_max")}

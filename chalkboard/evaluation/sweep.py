@@ -139,20 +139,18 @@ def _declared(name: str) -> str:
 
 
 def _fitted_efficiency(sc, quantities: list[str], flat: dict):
-    """Where the quantities read the efficiency fitted to the published runs (an expected number):
-    ({input: its value at each point}, the same at the low end of its range, at the high end)."""
+    """Where the quantities read the engine model fitted to the published runs (an expected number):
+    ({input: its value at each point}, the same at the low end of its range, at the high end), in
+    base units."""
     from .evaluate import EVIDENCE_INPUTS
 
     read = {l.name for q in quantities for l in REGISTRY.leaves(q)}
     fitted = [n for n in EVIDENCE_INPUTS if n in read and sc._way(n) == "evidence"]
     if not fitted or sc.evidence is None:
         return None
-    terms = sc.sweep_many(["compute_time", "weight_fetch_time_min", "kv_fetch_time"],
-                          {n: (v, None) for n, v in flat.items()})
-    model = sc.evidence()
-    e = model.predict(terms["compute_time"], terms["weight_fetch_time_min"] + terms["kv_fetch_time"], sc.is_dense)
-    e = np.broadcast_to(e, next(iter(flat.values())).shape)
-    return tuple({n: np.minimum(1.0, e * f) for n in fitted} for f in (1.0, *model.band))
+    shape = next(iter(flat.values())).shape
+    return tuple({n: np.full(shape, inputs[n]) for n in fitted}
+                 for inputs in (sc.evidence().inputs(), *sc.evidence().ends()))
 
 
 # a sweep that moves the layout chooses it again at every point, one scenario a point: at most this many

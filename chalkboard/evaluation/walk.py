@@ -65,11 +65,11 @@ def walk(expr: sp.Expr, leaf, where: str = "expression", dims_only: bool = False
         if not base.dimensionless:
             raise DimensionMismatch(where, expr.args[0], _dims(base), "the base of a symbolic power",
                                     "dimensionless")
+        if dims_only:   # a dimensionless power of placeholders: its size says nothing (and may overflow)
+            return Quantity(1.0, _ONE)
         b, x = base.to("").magnitude, exp.to("").magnitude
         if b < 0:
-            if not dims_only:
-                raise ValueError(f"{expr.args[0]} is negative ({b:g}) under a fractional power")
-            b = -b
+            raise ValueError(f"{expr.args[0]} is negative ({b:g}) under a fractional power")
         return Quantity(b ** x, _ONE)
     if isinstance(expr, (sp.log, sp.floor, sp.ceiling)):
         (a,), (term,) = args, expr.args

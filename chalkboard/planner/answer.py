@@ -9,12 +9,9 @@ import json
 import numpy as np
 
 from ..typeset.fmt import sig
-from .search import LAYOUT_RULES, LEFT_OUT, TTFT, Search
+from .search import DEPLOYMENTS, LAYOUT_RULES, LEFT_OUT, READING, TTFT, Search
 
 DEGREES = ("tp", "dp_attention", "ep", "pp", "chips")
-# the two readings of a candidate: (speed, cost, step) under each
-READING = {"expected": ("user_speed_expected_layout", "cost_per_token_expected_layout", "step_time_expected_layout"),
-           "bound": ("user_speed_layout", "cost_per_token_layout", "step_time_layout")}
 # the columns of a row: (key, the quantity it is, its unit)
 ROW = (("tokens_per_user", "user_speed", "token/s/sequence"), ("cost_per_mtoken", "cost_per_token", "USD/Mtoken"),
        ("step_time", "step_time", "ms"))
@@ -33,9 +30,12 @@ def _masks(s: Search):
 
 def _row(s: Search, i: int, data_args: str) -> dict:
     c, t = s.columns, s.targets
+    way = c["deployment"][i]
     r = {"hardware": c["hardware"][i], "weight_format": c["weight_format"][i],
-         "compute_format": c["compute_format"][i],
+         "compute_format": c["compute_format"][i], "deployment": way,
          **{k: int(c[k][i]) for k in DEGREES}, "batch": int(c["batch"][i])}
+    if way == "disaggregated":
+        r["prefill_pool_ratio"] = _num(c["pool_ratio"][i])
     for by, (speed, cost, step) in READING.items():
         r[by] = {"tokens_per_user": _num(c[speed][i]), "cost_per_mtoken": _num(c[cost][i]),
                  "step_time_ms": _num(c[step][i])}
@@ -50,8 +50,9 @@ def _row(s: Search, i: int, data_args: str) -> dict:
     r["ttft_s"] = _num(c[TTFT][i])
     kv = c["kv_format"][i] if "kv_format" in c else ""
     sets = [f"weight_format={r['weight_format']}", *([f"kv_format={kv}"] if kv else []), f"context={t.context:g}",
+            f"pass_tokens={t.prompt or t.context:g}", f"output_tokens={t.output:g}",
             *(f"{k}={r[k]}" for k in DEGREES), f"batch={r['batch']}"]
-    quantity = "cost_per_token_expected" if t.by == "expected" else "cost_per_token"
+    quantity = DEPLOYMENTS[way][t.by][1]
     r["command"] = (f"python3 build.py eval {quantity} --hardware {r['hardware']} --model {s.model}{data_args} "
                     + " ".join(f"--set {x}" for x in sets))
     return r
@@ -94,9 +95,12 @@ def as_json(s: Search, data_args: str = "") -> dict:
     speed, cost, _ = READING[t.by]
     fits, fast, priced = _masks(s) if c else (None, None, None)
     ok = fits & fast & priced if c else None
-    best = None
+    best = other = None
     if c is not None and c and ok.any():
-        best = _row(s, _cheapest(s, ok), data_args)
+        i = _cheapest(s, ok)
+        best = _row(s, i, data_args)
+        rest = ok & (c["deployment"] != c["deployment"][i])
+        other = _row(s, _cheapest(s, rest), data_args) if rest.any() else None
     chips = {}
     for hw, why in s.chips.items():
         if why:
@@ -116,8 +120,10 @@ def as_json(s: Search, data_args: str = "") -> dict:
         "targets": {"min_tokens_per_user": t.min_tokens_per_user, "max_ttft_s": t.max_ttft},
         "judged_by": t.by,
         "efficiencies": s.efficiencies if t.by == "expected" else None,
+        "output": t.output,
         "searched": s.searched,
         "best": best,
+        "best_other": other,
         "frontier": [_row(s, i, data_args) for i in frontier(s, fits)] if c else [],
         "chips": chips,
         "rules": list(LAYOUT_RULES),
@@ -158,22 +164,50 @@ def _layout(r: dict) -> str:
     return f"tp {r['tp']} · dp {r['dp_attention']} · ep {r['ep']} = {r['chips']}"
 
 
+def _deployment(r: dict) -> str:
+    """How a row is deployed, in a few words: colocated, or the prefill pool's chips per decoding chip."""
+    if r["deployment"] == "colocated":
+        return "colocated"
+    ratio = r.get("prefill_pool_ratio")
+    return "disaggregated" + (f" (P:D {sig(ratio)})" if ratio is not None else "")
+
+
+def _why(d: dict, by: str) -> str | None:
+    """Why the pick's deployment wins: the cheapest of the other way at the same targets, and what
+    makes the difference."""
+    b, o = d["best"], d.get("best_other")
+    if b is None:
+        return None
+    if o is None:
+        return (f"only {b['deployment']} deployments meet the targets" if d["targets"]["max_ttft_s"] is None
+                else f"only {b['deployment']} deployments meet the targets (the first token within the limit)")
+    ratio = o[by]["cost_per_mtoken"] / b[by]["cost_per_mtoken"]
+    if b["deployment"] == "disaggregated":
+        return (f"disaggregated wins, {sig(ratio)}x cheaper than the best colocated ({o['hardware']}, batch "
+                f"{o['batch']:,}): colocated, every prompt a copy admits stops all its sequences' decode steps, so at "
+                f"{sig(d['targets']['min_tokens_per_user'])} token/s per user its batch must stay smaller; a prefill "
+                f"pool costs the same chip-time per request and lets the decoding copies run batch {b['batch']:,}")
+    return (f"colocated wins, {sig(ratio)}x cheaper than the best disaggregated ({o['hardware']}, batch "
+            f"{o['batch']:,}): the prefills a copy runs are few enough that they barely slow its decoding, and no KV "
+            f"cache crosses the network")
+
+
 def text(s: Search, data_args: str = "") -> str:
     """A report a person reads: the question, the answer, the frontier, and each chip's verdict."""
     d = as_json(s, data_args)
     t, by = s.targets, s.targets.by
-    lines = [f"plan: {s.model}, context {t.context:,.0f} tokens, at least {sig(t.min_tokens_per_user)} token/s "
+    lines = [f"plan: {s.model}, context {t.context:,.0f} tokens, answers of {t.output:,.0f} tokens, at least {sig(t.min_tokens_per_user)} token/s "
              f"per user" + (f", first token within {sig(t.max_ttft)} s (prompt {d['prompt']:,.0f})"
                              if t.max_ttft is not None else "")
              + f"; judged by the {by} numbers; {d['searched']:,} candidates searched"]
     if by == "expected" and d["efficiencies"]:
-        lines.append("  expected = the bound at the efficiency fitted to published runs (validate): "
+        lines.append("  expected = the engine model fitted to published runs (validate): "
                      + d["efficiencies"]["fit"])
     b = d["best"]
     if b is None:
         lines.append("no chip searched meets the targets (see each chip's verdict below)")
     else:
-        lines.append(f"cheapest: {b['hardware']}, weights {b['weight_format']}, {_layout(b)} chips, batch "
+        lines.append(f"cheapest: {b['hardware']}, weights {b['weight_format']}, {_layout(b)} chips, {_deployment(b)}, batch "
                      f"{b['batch']:,}: {sig(b[by]['tokens_per_user'])} token/s per user{_range(b, by, 'tokens_per_user')}, "
                      f"{sig(b[by]['cost_per_mtoken'])} USD/Mtoken{_range(b, by, 'cost_per_mtoken')}, step "
                      f"{sig(b[by]['step_time_ms'])} ms, first token {sig(b['ttft_s'])} s (its bound), "
@@ -182,14 +216,17 @@ def text(s: Search, data_args: str = "") -> str:
         if b[other]["cost_per_mtoken"] is not None:
             lines.append(f"  ({other}: {sig(b[other]['tokens_per_user'])} token/s per user, "
                          f"{sig(b[other]['cost_per_mtoken'])} USD/Mtoken)")
+        why = _why(d, by)
+        if why:
+            lines.append(f"  {why}")
         if b.get("within_range"):
             lines.append(f"  within the pick's range (the expected numbers cannot tell them apart): "
                          + ", ".join(b["within_range"]))
         lines.append(f"  reproduce: {b['command']}")
     lines.append("")
     lines.append("frontier (no candidate is both cheaper and faster), fastest first:")
-    head = ("chip", "weights", "layout (chips)", "batch", "token/s/user", "USD/Mtoken", "step ms", "HBM")
-    body = [(r["hardware"], r["weight_format"], _layout(r), f"{r['batch']:,}",
+    head = ("chip", "weights", "layout (chips)", "deployment", "batch", "token/s/user", "USD/Mtoken", "step ms", "HBM")
+    body = [(r["hardware"], r["weight_format"], _layout(r), _deployment(r), f"{r['batch']:,}",
              sig(r[by]["tokens_per_user"]) + _range(r, by, "tokens_per_user"),
              sig(r[by]["cost_per_mtoken"]) + _range(r, by, "cost_per_mtoken"), sig(r[by]["step_time_ms"]),
              f"{r['hbm_fill']:.0%}")
@@ -223,7 +260,7 @@ def _thin(rows: list[dict], most: int = 24) -> list[dict]:
 
 def _aligned(rows: list[tuple]) -> list[str]:
     widths = [max(len(str(r[i])) for r in rows) for i in range(len(rows[0]))]
-    return ["  " + "  ".join(str(v).ljust(w) if j < 3 else str(v).rjust(w) for j, (v, w) in enumerate(zip(r, widths)))
+    return ["  " + "  ".join(str(v).ljust(w) if j < 4 else str(v).rjust(w) for j, (v, w) in enumerate(zip(r, widths)))
             for r in rows]
 
 
@@ -233,10 +270,12 @@ def as_csv(s: Search, data_args: str = "") -> str:
     d = as_json(s, data_args)
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
-    w.writerow(["hardware", "weight_format", *DEGREES, "batch [sequence]", "tokens_per_user [token/s/sequence]",
+    w.writerow(["hardware", "weight_format", *DEGREES, "deployment", "prefill_pool_ratio [1]", "batch [sequence]",
+                "tokens_per_user [token/s/sequence]",
                 "cost_per_mtoken [USD/Mtoken]", "step_time [ms]", "hbm_fill [1]", "ttft [s]", "judged_by", "command"])
     for r in d["frontier"]:
-        w.writerow([r["hardware"], r["weight_format"], *(r[k] for k in DEGREES), r["batch"],
+        w.writerow([r["hardware"], r["weight_format"], *(r[k] for k in DEGREES), r["deployment"],
+                    r.get("prefill_pool_ratio", 0.0), r["batch"],
                     r[by]["tokens_per_user"], r[by]["cost_per_mtoken"], r[by]["step_time_ms"], r["hbm_fill"],
                     r["ttft_s"], by, r["command"]])
     return buf.getvalue()

@@ -17,29 +17,49 @@ from ..evaluation.evaluate import Scenario
 BATCHES = np.unique(np.round(2.0 ** (np.arange(0, 16 * 8 + 1) / 8)))
 # What this search does not cover yet, said with every answer.
 LEFT_OUT = (
-    "copies larger than one scale-up domain (tensor or expert parallelism over the scale-out network) and "
-    "pipeline stages (pp = 1): their traffic crosses the scale-out network, which not every chip publishes",
-    "queueing: the time to first token is one prompt's prefill alone on the layout "
-    "(time_to_first_token_layout), as if no other prompt or step waited",
+    "tensor parallelism over the scale-out network and pipeline stages (pp = 1): a dense model's copy stays "
+    "within one scale-up domain",
+    "a prefill pool of its own layout: a disaggregated deployment prefills on copies laid out as its decoding ones",
+    "queueing: the time to first token is one prompt's prefill alone on the layout (and the KV cache's transfer "
+    "where disaggregated), as if no other prompt or step waited",
 )
+# The two ways to deploy a candidate (derivations/disaggregation.py): its reading of (speed, cost,
+# step, time to first token) under the bound, and under the expected numbers.
+DEPLOYMENTS = {
+    "colocated": {"bound": ("user_speed_colocated", "cost_per_token_colocated", "step_time_layout"),
+                  "expected": ("user_speed_colocated_expected", "cost_per_token_colocated_expected",
+                               "step_time_expected_layout"),
+                  "ttft": "prefill_time_one", "ratio": None},
+    "disaggregated": {"bound": ("user_speed_layout", "cost_per_token_disaggregated", "step_time_layout"),
+                      "expected": ("user_speed_expected_layout", "cost_per_token_disaggregated_expected",
+                                   "step_time_expected_layout"),
+                      "ttft": "time_to_first_token_disaggregated", "ratio": "prefill_pool_ratio_expected"},
+}
 # (quantity, unit shown) read for every candidate; the expected ones after the efficiencies are known
 BOUND = {"step_time_layout": "ms", "user_speed_layout": "token/s/sequence", "hbm_fill_layout": "",
-         "cost_per_token_layout": "USD/Mtoken", "compute_time": "s", "weight_fetch_time_min": "s",
-         "kv_fetch_time": "s"}
+         "user_speed_colocated": "token/s/sequence", "cost_per_token_colocated": "USD/Mtoken",
+         "cost_per_token_disaggregated": "USD/Mtoken", "prefill_pool_ratio": ""}
 EXPECTED = {"step_time_expected_layout": "ms", "user_speed_expected_layout": "token/s/sequence",
-            "cost_per_token_expected_layout": "USD/Mtoken"}
-TTFT = "time_to_first_token_layout"
+            "user_speed_colocated_expected": "token/s/sequence", "cost_per_token_colocated_expected": "USD/Mtoken",
+            "cost_per_token_disaggregated_expected": "USD/Mtoken", "prefill_pool_ratio_expected": ""}
+FIRST = {"prefill_time_one": "s", "time_to_first_token_disaggregated": "s"}   # at batch 1 for each layout
+# the columns a candidate is read by, whichever its deployment: (speed, cost, step) under each reading
+READING = {by: (f"speed_{by}", f"cost_{by}", f"step_{by}") for by in ("bound", "expected")}
+TTFT = "ttft"
+# the most chips a mixture of experts' copy is spread over (DeepSeek-V3's decode runs on 18 nodes of 8)
+MAX_COPY = 256
 
 
 @dataclass
 class Targets:
     """What the deployment must meet; ``by`` names which numbers judge it: "expected" (the bound
-    at the efficiency fitted to published measurements, chalkboard/calibration.py) or "bound"."""
+    at the engine model fitted to published measurements, chalkboard/calibration.py) or "bound"."""
     context: float | None             # tokens; None: the workload's default context
     min_tokens_per_user: float
     max_ttft: float | None = None      # seconds
-    prompt: float | None = None        # tokens of the prompt the TTFT is for (default: the context)
+    prompt: float | None = None        # tokens of a request's prompt (default: the context)
     by: str = "expected"
+    output: float | None = None        # tokens a request decodes; None: the workload's default
 
 
 @dataclass
@@ -60,27 +80,34 @@ def _divisors(n: int) -> list[int]:
 LAYOUT_RULES = (
     "tensor parallelism within one scale-up domain, over a number of chips that divides the query heads "
     "and is at most the KV heads (past them every rank holds a copy of the same KV head)",
-    "a mixture of experts expert-parallel over every chip of the copy (no chip without experts)",
+    "a mixture of experts expert-parallel over every chip of the copy (no chip without experts), within one "
+    f"scale-up domain or over whole domains joined by the scale-out network, up to {MAX_COPY} chips",
+    "each candidate deployed two ways: colocated (the decoding copies also prefill) and disaggregated (a "
+    "prefill pool of the same layout sends each prompt's KV cache to the decoding copies)",
     "weights searched in bf16, fp8 and fp4 where the chip publishes a dense rate for the format (--formats "
     "to restrict), the KV cache in fp8 with fp8 or fp4 weights, as TensorRT-LLM's fp8 builds run it",
 )
 
 
 def layouts(sc: Scenario) -> list[dict]:
-    """The layouts of one copy within the chip's scale-up domain (capped at a rack), by LAYOUT_RULES:
-    a dense model tensor-parallel over chips its query heads divide, no more than its KV heads; a
-    mixture of experts on n chips (each power of two up to the domain, and the domain) whose experts
-    n divides, expert-parallel over all n, its attention tensor-parallel by tp and data-parallel by n / tp."""
+    """The layouts of one copy by LAYOUT_RULES: a dense model tensor-parallel, within the chip's
+    scale-up domain (capped at a rack), over chips its query heads divide, no more than its KV
+    heads; a mixture of experts on n chips (each power of two up to the domain, the domain, and
+    whole domains up to MAX_COPY where the chip publishes a scale-out bandwidth) whose experts n
+    divides, expert-parallel over all n, its attention tensor-parallel by tp and data-parallel by n / tp."""
     domain, heads = int(sc.mag("chips")), int(sc.mag("n_heads"))
     kv_heads = int(sc.mag("kv_shards")) if sc.model.tags.get("attention") != "mla" else heads
     if sc.is_dense:
         return [{"tp": t, "dp_attention": 1, "ep": 1, "pp": 1, "chips": t}
                 for t in _divisors(heads) if t <= domain and t <= kv_heads]
     experts = int(sc.mag("experts"))
-    sizes = sorted({2 ** i for i in range(domain.bit_length()) if 2 ** i <= domain} | {domain})
+    sizes = {2 ** i for i in range(domain.bit_length()) if 2 ** i <= domain} | {domain}
+    if sc.hw.get("scaleout_bandwidth") is not None:   # whole domains joined by the scale-out network
+        sizes |= {domain * 2 ** j for j in range(MAX_COPY.bit_length()) if domain * 2 ** j <= MAX_COPY}
+    sizes = sorted(sizes)
     return [{"tp": t, "dp_attention": n // t, "ep": n, "pp": 1, "chips": n}
             for n in sizes if int(expert_chips(experts, n)) == n
-            for t in _divisors(heads) if n % t == 0 and t <= kv_heads]
+            for t in _divisors(heads) if n % t == 0 and t <= kv_heads and t <= domain]
 
 
 def formats_for(sc: Scenario, asked: list[str] | None) -> list[str]:
@@ -114,7 +141,7 @@ def plan(data, model: str, hardware: list[str], targets: Targets, formats: list[
     if targets.by == "expected" and evidence is None:
         raise InputError("--by expected needs the published measurements (measurements.yaml): "
                          "give --by bound to judge by the bound alone")
-    fitted = evidence() if evidence is not None else None   # chalkboard/calibration.py: e at each candidate
+    fitted = evidence() if evidence is not None else None   # chalkboard/calibration.py: the engine model
     res = Search(model, targets, efficiencies={"fit": fitted.text(), "range": list(fitted.band)} if fitted else {})
     if targets.context is None:   # the workload's default, as eval would take it
         targets.context = float(Scenario(data, hardware[0], model, dict(sets or {})).mag("context"))
@@ -122,6 +149,8 @@ def plan(data, model: str, hardware: list[str], targets: Targets, formats: list[
 
     def inputs(fmt):
         base = {**(sets or {}), "context": repr(float(targets.context)), "pass_tokens": repr(float(prompt))}
+        if targets.output is not None:
+            base["output_tokens"] = repr(float(targets.output))
         if not fmt:
             return base
         kv = {} if "kv_format" in (sets or {}) or fmt == "bf16" else {"kv_format": "fp8"}
@@ -129,6 +158,8 @@ def plan(data, model: str, hardware: list[str], targets: Targets, formats: list[
 
     for fmt in formats or [None]:   # the user's own inputs, checked once: a bad one is an error, not a chip's verdict
         Scenario(data, hardware[0], model, inputs(fmt))
+    if targets.output is None:
+        targets.output = float(Scenario(data, hardware[0], model, inputs(None)).mag("output_tokens"))
     cols: dict[str, list] = {}
     for hw in hardware:
         for fmt in formats_for(Scenario(data, hw, model, dict(sets or {})), formats):
@@ -142,29 +173,32 @@ def plan(data, model: str, hardware: list[str], targets: Targets, formats: list[
                 sc.evidence = evidence
             grid = {k: np.repeat([float(x[k]) for x in lays], len(BATCHES)) for k in lays[0]}
             grid["batch"] = np.tile(BATCHES, len(lays))
+            n = grid["batch"].size
             vals = _sweep(sc, BOUND, grid)
             if fitted is not None:
-                e = fitted.predict(vals["compute_time"], vals["weight_fetch_time_min"] + vals["kv_fetch_time"],
-                                   sc.is_dense) * np.ones(grid["batch"].size)
-                vals.update(_sweep(sc, EXPECTED, {**grid, "expected_mfu": e, "expected_mbu": e}))
-                for f, end in zip(fitted.band, ("_low", "_high")):   # the range: e at the ends of its error
-                    ef = np.minimum(1.0, e * f)
-                    vals.update({k + end: v for k, v in _sweep(sc, EXPECTED, {**grid, "expected_mfu": ef,
-                                                                              "expected_mbu": ef}).items()})
-            else:
-                e = np.full(grid["batch"].size, np.nan)
+                for fit_in, end in zip((fitted.inputs(), *fitted.ends()), ("", "_low", "_high")):
+                    at = {**grid, **{k: np.full(n, v) for k, v in fit_in.items()}}
+                    vals.update({k + end: v for k, v in _sweep(sc, EXPECTED, at).items()})
             one = {k: np.array([float(x[k]) for x in lays]) for k in lays[0]}
-            ttft = _sweep(sc, {TTFT: "s"}, {**one, "batch": np.ones(len(lays))})[TTFT]
-            vals[TTFT] = np.repeat(ttft, len(BATCHES))
-            vals["efficiency"] = e
-            n = grid["batch"].size
+            first = _sweep(sc, FIRST, {**one, "batch": np.ones(len(lays))})
+            vals.update({k: np.repeat(v, len(BATCHES)) for k, v in first.items()})
             meta = {"hardware": np.full(n, hw, dtype=object),
                     "weight_format": np.full(n, sc.format, dtype=object),
                     "kv_format": np.full(n, sc.kv_format, dtype=object),
                     "compute_format": np.full(n, sc.compute_format or "", dtype=object)}
-            for k, v in {**meta, **grid, **vals}.items():
-                cols.setdefault(k, []).append(v)
+            for way, reading in DEPLOYMENTS.items():   # every candidate once per deployment
+                row = {**meta, **grid, "deployment": np.full(n, way, dtype=object),
+                       "hbm_fill_layout": vals["hbm_fill_layout"], TTFT: vals[reading["ttft"]],
+                       "pool_ratio": (vals.get(reading["ratio"], np.full(n, np.nan)) if reading["ratio"]
+                                      else np.zeros(n))}
+                for by in ("bound", "expected"):
+                    for col, q in zip(READING[by], reading[by]):
+                        for end in ("", "_low", "_high") if by == "expected" else ("",):
+                            row[col + end] = vals.get(q + end, np.full(n, np.nan))
+                row["efficiency"] = row["speed_expected"] / row["speed_bound"]   # the share of the bound's speed
+                for k, v in row.items():
+                    cols.setdefault(k, []).append(v)
             res.chips.setdefault(hw, "")
-            res.searched += n
+            res.searched += 2 * n
     res.columns = {k: np.concatenate(v) for k, v in cols.items()}
     return res

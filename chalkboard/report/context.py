@@ -177,8 +177,7 @@ def default_text(q) -> str | None:
     if d.startswith("=rule:"):
         return REGISTRY.rules[d[6:]][2]
     if d == EVIDENCE:
-        return ("the efficiency fitted to the published measurements at the set-up's place on the roofline "
-                "(measurements.yaml; `validate`)")
+        return "the engine model fitted to the published measurements (measurements.yaml; `validate`)"
     if d.startswith("="):
         whose = {"hardware": "chip", "model": "model"}.get(REGISTRY[d[1:]].origin, REGISTRY[d[1:]].origin)
         return f"the {whose}'s {d[1:]}"

@@ -82,8 +82,8 @@ def layout_breakdown(data, hw, model, overrides=None) -> str:
 
 def plan_frontier(data, hw, model, overrides=None) -> str:
     """Cost per million tokens against tokens per second per user: for each chip with a rental
-    price, the frontier over its layouts, batches and the model's weight format (`plan`'s search,
-    judged at the bound: full efficiency); the featured chip drawn heavier."""
+    price, the frontier over its layouts, batches, weight formats and deployments (`plan`'s search,
+    judged at the bound: full efficiency, the prompts' prefill included); the featured chip drawn heavier."""
     from ..planner import Targets, answer, plan
 
     overrides = dict(overrides or {})
@@ -99,8 +99,8 @@ def plan_frontier(data, hw, model, overrides=None) -> str:
         idx = answer.frontier(found, fits & (found.columns["hardware"] == chip))
         if not idx:
             continue
-        speed = found.columns["user_speed_layout"][idx]
-        cost = found.columns["cost_per_token_layout"][idx]
+        speed = found.columns["speed_bound"][idx]
+        cost = found.columns["cost_bound"][idx]
         heavy = chip == hw
         color, dashed = styles[chip]
         ax.plot(speed, cost, color="#111" if heavy else color, lw=2.2 if heavy else 1.3,

@@ -74,10 +74,10 @@ def test_expected_numbers_use_only_the_efficiencies_given(data):
     sc = Scenario(data, "h100-sxm", "llama-3-70b", {"batch": "64", "context": "4096"})
     with pytest.raises(NotGiven) as e:
         sc.mag("step_time_expected")
-    assert e.value.name in ("expected_mfu", "expected_mbu") and "--set" in str(e.value)
+    assert e.value.name in ("expected_mfu", "expected_mbu", "expected_sync_time") and "--set" in str(e.value)
     sc = Scenario(data, "h100-sxm", "llama-3-70b", {"batch": "64", "context": "4096", "expected_mfu": "0.5",
-                                                   "expected_mbu": "0.8"})
-    expected = max(sc.mag("compute_time", "s") / 0.5, sc.mag("memory_time", "s") / 0.8)
+                                                   "expected_mbu": "0.8", "expected_sync_time": "0.1 ms"})
+    expected = sc.mag("compute_time", "s") / 0.5 + sc.mag("memory_time", "s") / 0.8 + 80 * 1e-4
     assert sc.mag("step_time_expected", "s") == pytest.approx(expected, rel=1e-12)
     assert sc.mag("step_time_expected", "s") > sc.mag("step_time", "s")
 
@@ -89,35 +89,26 @@ def test_a_measured_quantity_without_its_measurement_is_one_line(cli):
     assert len(lines) == 1 and "measured_throughput" in lines[0] and "--set" in lines[0]
 
 
-def test_expected_efficiencies_default_to_the_fit_to_the_published_measurements(data):
-    """Not given, expected_mfu and expected_mbu are the efficiency fitted to the published runs
-    (chalkboard/calibration.py) at the set-up's place on the roofline: x = log10(compute / memory)
-    of its strict bound, worked out here from the fit's terms; the record names the fit."""
-    import math
-
+def test_expected_inputs_default_to_the_engine_model_fitted_to_the_published_measurements(data):
+    """Not given, expected_mfu, expected_mbu and expected_sync_time are the engine model fitted to the
+    published runs (chalkboard/calibration.py); the expected step under the layout is, by hand, the
+    layout's compute at the first, its reads at the second, its collectives, and every layer's fixed time."""
     from conftest import ROOT
     from chalkboard import validation as val
 
     sc = Scenario(data, "h100-sxm", "llama-3-70b", {"batch": "64", "context": "4096"})
     sc.evidence = val.evidence(ROOT, data)
     model = sc.evidence()
-    # 64 sequences of 4,096 tokens of Llama 3 70B on 8 H100: reading weights and KV takes longer than computing
-    compute = sc.mag("compute_time")
-    memory = sc.mag("weight_fetch_time_min") + sc.mag("kv_fetch_time")
-    assert compute < memory
-    x = math.log10(compute / memory)
-    t0, t1, t2, t3 = model.theta
-    by_hand = math.exp(t0 + t1 * min(x, 0) + t2 * max(x, 0))      # dense: no MoE term
-    assert sc.mag("expected_mbu") == pytest.approx(min(1.0, by_hand), rel=1e-12)
-    assert sc.mag("expected_mfu") == sc.mag("expected_mbu")
+    mfu, mbu, sync, _ = model.params
+    assert (sc.mag("expected_mfu"), sc.mag("expected_mbu"), sc.mag("expected_sync_time", "s")) == pytest.approx(
+        (mfu, mbu, sync), rel=1e-12)
     assert f"fitted to {model.n} published runs" in sc.records["expected_mbu"].source
-    # a mixture of experts sits lower by the fit's MoE factor at the same place on the roofline
-    ds = Scenario(data, "h200", "deepseek-v3", {"batch": "64", "context": "4096"})
-    ds.evidence = sc.evidence
-    c, m = ds.mag("compute_time"), ds.mag("weight_fetch_time_min") + ds.mag("kv_fetch_time")
-    xd = math.log10(c / m)
-    assert ds.mag("expected_mbu") == pytest.approx(
-        min(1.0, math.exp(t0 + t1 * min(xd, 0) + t2 * max(xd, 0) + t3)), rel=1e-12)
+    by_hand = (sc.mag("compute_time_layout", "s") / mfu
+               + (sc.mag("weight_fetch_time_layout", "s") + sc.mag("kv_fetch_time_layout", "s")) / mbu
+               + sc.mag("tp_comm_time", "s") + 80 * sync)          # Llama 3 70B: 80 layers (Table 3)
+    assert sc.mag("step_time_expected_layout", "s") == pytest.approx(by_hand, rel=1e-9)
+    # never faster than the layout's own step as it runs
+    assert sc.mag("step_time_expected_layout", "s") >= sc.mag("step_time_layout", "s")
 
 
 def test_eval_prints_the_evidence_behind_an_expected_number(cli):
@@ -125,10 +116,12 @@ def test_eval_prints_the_evidence_behind_an_expected_number(cli):
             "--set", "batch=64", "--set", "context=4096")
     assert r.returncode == 0, r.stderr
     line = next(ln for ln in r.stdout.splitlines() if ln.strip().startswith("expected_mbu"))
-    assert "the efficiency fitted to" in line and "10th–90th percentile" in line
-    # beside it the bound (the layout's step as it runs) and the expected step, and one line that
-    # says what was assumed and from which measurements
+    assert "the engine model fitted to" in line and "10th–90th percentile" in line
+    # its terms (the layout's compute, reads and collectives, and every layer's fixed time), and one
+    # line that says what was assumed and from which measurements
     text = r.stdout
-    assert "breakdown  : step_time_layout " in text and "step_time_expected " in text
+    breakdown = next(ln for ln in text.splitlines() if ln.strip().startswith("breakdown"))
+    for term in ("compute_time_layout", "weight_fetch_time_layout", "tp_comm_time", "sync_time_expected"):
+        assert term in breakdown
     assumed = next(ln for ln in text.splitlines() if ln.strip().startswith("assumed"))
     assert "expected_mfu = " in assumed and "published runs" in assumed

@@ -58,3 +58,18 @@ def test_an_moe_prefill_reads_the_experts_all_its_tokens_touch(data):
     assert sc.mag("prefill_weight_fetch_time", "s") == pytest.approx(reads, rel=1e-9)
     assert sc.mag("time_to_first_token", "ms") == pytest.approx(17.5, abs=0.1)
     assert sc.mag("pass_time", "ms") < 5     # the pass as the lecture reads it: one token's experts
+
+
+def test_a_prefix_cache_hit_leaves_only_the_rest_of_the_prompt_to_compute(data):
+    # 32k tokens, the first 3/4 cached: 8k tokens through the weights, and those 8k attend to every
+    # token before them: (n² − (3n/4)²)/2 pairs
+    n, h = 32768, 0.75
+    att = 0.5 * (n * n - (h * n) ** 2) * attn_flops_per_pair(80, 64, 128)
+    sc = _sc(data, "h100-sxm", "llama-3-70b", pass_tokens=n, batch=8, weight_format="bf16", prefix_cache_share=h)
+    assert sc.mag("prefill_attention_flops", "FLOP/sequence") == pytest.approx(att, rel=1e-12)
+    expected = 8 * (2 * (1 - h) * n * 70e9 + att) / (8 * 989.5e12)
+    assert sc.mag("prefill_time", "s") == pytest.approx(expected, rel=1e-9)
+    # a share of 1 would leave nothing to prefill: refused in one line
+    from chalkboard.errors import InputError
+    with pytest.raises(InputError, match="prefix_cache_share"):
+        _sc(data, "h100-sxm", "llama-3-70b", prefix_cache_share=1)

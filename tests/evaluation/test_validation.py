@@ -32,14 +32,14 @@ def test_no_measurement_is_faster_than_the_strict_bound(results):
 
 
 def test_coverage_of_chips_models_and_regimes(data, results):
-    from chalkboard.validation import REGIMES
+    from chalkboard.validation import PREFILL, REGIMES
     assert len(results) >= 25
     families = {data.hardware[r.record.hardware].tags["family"] for r in results}
     assert len(families) >= 5, families
     models = {r.record.model for r in results}
     assert len(models) >= 4
     assert {r.kind for r in results} == {"dense", "MoE"}
-    assert {r.regime for r in results} == set(REGIMES)
+    assert {r.regime for r in results} == {*REGIMES, PREFILL}
     assert {r.chips_group for r in results} == {"single chip", "many chips"}
 
 
@@ -164,10 +164,11 @@ def test_missing_field(data, tmp_path, field):
     ("weight_format", "fp6", "not one of"),
     ("source", "nowhere", "unknown source"),
     ("measured", {"throughput_system": "12 GB/s"}, "wrong dimension"),
-    ("measured", {"ttft": "1 s"}, "no decode speed"),
+    ("measured", {}, "missing: give at least one of"),
     ("measured", {"speed": "1 token/s"}, "unknown figure"),
     ("tokens_per_step", "0.5 token/sequence", "at least 1"),
     ("colour", "red", "unknown field"),
+    ("prefix_cache_share", "1.2", "below 1"),
     ("set", {"params_total": "70e9 parameter"}, "set_source"),
     ("set", {"batch": "8 sequence"}, "record's own fields"),
 ])
@@ -222,9 +223,33 @@ def test_cli_validate_bad_record_is_one_line(tmp_path):
 
 def test_report_section(data, results):
     from chalkboard.report.figures_validation import figure_svg, points
-    from chalkboard.validation import for_report
-    rep = for_report(results)
+    from chalkboard.validation import efficiency_model, for_report
+    rep = for_report(results, efficiency_model(results, data))
     assert rep["count"] == len(results) and rep["violations"] == []
     assert len(rep["rows"]) == len(results)
     svg = figure_svg(points(results))
     assert svg.lstrip().startswith("<?xml") and "<svg" in svg
+
+
+def test_a_prefill_rate_is_judged_with_its_cached_share(results):
+    # DeepSeek's online service (open-infra-index, day 6): 73.7k input tokens/s a node of 8 H800 in
+    # prefilling, cache hits included, 342B of 608B input tokens cached. Worked by hand: a computed token
+    # costs 2 x 37e9 FLOP (DeepSeek-V3 report, 37B activated) at the H100 SXM's 1,979 dense fp8 TFLOP/s,
+    # and only 1 − 342/608 of the counted tokens are computed.
+    r = next(r for r in results if r.record.id == "deepseek-day6-prefill-h800")
+    by_hand = 1979e12 / (2 * 37e9 * (1 - 342 / 608))
+    assert r.bound_chip_rate == pytest.approx(by_hand, rel=1e-3)
+    assert r.efficiency == pytest.approx(73.7e3 / 8 / by_hand, rel=1e-3) and r.efficiency <= 1
+    # without its cached share the same rate would be judged 0.44 of what it is
+    from chalkboard.validation import PREFILL, fitted_runs
+    assert r.regime == PREFILL and r not in fitted_runs(results)
+
+
+def test_prefill_figures_beside_a_decode_speed_are_judged_too(data, records):
+    from chalkboard.validation import evaluate_record
+    rec = copy.copy(records[0])
+    from units import parse
+    rec.measured = {**rec.measured, "ttft": parse("1 ns").to("s")}       # faster than any prefill
+    r = evaluate_record(data, rec)
+    assert "ttft" in r.efficiencies and r.violates
+

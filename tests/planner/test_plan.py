@@ -51,14 +51,39 @@ def test_the_cheapest_meets_the_targets_and_fits(llama_plan):
 
 def test_rows_are_reproduced_by_their_eval_command(llama_plan):
     rows = [llama_plan["best"], *llama_plan["frontier"][::max(1, len(llama_plan["frontier"]) // 4)]]
+    speed_of = {"colocated": "user_speed_colocated_expected", "disaggregated": "user_speed_expected"}
     for r in rows:
         d = _eval(r["command"])
-        assert d["quantity"] == "cost_per_token_expected_layout" and d["unit"] == "USD/Mtoken"
+        assert d["quantity"] == f"cost_per_token_{r['deployment']}_expected" and d["unit"] == "USD/Mtoken"
         assert d["value"] == pytest.approx(r["expected"]["cost_per_mtoken"], rel=1e-9)
         assert d["feasible"] is True
         assert d["layout"] == {k: r[k] for k in ("tp", "dp_attention", "ep", "pp", "chips")}
-        speed = _eval(r["command"].replace(" cost_per_token_expected ", " user_speed_expected "))
+        speed = _eval(r["command"].replace(f" {d['quantity']} ", f" {speed_of[r['deployment']]} "))
         assert speed["value"] == pytest.approx(r["expected"]["tokens_per_user"], rel=1e-9)
+
+
+def test_deepseek_is_planned_over_several_nodes_and_both_deployments():
+    # Issue check: plan --model deepseek-v3 considers multi-node expert-parallel and disaggregated
+    # deployments, and says which wins and why
+    status, out, err = _main("plan", "--model", "deepseek-v3", "--context", "4096", "--min-tokens-per-user", "20",
+                             "--hardware", "h100-sxm,h200", "--json")
+    assert status == 0, err
+    d = json.loads(out)
+    rows = [r for c in d["chips"].values() for r in c.get("frontier", [])]
+    # H100's scale-up domain is 8 GPUs (640 GB): the fp8 weights alone (671 GB) need two nodes and more
+    h100 = [r for r in rows if r["hardware"] == "h100-sxm"]
+    assert h100 and min(r["chips"] for r in h100) >= 16 and all(r["ep"] == r["chips"] for r in h100)
+    assert {r["deployment"] for r in rows} == {"colocated", "disaggregated"}
+    assert d["best"] is not None and d["best_other"] is not None
+    assert d["best"]["deployment"] != d["best_other"]["deployment"]
+    assert d["best"]["expected"]["cost_per_mtoken"] <= d["best_other"]["expected"]["cost_per_mtoken"]
+    # a disaggregated row states its pools
+    assert all(r["prefill_pool_ratio"] > 0 for r in rows if r["deployment"] == "disaggregated")
+    status, out, _ = _main("plan", "--model", "deepseek-v3", "--context", "4096", "--min-tokens-per-user", "20",
+                           "--hardware", "h100-sxm,h200")
+    assert " wins, " in out and "x cheaper than the best " in out
+    # tensor parallelism never leaves a node, even when the experts span several
+    assert all(r["tp"] <= 8 for r in rows)
 
 
 def test_the_frontier_is_a_frontier(llama_plan):
@@ -89,7 +114,8 @@ def test_chips_lose_for_the_reason_the_data_gives():
 
 def test_text_and_csv(llama_plan):
     status, out, _ = _main("plan", "--model", "llama-3-70b", "--context", "4096", "--min-tokens-per-user", "30")
-    assert status == 0 and out.startswith("plan: llama-3-70b, context 4,096 tokens, at least 30 token/s per user")
+    assert status == 0 and out.startswith("plan: llama-3-70b, context 4,096 tokens, answers of 1,024 tokens, "
+                                          "at least 30 token/s per user")
     assert "cheapest: " + llama_plan["best"]["hardware"] in out and "reproduce: python3 build.py eval" in out
     assert "left out:" in out
     status, out, _ = _main("plan", "--model", "llama-3-70b", "--context", "4096", "--min-tokens-per-user", "30",

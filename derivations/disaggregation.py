@@ -1,0 +1,91 @@
+"""Where the prompts are read: on the decoding copies, or on a pool of their own.
+
+A request is a prompt of pass_tokens read once (the prefill), then output_tokens decoded one step
+at a time. Two ways to deploy that are in use:
+
+* colocated: the copies that decode also prefill. Every prompt a copy admits stops its decode
+  steps for that prompt's prefill (chunked or not, the compute is the same), so with B sequences
+  turning over once per request a copy spends output/δ decode steps and B prefills per request:
+  D = (output/δ)·t_step + B·t_prefill. Each sequence gets output/D tokens per second, and every
+  prefill in the batch makes every sequence wait.
+* disaggregated (Zhong et al. 2024, "DistServe", OSDI; Patel et al. 2024, "Splitwise", ISCA;
+  DeepSeek-V3's deployment, report sec. 3.4): a prefill pool reads the prompts and sends each
+  prompt's KV cache over the network to a decode pool, whose steps are never stopped. Each sequence
+  gets δ/t_step; the pools are sized so that prompts arrive as fast as sequences finish, which
+  costs the same chip-time per request as colocating. What it buys is speed per user at a batch,
+  so at a speed target the decode batch can be larger and a token cheaper; what it costs is the
+  KV transfer before the first token.
+
+Both prefill on the same layout as decode here (a prefill pool of its own layout is left out).
+"""
+from .inputs import R, B, W_out, delta, b_kv, price
+from .latency_cost import B_1
+from .layout import S_layout, t_step as t_step_layout
+from .measured import t_exp_l
+from .prices import n_pass
+
+R.section(
+    "disaggregation", "Should prompts be read on the decoding chips, or on a pool of their own?",
+    seeds=(),
+    chapter="prices",
+    question="Requests of pass_tokens prompt tokens and output_tokens answer tokens, decoded at a batch of "
+             "B under the layout: what speed does each sequence get, and what does a token cost, when the "
+             "same copies prefill (colocated) and when a prefill pool sends the KV cache to the decoding "
+             "copies (disaggregated)?",
+    takeaway="Colocated, each of {batch} sequences waits for every other's prefill ({prefill_time_one} each) "
+             "and gets {user_speed_colocated}, at {cost_per_token_colocated}; disaggregated, it gets "
+             "{user_speed_layout} at {cost_per_token_disaggregated}, with {prefill_pool_ratio} prefill chips "
+             "per decoding chip and the first token {kv_transfer_time} later for the KV cache's transfer.",
+    featured=("prefill_time_one", "request_time_colocated", "user_speed_colocated", "cost_per_token_colocated",
+              "prefill_pool_ratio", "cost_per_token_disaggregated", "kv_transfer_time",
+              "time_to_first_token_disaggregated"),
+)
+
+n_out = R.workload("output_tokens", "token/sequence", "tokens a request decodes (its answer)", "n", "out",
+                   default="1024 token/sequence")
+
+t_pre1 = R.derived("prefill_time_one", R.at("prefill_time_layout", {B: B_1}), "s",
+                   "prefill of one prompt under the layout: what admitting one request costs a copy", "t", "pre,1",
+                   how="prefill_time_layout at batch = 1 sequence")
+steps = n_out / delta            # decode steps a request takes
+t_req = R.derived("request_time_colocated", steps * t_step_layout + B / B_1 * t_pre1, "s",
+                  "time a colocated copy takes per turnover of its batch: every sequence's decode steps, and "
+                  "the prefill of each of the B prompts that replace them", "D", "coloc")
+R.derived("user_speed_colocated", n_out / t_req, "token/s/sequence",
+          "tokens per second each sequence gets on a colocated copy: its answer over the decode steps and "
+          "the prefills it waits for", "v", "coloc")
+thr_co = R.derived("throughput_colocated", B * n_out / t_req, "token/s",
+                   "answer tokens per second of one colocated copy", "Θ", "coloc")
+R.derived("cost_per_token_colocated", price * S_layout / thr_co, "USD/Mtoken",
+          "rental cost of an answer token on colocated copies, their prefills included", "c", "coloc")
+
+ratio = R.derived("prefill_pool_ratio", B / B_1 * t_pre1 / (steps * t_step_layout), "",
+                  "prefill chips per decoding chip: a decoding copy finishes B requests in output_tokens/δ steps, "
+                  "each needing one prefill of prefill_time_one on a copy of the same layout", "r", "P/D")
+R.derived("cost_per_token_disaggregated", price * S_layout * (1 + ratio) * t_step_layout / (B * delta),
+          "USD/Mtoken", "rental cost of an answer token with a prefill pool beside the decoding copies",
+          "c", "disagg")
+t_kv = R.derived("kv_transfer_time", n_pass * B_1 * b_kv / (S_layout * W_out), "s",
+                 "time to send one prompt's KV cache from the prefill pool to a decoding copy, every chip over "
+                 "its own scale-out link", "t", "KV,xfer")
+R.derived("time_to_first_token_disaggregated", t_pre1 + t_kv, "s",
+          "time to the first token with a prefill pool: the prefill, then the KV cache's transfer (queueing "
+          "apart)", "t", "TTFT,disagg")
+
+# -- expected: the engine model of derivations/measured.py, the prefill at its fitted share -----
+u_pre = R.workload("expected_prefill_efficiency", "", "share of its bound a prefill is expected to reach (stated "
+                   "with --set, else fitted to the published measurements)", "u", "pre", default="=evidence")
+t_pre1_e = R.derived("prefill_time_one_expected", t_pre1 / u_pre, "s",
+                     "expected prefill of one prompt under the layout", "t", "pre,1,exp")
+t_req_e = R.derived("request_time_colocated_expected", steps * t_exp_l + B / B_1 * t_pre1_e, "s",
+                    "expected time a colocated copy takes per turnover of its batch", "D", "coloc,exp")
+R.derived("user_speed_colocated_expected", n_out / t_req_e, "token/s/sequence",
+          "expected tokens per second each sequence gets on a colocated copy", "v", "coloc,exp")
+thr_co_e = R.derived("throughput_colocated_expected", B * n_out / t_req_e, "token/s",
+                     "expected answer tokens per second of one colocated copy", "Θ", "coloc,exp")
+R.derived("cost_per_token_colocated_expected", price * S_layout / thr_co_e, "USD/Mtoken",
+          "expected rental cost of an answer token on colocated copies", "c", "coloc,exp")
+ratio_e = R.derived("prefill_pool_ratio_expected", B / B_1 * t_pre1_e / (steps * t_exp_l), "",
+                    "expected prefill chips per decoding chip", "r", "P/D,exp")
+R.derived("cost_per_token_disaggregated_expected", price * S_layout * (1 + ratio_e) * t_exp_l / (B * delta),
+          "USD/Mtoken", "expected rental cost of an answer token with a prefill pool", "c", "disagg,exp")
