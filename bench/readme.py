@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""The README's shown output, checked against the program and written again from it.
+"""The README's shown output, and that of the guide in docs/, checked against the program and
+written again from it.
 
-Every fenced block of README.md whose first line is `$ python3 build.py ...` shows a command and
+Every fenced block of README.md or docs/*.md (PAGES) whose first line is `$ python3 build.py ...` shows a command and
 what it prints (stdout and stderr together). Each line shown must be a line the command prints,
 in order (a block may leave printed lines out; a line that is only "..." says so), and "..." in
 a line stands for any text (a line ending in "..." shows the start of one). Runs of spaces count
@@ -11,8 +12,8 @@ preceded by `<!-- readme: not run -->` is an illustration (a file the project do
     python3 bench/readme.py            check: name each shown line the program no longer prints
     python3 bench/readme.py --write    write each such line again from what the program prints
 
-The set-up block's build log is written again by `--write` from a forced build in a copy of the
-project, and the speed table by `python3 bench/speed.py --readme`. tests/test_readme.py runs the
+The README's set-up block's build log is written again by `--write` from a forced build in a copy
+of the project, and the speed table (docs/speed.md) by `python3 bench/speed.py --readme`. tests/test_readme.py runs the
 check.
 """
 from __future__ import annotations
@@ -30,6 +31,13 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
+
+
+def pages() -> list[Path]:
+    """The README and every page of the guide it points to."""
+    return [README, *sorted((ROOT / "docs").glob("*.md"))]
+
+
 NOT_RUN = "<!-- readme: not run -->"
 SKIP = "..."
 STAGE = re.compile(r"^(\s+\S+\s+)\d+\.\d+ s$")            # "  derive       0.02 s"
@@ -98,8 +106,8 @@ def match(shown: list[str], printed: list[str]) -> list[tuple[int, int | None]]:
     return out
 
 
-def check(lines: list[str]) -> list[str]:
-    """One message per shown line the program does not print where the README shows it."""
+def check(lines: list[str], name: str = "README.md") -> list[str]:
+    """One message per shown line the program does not print where the page ``name`` shows it."""
     problems = []
     for b in blocks(lines):
         for words, shown, where in b.commands:
@@ -107,7 +115,7 @@ def check(lines: list[str]) -> list[str]:
             for k, hit in match(shown, printed):
                 if hit is None:
                     close = difflib.get_close_matches(shown[k], printed, n=1, cutoff=0.3)
-                    problems.append(f"README.md:{where[k] + 1}: `{' '.join(words)}` no longer prints\n"
+                    problems.append(f"{name}:{where[k] + 1}: `{' '.join(words)}` no longer prints\n"
                                     f"    {shown[k]}\n  it prints\n    {close[0] if close else '(nothing like it)'}")
     return problems
 
@@ -143,7 +151,9 @@ def write(lines: list[str]) -> int:
 def write_build_log(lines: list[str]) -> bool:
     """The set-up block's build log, from a forced build in a copy of the project (with SymPy's
     work kept, as a second build has it)."""
-    start = next(i for i, ln in enumerate(lines) if ln == "chalkboard build")
+    start = next((i for i, ln in enumerate(lines) if ln == "chalkboard build"), None)
+    if start is None:   # a page without the build log
+        return False
     end = next(i for i in range(start, len(lines)) if lines[i].startswith("wrote "))
     with tempfile.TemporaryDirectory() as tmp:
         proj = Path(tmp) / "proj"
@@ -164,19 +174,23 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--write", action="store_true", help="write the shown lines again from the program")
     args = ap.parse_args()
-    lines = README.read_text(encoding="utf-8").splitlines()
-    if args.write:
-        n = write(lines)
-        logged = write_build_log(lines)
-        README.write_text("\n".join(lines) + "\n", encoding="utf-8")
-        print(f"README.md: {n} shown lines written again" + ("; the build log too" if logged else ""))
-        return 0
-    problems = check(lines)
-    for p in problems:
-        print(p)
-    print(f"README.md: {len(problems)} shown lines differ from the program" if problems else
-          "README.md: every shown line is what the program prints")
-    return 1 if problems else 0
+    failed = False
+    for page in pages():
+        name = str(page.relative_to(ROOT))
+        lines = page.read_text(encoding="utf-8").splitlines()
+        if args.write:
+            n = write(lines)
+            logged = write_build_log(lines)
+            page.write_text("\n".join(lines) + "\n", encoding="utf-8")
+            print(f"{name}: {n} shown lines written again" + ("; the build log too" if logged else ""))
+            continue
+        problems = check(lines, name)
+        for p in problems:
+            print(p)
+        print(f"{name}: {len(problems)} shown lines differ from the program" if problems else
+              f"{name}: every shown line is what the program prints")
+        failed = failed or bool(problems)
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

@@ -36,7 +36,7 @@ the same work can go below.
 
     python bench/speed.py [--repeat 5] [--skip-scaling] [--readme]
 
---readme writes the table into README.md's Speed section (between its speed-table markers).
+--readme writes the table into docs/speed.md (between its speed-table markers).
 """
 from __future__ import annotations
 
@@ -128,12 +128,12 @@ def row(name, t, floor=None, mem=None, cpu=None, bound=True):
 
 
 def write_readme() -> None:
-    """The table just printed, into README.md between its speed-table markers."""
-    readme = ROOT / "README.md"
+    """The table just printed, into docs/speed.md between its speed-table markers."""
+    readme = ROOT / "docs" / "speed.md"
     text = readme.read_text(encoding="utf-8")
     start, end = "<!-- speed-table: written by python3 bench/speed.py --readme -->", "<!-- end speed-table -->"
     if start not in text or end not in text:
-        raise SystemExit("README.md has no speed-table markers")
+        raise SystemExit("docs/speed.md has no speed-table markers")
     head, rest = text.split(start, 1)
     _, tail = rest.split(end, 1)
     readme.write_text(head + start + "\n```\n" + "\n".join(SHOWN) + "\n```\n" + end + tail, encoding="utf-8")
@@ -316,7 +316,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--skip-scaling", action="store_true")
-    ap.add_argument("--readme", action="store_true", help="write the table into README.md's Speed section")
+    ap.add_argument("--readme", action="store_true", help="write the table into docs/speed.md")
     ap.add_argument("--sweep-only", action="store_true", help=argparse.SUPPRESS)  # the sweep row's process
     ap.add_argument("--plan-only", action="store_true", help=argparse.SUPPRESS)   # the plan rate's process
     ap.add_argument("--watch-only", action="store_true", help="only the edit loop's rows")

@@ -22,8 +22,8 @@ import io
 from pathlib import Path
 
 from .featured import FEATURED_HARDWARE, FEATURED_MODEL
+from .home import ROOT   # the project folder: the repository, or the data bundled in the package
 
-ROOT = Path(__file__).resolve().parents[1]
 _LOADED: dict = {}
 
 

@@ -37,6 +37,7 @@ from pathlib import Path
 
 from .. import seeds
 from ..data import Data
+from ..home import ROOT
 
 from .rules import AGREES, DEFINITION, DEPENDS, FAILS, HOLDS, INCONCLUSIVE, KINDS, ND, RECOMPUTED, ROUGHLY, VERDICTS, judge, judge_rule, miss_text, rule_of_thumb
 from .scope import Chips, _load_chips
@@ -64,7 +65,7 @@ def read_claims(data: Data, path: Path, label: str, doc=None) -> Claims:
     a bad claim fails here, before anything is evaluated."""
     root = path.resolve().parent
     if not seed_dir(root).is_dir():  # a claims file kept elsewhere cites the project's own seeds
-        root = Path(__file__).resolve().parents[2]
+        root = ROOT
     places = seeds.places(seed_dir(root)) if seed_dir(root).is_dir() else None
     if places is not None:  # the later chapters, cited by id: 'chapters-3-7.md#T-02'
         places = {**places, **seeds.chapter_places(seed_dir(root).parent)}

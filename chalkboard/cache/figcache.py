@@ -25,6 +25,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from ..home import cache
 from . import sealed
 
 FOLDER = Path(".cache") / "figures"
@@ -145,7 +146,7 @@ class FigureCache:
         """``code``: the program's digest (code_digest), taken before the program's modules were
         imported; ``recheck``: take it again when saving, and keep nothing if it changed (a file
         edited or a library installed during the build: what was drawn is not what is hashed)."""
-        self.root, self.folder, self.recheck = root, root / FOLDER, recheck
+        self.root, self.folder, self.recheck = root, cache(root) / FOLDER.name, recheck
         self.code = code if code is not None else code_digest(root)
         self._digests: dict = {}
         self._new: dict = {}

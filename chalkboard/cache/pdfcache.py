@@ -21,6 +21,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from ..home import cache
 from . import sealed
 
 FOLDER = Path(".cache") / "pdf"
@@ -70,7 +71,7 @@ def key(typ_src: str, figures: dict[str, str], timestamp: int) -> str:
 
 def get(root: Path, k: str) -> tuple[str, bytes] | None:
     """The fitted source and the PDF kept under ``k``, or None."""
-    p = root / FOLDER / f"{k}.pickle"
+    p = cache(root) / FOLDER.name / f"{k}.pickle"
     try:
         fitted, pdf = sealed.read(p)   # checked against its digest: an altered PDF is compiled again
         if not (isinstance(fitted, str) and isinstance(pdf, bytes) and pdf.startswith(b"%PDF")):
@@ -83,7 +84,7 @@ def get(root: Path, k: str) -> tuple[str, bytes] | None:
 
 def put(root: Path, k: str, fitted: str, pdf: bytes) -> None:
     """Keep ``fitted`` and ``pdf`` under ``k`` (written whole, then renamed); best effort."""
-    folder = root / FOLDER
+    folder = cache(root) / FOLDER.name
     try:
         folder.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=".pdf-", dir=folder)

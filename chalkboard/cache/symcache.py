@@ -30,6 +30,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from ..home import cache, program
+
 FOLDER = ".cache"
 SHIPPED = Path("derivations") / "solved.pickle"   # {"key": ..., "results": {...}}: see the docstring
 # besides the derivations, the modules whose SymPy work is kept too: the audit's parses (and the
@@ -44,6 +46,7 @@ ALSO_KEYED = ("audit", "exprtext.py", "evaluation/check.py", "evaluation/walk.py
 
 def _key(root: Path) -> str:
     h = hashlib.sha256()
+    root = program(root)   # installed: the packages beside the bundled data
     also = [q for f in ALSO_KEYED for q in ((sorted((root / "chalkboard" / f).glob("*.py")))
                                          if (root / "chalkboard" / f).is_dir() else [root / "chalkboard" / f])]
     for p in [*sorted((root / "derivations").glob("*.py")), *also,
@@ -62,7 +65,7 @@ _SHIPPED_USED: set = set()   # the roots whose run began from the shipped result
 
 
 def path(root: Path) -> Path:
-    return root / FOLDER / f"sympy-{_key(root)}.pickle"
+    return cache(root) / f"sympy-{_key(root)}.pickle"
 
 
 def load(root: Path) -> int:
@@ -75,7 +78,7 @@ def load(root: Path) -> int:
 
     saved = _read(target, evaluate, sealed=True)
     if saved is None:   # nothing kept here yet: the results shipped with the project, if made from these sources
-        shipped = _read(root / SHIPPED, evaluate)
+        shipped = _read(program(root) / SHIPPED, evaluate)
         if isinstance(shipped, dict) and shipped.get("key") == target.name:
             saved = shipped.get("results")
             _SHIPPED_USED.add(root)   # kept in .cache/ at the end of the run, like any result
@@ -109,7 +112,7 @@ def save(root: Path) -> None:
     if _LOADED.get(root, target) != target:
         return   # a source changed during the run: what it computed is not what the new name says
     try:
-        target.parent.mkdir(exist_ok=True)
+        target.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=".sympy-", dir=target.parent)
         from . import sealed
 

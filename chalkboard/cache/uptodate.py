@@ -18,14 +18,19 @@ import re
 import sys
 from pathlib import Path
 
+from ..home import program
+
 STAMP = ".chalkboard-stamp"
 CODE = ("build.py", "derivations", "chalkboard", "units", "templates", "lecture")   # lecture/: the seeds and the chapters the claims quote
 LIBRARIES = ("sympy", "pint", "numpy", "matplotlib", "jinja2", "PyYAML", "typst",
              "pyparsing", "kiwisolver", "fonttools", "pillow", "contourpy", "cycler")   # the last: matplotlib's own
 
 
+PACKAGES = ("chalkboard", "derivations", "units")   # installed: beside the bundled data, not in it (home.py)
+
+
 def _files(root: Path, rel: str):
-    p = root / rel
+    p = (program(root) if rel in PACKAGES else root) / rel
     if p.is_file():
         yield p
     elif p.is_dir():

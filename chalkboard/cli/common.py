@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 from ..featured import FEATURED_MODEL as DEFAULT_MODEL
 from ..errors import InputError, short
+from ..home import ROOT   # (the project folder: the repository, or the data bundled in the package)
 
-ROOT = Path(__file__).resolve().parents[2]
 EXIT_BAD_INPUT = 2
 
 

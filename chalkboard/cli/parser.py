@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 
 from ..featured import FEATURED_HARDWARE as DEFAULT_HARDWARE, FEATURED_MODEL as DEFAULT_MODEL
+from ..home import INSTALLED, default_out
 from .common import EXIT_BAD_INPUT
 
 # the commands and where each lives (module, function), imported only when run
@@ -31,8 +32,10 @@ PATHS = {"hardware_file": "hardware.yaml", "models_file": "models.yaml", "prices
 
 
 def finish(args, cwd: Path, root: Path) -> argparse.Namespace:
-    """``args`` with each path option not given set to its default (read from the project's folder)
-    and each one given relative to ``cwd``, the folder the command was run from, made absolute."""
+    """``args`` with each path option not given set to its default (read from the project's folder,
+    which installed is the data bundled in the package; the output folder then goes to ``cwd``:
+    home.py) and each one given relative to ``cwd``, the folder the command was run from, made
+    absolute."""
     try:
         elsewhere = cwd.resolve() != root.resolve()
     except OSError:   # the working folder was removed: a relative path names nothing there
@@ -40,7 +43,7 @@ def finish(args, cwd: Path, root: Path) -> argparse.Namespace:
     for name in getattr(args, "paths_declared", ()):
         given = getattr(args, name, None)
         if given is None:
-            setattr(args, name, PATHS[name])
+            setattr(args, name, default_out(cwd) if name == "out" else PATHS[name])
         elif elsewhere and given and not Path(given).is_absolute():
             setattr(args, name, str(cwd / given))
     return args
@@ -59,7 +62,7 @@ def make_parser() -> argparse.ArgumentParser:
     _files(common)
 
     p = _Parser(
-        prog="build.py", parents=[common],
+        prog="chalkboard" if INSTALLED else "build.py", parents=[common],
         description="chalkboard: the math of Reiner Pope's lecture on LLM training and serving, as "
                     "unit-checked SymPy derivations evaluated for every chip and model.",
         epilog="With no command, builds the report (same as `build.py build`). "

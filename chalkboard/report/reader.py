@@ -8,9 +8,10 @@ from html import escape
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from ..home import ROOT
 from ..seeds import BULLET, CHAPTERS_FILE
 
-LECTURE = Path(__file__).resolve().parents[2] / "lecture"
+LECTURE = ROOT / "lecture"
 # 'chapters-3-7.md#T-02', 'chapters-3-7.md, R-06' and a following '#T-06' of the same list
 _CITED = re.compile(re.escape(CHAPTERS_FILE) + r"(?:#|, )([A-Z]-\d\d)((?:, #[A-Z]-\d\d)*)")
 _TIME = re.compile(r"^\((~?\d+:\d\d(?:\s*[–-]\s*~?\d+:\d\d)?)\)")
