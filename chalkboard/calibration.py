@@ -154,7 +154,7 @@ class Efficiency:
         lo, hi = self.band
         mfu, mbu, sync, pre = self.params
         return (f"step = compute/{mfu:.3g} + reads/{mbu:.3g} + collectives + layers·{sync * 1e6:.3g} µs, a prefill "
-                f"at {pre:.3g} of its bound; fitted to {self.n} of "
+                f"at {pre:.0%} of its bound; fitted to {self.n} of "
                 f"{self.of or self.n} published runs (those at a known batch without speculative decoding) from "
                 f"{self.sources} sources; held out by source, {BAND[0]}th-{BAND[1]}th percentile ×{lo:.2f}-×{hi:.2f}")
 

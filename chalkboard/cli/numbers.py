@@ -154,7 +154,7 @@ def _eval_sweep(args) -> int:
     data = load(args)
     sc = Scenario(data, args.hardware, args.model, parse_sets(args.set))
     check_counts(sc.overrides)
-    if (ROOT / "measurements.yaml").exists():   # the fitted efficiency, read if an expected number asks
+    if (ROOT / "measurements.yaml").exists():   # the fitted engine model, read if an expected number asks
         from chalkboard.validation import evidence
         sc.evidence = evidence(ROOT, data)
     result = sw.sweep(sc, list(args.quantity), axes)
@@ -187,7 +187,7 @@ def cmd_compare(args) -> int:
     if data.config_model and data.config_model not in models:
         models.append(data.config_model)
     fitted = None
-    if (ROOT / "measurements.yaml").exists():   # the fitted efficiency, read if an expected number asks
+    if (ROOT / "measurements.yaml").exists():   # the fitted engine model, read if an expected number asks
         from chalkboard.validation import evidence
         fitted = evidence(ROOT, data)
     rows = sw.compare(data, hardware, models, list(args.quantity), parse_sets(args.set), fitted)

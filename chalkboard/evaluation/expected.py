@@ -12,7 +12,7 @@ EVIDENCE_INPUTS = ("expected_mfu", "expected_mbu", "expected_sync_time", "expect
 
 
 class Expected:
-    """The fitted efficiency and the range of what reads it (methods Scenario mixes in)."""
+    """The fitted engine model's inputs and the range of what reads them (methods Scenario mixes in)."""
 
     def _from_evidence(self, name: str):
         """The engine model fitted to the published measurements (chalkboard/calibration.py), with the

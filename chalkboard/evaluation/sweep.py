@@ -106,7 +106,7 @@ def sweep(sc: Scenario, quantities: list[str], axes: list[tuple[str, np.ndarray]
         out = _point_by_point(sc, want, flat)
         return {"axes": flat, "columns": {q: out[q] for q in quantities}, "fill": out.get(fill)}
     fitted = _fitted_efficiency(sc, want, flat)
-    at = {**flat, **(fitted[0] if fitted else {})}   # the fitted efficiency of each point, held
+    at = {**flat, **(fitted[0] if fitted else {})}   # the engine model's inputs at each point, held
     try:
         out = sc.sweep_many(want, {n: (v, None) for n, v in at.items()})
     except MissingInput:
@@ -304,7 +304,7 @@ def _sample(values: np.ndarray, most: int = 10_001) -> list:
 def compare(data, hardware: list[str], models: list[str], quantities: list[str], overrides: dict,
             evidence=None) -> list[dict]:
     """One row per chip x model: each quantity's value (or why not), the formats, and the fit; an
-    expected number (``evidence``: the fitted efficiency, validation.evidence) with its range."""
+    expected number (``evidence``: the fitted engine model, validation.evidence) with its range."""
     for q in quantities:
         if q not in REGISTRY:
             raise InputError(f"unknown quantity {q!r} (see `python build.py list quantities`)")
@@ -319,7 +319,7 @@ def compare(data, hardware: list[str], models: list[str], quantities: list[str],
                 try:
                     row["values"][q] = {"value": sc.mag(q), "unit": unit_of(q), "flag": sc.flag(q)}
                     ends = sc.spread(q)
-                    if ends is not None:   # the range the fitted efficiency's held-out error spans
+                    if ends is not None:   # the range the engine model's held-out error spans
                         unit = REGISTRY[q].unit or ""
                         row["values"][q]["low"], row["values"][q]["high"] = (e.to(unit).magnitude for e in ends)
                 except MissingInput as e:

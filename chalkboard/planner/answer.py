@@ -41,7 +41,7 @@ def _row(s: Search, i: int, data_args: str) -> dict:
                  "step_time_ms": _num(c[step][i])}
     r["expected"]["efficiency"] = _num(c["efficiency"][i])
     speed, cost, step = READING["expected"]
-    if speed + "_low" in c:   # the range the fitted efficiency's held-out error spans
+    if speed + "_low" in c:   # the range the engine model's held-out error spans
         r["expected"]["range"] = {
             "tokens_per_user": sorted([_num(c[speed + "_low"][i]), _num(c[speed + "_high"][i])], key=_key),
             "cost_per_mtoken": sorted([_num(c[cost + "_low"][i]), _num(c[cost + "_high"][i])], key=_key),
