@@ -60,6 +60,16 @@ B_cap = R.derived(
     "max_batch_capacity", sp.floor(B_cap_exact / B_1) * B_1, "sequence",
     "largest whole batch whose KV cache fits in the HBM left after the weights", "B", "cap",
     valid="the weights leave no room for one sequence's KV cache in the chips' HBM", fit_measure=True)
+# A serving engine does not give all of it to weights and KV: activations, workspace, CUDA graphs
+# and the runtime take the rest, so a deployment plans within a budget (plan reads it).
+u_mem = R.workload("engine_memory_share", "", "share of each chip's HBM a serving engine gives the weights and the "
+                   "KV cache; the rest holds its activations, workspace and runtime", "u", "mem", default="0.9",
+                   share=True, source="vLLM's default gpu_memory_utilization = 0.90 (EngineArgs, "
+                                      "vllm/engine/arg_utils.py)")
+R.derived(
+    "max_batch_engine", sp.floor((S * C_hbm * u_mem - N_total * beta_w) / (L * b_kv) / B_1) * B_1, "sequence",
+    "largest whole batch whose KV cache fits beside the weights in an engine's share of the HBM", "B", "eng",
+    valid="the weights leave no room for one sequence's KV cache in the engine's share of the HBM", fit_measure=True)
 
 # The lecture's rule of thumb (line 59): use all the HBM, weights plus KV cache. Then every
 # step reads the whole HBM once, and the memory time is the drain time.

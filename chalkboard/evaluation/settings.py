@@ -38,7 +38,8 @@ LAYOUT_DEGREES = ("tp", "dp_attention", "pp")
 # a workload default read from the published measurements of the set-up's regime (Scenario.evidence)
 EVIDENCE = "=evidence"
 # inputs with a largest meaningful value: (the value, what it means)
-AT_MOST = {"zero_stage": (3, "ZeRO stage 3 partitions everything: the parameters, gradients and optimizer state"),
+AT_MOST = {"engine_memory_share": (1, "a share of the HBM: at 1 the engine gives the weights and KV cache all of it"),
+           "zero_stage": (3, "ZeRO stage 3 partitions everything: the parameters, gradients and optimizer state"),
            "sequence_parallel": (1, "a switch: 1 with sequence parallelism, 0 without"),
            "recompute": (1, "a switch: 1 with full recomputation, 0 without (or selective)"),
            **LARGEST}   # every count's bound (data.py), for --set and --sweep as for the data files

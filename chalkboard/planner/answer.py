@@ -20,7 +20,7 @@ ROW = (("tokens_per_user", "user_speed", "token/s/sequence"), ("cost_per_mtoken"
 def _masks(s: Search):
     c, t = s.columns, s.targets
     speed, cost, _ = READING[t.by]
-    fits = c["hbm_fill_layout"] <= 1
+    fits = c["hbm_fill_layout"] <= c["memory_share"]   # within the engine's share of the HBM
     fast = c[speed] >= t.min_tokens_per_user
     if t.max_ttft is not None:
         fast &= c[TTFT] <= t.max_ttft
@@ -137,8 +137,8 @@ def _chip_verdict(s, hw, mine, fits, fast, priced, best, data_args) -> dict:
     if not (mine & fits).any():
         i = int(np.flatnonzero(mine)[np.argmin(c["hbm_fill_layout"][mine])])
         return {"verdict": "does not fit",
-                "why": f"no layout searched holds the weights and KV cache: at best {c['hbm_fill_layout'][i]:.0%} "
-                       f"of HBM ({c['chips'][i]:g} chips, batch {c['batch'][i]:g})"}
+                "why": f"no layout searched holds the weights and KV cache in the engine's {c['memory_share'][i]:.0%} "
+                       f"of HBM: at best {c['hbm_fill_layout'][i]:.0%} ({c['chips'][i]:g} chips, batch {c['batch'][i]:g})"}
     if not (mine & fits & fast).any():
         i = int(np.flatnonzero(mine & fits)[np.nanargmax(c[speed][mine & fits])])
         return {"verdict": "too slow",

@@ -84,6 +84,8 @@ LAYOUT_RULES = (
     f"scale-up domain or over whole domains joined by the scale-out network, up to {MAX_COPY} chips",
     "each candidate deployed two ways: colocated (the decoding copies also prefill) and disaggregated (a "
     "prefill pool of the same layout sends each prompt's KV cache to the decoding copies)",
+    "a candidate fits when its weights and KV cache take at most engine_memory_share of each chip's HBM (90%, "
+    "vLLM's default gpu_memory_utilization; --set engine_memory_share=1 to plan with all of it)",
     "weights searched in bf16, fp8 and fp4 where the chip publishes a dense rate for the format (--formats "
     "to restrict), the KV cache in fp8 with fp8 or fp4 weights, as TensorRT-LLM's fp8 builds run it",
 )
@@ -189,6 +191,7 @@ def plan(data, model: str, hardware: list[str], targets: Targets, formats: list[
             for way, reading in DEPLOYMENTS.items():   # every candidate once per deployment
                 row = {**meta, **grid, "deployment": np.full(n, way, dtype=object),
                        "hbm_fill_layout": vals["hbm_fill_layout"], TTFT: vals[reading["ttft"]],
+                       "memory_share": np.full(n, sc.mag("engine_memory_share")),
                        "pool_ratio": (vals.get(reading["ratio"], np.full(n, np.nan)) if reading["ratio"]
                                       else np.zeros(n))}
                 for by in ("bound", "expected"):

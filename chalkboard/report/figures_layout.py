@@ -91,7 +91,7 @@ def plan_frontier(data, hw, model, overrides=None) -> str:
     chips = [h for h, e in data.hardware.items() if e.get("rental_price") is not None]
     found = plan(data, model, chips, Targets(context, 1.0, by="bound"), None, None,
                  {k: v for k, v in overrides.items() if k not in ("batch", "context")})
-    fits = found.columns["hbm_fill_layout"] <= 1
+    fits = found.columns["hbm_fill_layout"] <= found.columns["memory_share"]   # as plan judges a fit
     fig, ax = plt.subplots(figsize=(6.4, 3.6))
     styles = chip_styles(data.hardware)
     drawn = 0

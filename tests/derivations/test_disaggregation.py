@@ -42,3 +42,16 @@ def test_the_kv_cache_crosses_the_network_before_the_first_token(data):
     assert sc.mag("kv_transfer_time", "s") == pytest.approx(kv / (8 * 50e9), rel=1e-9)
     assert sc.mag("time_to_first_token_disaggregated", "s") == pytest.approx(
         sc.mag("prefill_time_one", "s") + kv / (8 * 50e9), rel=1e-9)
+
+
+def test_an_engine_plans_within_its_share_of_the_hbm(data):
+    # Llama 3 70B (Table 3: 80 layers, 8 KV heads of 128) in bf16 on 8 H100s of 80 GB, 4,096 tokens of
+    # context: 327,680 KV bytes a token; vLLM gives weights and KV 90% of the HBM by default
+    sc = Scenario(data, "h100-sxm", "llama-3-70b", {"context": "4096", "weight_format": "bf16"})
+    weights = sc.mag("params_total") * 2
+    per_seq = 4096 * 80 * 8 * 128 * 2 * 2
+    assert sc.mag("max_batch_engine") == (8 * 80e9 * 0.9 - weights) // per_seq
+    assert sc.mag("max_batch_engine") < sc.mag("max_batch_capacity") == (8 * 80e9 - weights) // per_seq
+    from chalkboard.errors import InputError
+    with pytest.raises(InputError, match="engine_memory_share"):
+        Scenario(data, "h100-sxm", "llama-3-70b", {"engine_memory_share": "1.2"})

@@ -38,7 +38,8 @@ def _eval(command: str) -> dict:
 def test_the_cheapest_meets_the_targets_and_fits(llama_plan):
     b = llama_plan["best"]
     assert b is not None and llama_plan["judged_by"] == "expected"
-    assert b["expected"]["tokens_per_user"] >= 30 and b["hbm_fill"] <= 1
+    # within the engine's 90% of the HBM (vLLM's default gpu_memory_utilization), not all of it
+    assert b["expected"]["tokens_per_user"] >= 30 and b["hbm_fill"] <= 0.9
     # nothing in any chip's frontier that meets the target is cheaper
     for chip in llama_plan["chips"].values():
         for r in chip.get("frontier", []):
