@@ -32,8 +32,8 @@ R.section(
              "B under the layout: what speed does each sequence get, and what does a token cost, when the "
              "same copies prefill (colocated) and when a prefill pool sends the KV cache to the decoding "
              "copies (disaggregated)?",
-    takeaway="Colocated, each of {batch} sequences waits for every other's prefill ({prefill_time_one} each) "
-             "and gets {user_speed_colocated}, at {cost_per_token_colocated}; disaggregated, it gets "
+    takeaway="Colocated, every sequence of a batch of {batch} waits for the others' prefills ({prefill_time_one} "
+             "each) and gets {user_speed_colocated}, at {cost_per_token_colocated}; disaggregated, it gets "
              "{user_speed_layout} at {cost_per_token_disaggregated}, with {prefill_pool_ratio} prefill chips "
              "per decoding chip and the first token {kv_transfer_time} later for the KV cache's transfer.",
     featured=("prefill_time_one", "request_time_colocated", "user_speed_colocated", "cost_per_token_colocated",
