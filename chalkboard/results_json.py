@@ -24,14 +24,20 @@ def results_json_parts(data, res, registry, kept: dict | None = None):
     def dumps(v):
         return json.dumps(v, sort_keys=True, ensure_ascii=False)
 
-    quantities = {}
-    for q in registry.derived_quantities():
-        quantities[q.name] = {"unit": q.unit, "meaning": q.meaning, "sympy": registry.closed_text(q.name),
-                              "inputs": [leaf.name for leaf in registry.leaves(q.name)]}
-    doc = _rounded({"hardware": list_hardware(data), "models": list_models(data), "quantities": quantities})
-    for key in sorted(doc):   # "results" comes after these
-        yield "{\n" if key == min(doc) else ",\n"
-        yield _entries(dumps(key), doc[key], dumps)
+    quantities = kept.get("quantities") if kept is not None else None   # the program's alone: kept as written
+    if quantities is None:
+        quantities = {}
+        for q in registry.derived_quantities():
+            quantities[q.name] = {"unit": q.unit, "meaning": q.meaning, "sympy": registry.closed_text(q.name),
+                                  "inputs": [leaf.name for leaf in registry.leaves(q.name)]}
+        quantities = _entries(dumps("quantities"), _rounded(quantities), dumps)
+        if kept is not None:
+            kept["quantities"] = quantities
+    doc = _rounded({"hardware": list_hardware(data), "models": list_models(data)})
+    yield "{\n"
+    for key in sorted(doc):   # "quantities" and "results" come after these
+        yield _entries(dumps(key), doc[key], dumps) + ",\n"
+    yield quantities
     splitters = {q.name: base_splitter(declared(q.name)[0]) for q in registry.derived_quantities()}
     keys: dict[str, str] = {}
     units: dict[str, str] = {}
