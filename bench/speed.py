@@ -12,9 +12,12 @@ is compared with it (so both see the same load); medians are compared:
   edit to another chip (only the figures that list every chip are drawn again); a build forced
   (`--force`) with nothing changed (every figure kept); and an unchanged rebuild (the output is up
   to date and the build says so);
-* the edit loop, `build.py watch`: the featured chip's HBM bandwidth edited under a running watch,
-  the time from the saved edit to a new report.html and results.json, and to a new report.pdf,
-  each against the bare import measured between its edits;
+* the edit loop, `build.py watch`: the featured chip's HBM bandwidth edited under a running watch
+  (a new value each time), the time from the saved edit to a new report.html and results.json,
+  and to a new report.pdf, each against the bare import measured between its edits, medians over
+  the edits; and the CPU time the watch spent on an edit (all its processes), against the bare
+  import's CPU time: the ratio a quiet machine with these cores could not go below, whatever
+  the load on this one when the bench runs;
 * a fresh clone's first build (a copy of the project with nothing in .cache/: SymPy's results
   come from the shipped derivations/solved.pickle, every figure is drawn and the PDF compiled)
   and a build after a comment-only edit of hardware.yaml, against the same floor;
@@ -256,11 +259,30 @@ def chip_edits(chip: str, where: Path):
     return edit
 
 
+def _cpu(pid: int) -> float:
+    """CPU seconds (user and system) of process ``pid`` and of its children it has waited for."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return sum(int(v) for v in fields[11:15]) / os.sysconf("SC_CLK_TCK")
+
+
+def _tree_cpu(pid: int) -> float:
+    """CPU seconds of ``pid`` and every process under it now, with the children each has waited for."""
+    total = _cpu(pid)
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        for child in (task / "children").read_text().split():
+            try:
+                total += _tree_cpu(int(child))
+            except (OSError, ValueError):   # ended meanwhile (its time is its waiting parent's)
+                pass
+    return total
+
+
 def watch_edits(py: str, hardware_file: Path, edit, out: Path, repeat: int) -> dict:
     """Medians of the edit loop: name -> seconds from the saved edit (``edit`` rewrites
     ``hardware_file``) to a new page (report.html and results.json, committed together) and to a
-    new PDF under a running `build.py watch`, and of the bare import, timed while the watch waits
-    between edits (the same load)."""
+    new PDF under a running `build.py watch`; the CPU seconds the watch spent from the edit to its
+    PDF (every process, Typst's included: /proc, where there is one); and the bare import's time
+    and CPU seconds, timed while the watch waits between edits (the same load)."""
     import signal
 
     def ino(name):
@@ -280,23 +302,31 @@ def watch_edits(py: str, hardware_file: Path, edit, out: Path, repeat: int) -> d
     edit()
     proc = subprocess.Popen([py, "build.py", "watch", "--out", str(out), "--hardware-file", str(hardware_file)],
                             cwd=ROOT, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    runs = {"floor": [], "page": [], "pdf": []}
+    runs = {"floor": [], "floor_cpu": [], "page": [], "pdf": [], "cpu": []}
     try:
         proc.stdout.readline()   # the first build
         wait(lambda: ino("report.pdf") is not None, proc, "the first PDF")
         time.sleep(1)   # its symcache saved, the figure processes warm
         for _ in range(repeat):
-            runs["floor"].append(timed([py, "-c", BUILD_IMPORTS])[0])
+            floor, _, floor_cpu = timed([py, "-c", BUILD_IMPORTS])
+            runs["floor"].append(floor)
+            runs["floor_cpu"].append(floor_cpu)
             page, pdf = ino("report.html"), ino("report.pdf")
+            try:
+                cpu = _tree_cpu(proc.pid)
+            except OSError:   # no /proc
+                cpu = None
             edit()
             t0 = time.perf_counter()
             runs["page"].append(wait(lambda: ino("report.html") != page, proc, "the page") - t0)
             runs["pdf"].append(wait(lambda: ino("report.pdf") != pdf, proc, "the PDF") - t0)
             proc.stdout.readline()
+            if cpu is not None:
+                runs["cpu"].append(_tree_cpu(proc.pid) - cpu)
     finally:
         proc.send_signal(signal.SIGINT)
         proc.wait(timeout=30)
-    return {name: statistics.median(r) for name, r in runs.items()}
+    return {name: statistics.median(r) if r else None for name, r in runs.items()}
 
 
 def scaled_project(factor: int, where: Path) -> Path:
@@ -339,9 +369,12 @@ def main() -> int:
         timed(forced)  # warm the file cache, the bytecode cache and matplotlib's font cache
         watched = watch_edits(py, featured_file, edit_featured, Path(tmp) / "watched", args.repeat)
         say("  build.py watch, featured chip edited (import floor measured between edits)")
-        row("bare imports", watched["floor"], watched["floor"])
+        row("bare imports", watched["floor"], watched["floor"], cpu=watched["floor_cpu"], bound=False)
         row("edit to a new report.html and results.json", watched["page"], watched["floor"])
-        row("edit to a new report.pdf", watched["pdf"], watched["floor"])
+        row("edit to a new report.pdf", watched["pdf"], watched["floor"], cpu=watched["cpu"])
+        if watched["cpu"] is not None:
+            say(f"  (CPU an edit: {watched['cpu']:.2f} s in the watch's processes, the bare import "
+                f"{watched['floor_cpu']:.2f} s: >={watched['cpu'] / CPUS / watched['floor_cpu']:5.2f}x on {CPUS} cores)")
         if args.watch_only:
             return 0
         # the edited copies are read under the same names each run, as an edited hardware.yaml is

@@ -198,17 +198,23 @@ def build(root: Path, args, process=None, watch=None) -> int:
     from .evaluation.results import evaluate_all
     t = stage("derive", t)
     overrides = dict(getattr(args, "set_pairs", {}) or {})
+    parts = watch.kept if watch is not None else None   # the edit loop's parts of earlier builds
+    if parts is not None:
+        from .cache import incremental
+        parts.use(data)
     sc = Scenario(data, args.hardware, args.model, overrides)
     check_counts(sc.overrides)
     validation = None
     if has_measurements:
         from . import validation as val
-        checked = val.evaluate_all(data, val.load_measurements(root, data, measurements_file))
-        fitted = val.efficiency_model(checked, data)
+        records = val.load_measurements(root, data, measurements_file)
+        checked = val.evaluate_all(data, records) if parts is None else incremental.measurements(parts, records)
+        fitted = val.efficiency_model(checked, data) if parts is None else incremental.efficiency(parts, checked, data)
         validation = val.for_report(checked, fitted, measurements_file)
         sc.evidence = lambda: fitted   # the featured numbers' expected efficiencies (expected_mfu, expected_mbu)
     # the claims, read and checked before anything is drawn: the figures mark their rules of thumb
-    claims = read_claims(data, claims_path, args.claims_file, claims_doc) if has_claims else None
+    claims = None if not has_claims else read_claims(data, claims_path, args.claims_file, claims_doc) \
+        if parts is None else incremental.claims(parts, claims_path, args.claims_file, claims_doc)
     refs = {q: v for q in MARKED_RULES_OF_THUMB
             if claims is not None and (v := claims.rule_of_thumb(q)) is not None}
     t = stage("validate", t)
@@ -220,13 +226,14 @@ def build(root: Path, args, process=None, watch=None) -> int:
     kept = FigureCache(root, getattr(args, "program", None), recheck=True)
     drawing = Drawing(data, args.hardware, args.model, overrides, extra, refs, kept, process)
     # the claims are evaluated in a process of their own beside the check and the evaluation
-    auditing = Forked("auditing the claims", run_audit, data, claims_path, args.claims_file, None, claims) \
-        if has_claims else None
+    auditing = None if not has_claims else \
+        Forked("auditing the claims", run_audit, data, claims_path, args.claims_file, None, claims) if parts is None \
+        else Forked("auditing the claims", incremental.audit, parts, claims)
     rep = check_all(REGISTRY)
     if not rep.ok:
         raise BuildError("dimension check failed: " + "; ".join(rep.failures))
     t = stage("check", t)
-    res = evaluate_all(data, overrides)
+    res = evaluate_all(data, overrides) if parts is None else incremental.evaluate(parts, data, overrides)
     if res.errors:
         raise BuildError("evaluation failed: " + res.errors[0])
     sc.value("step_time")
@@ -239,16 +246,19 @@ def build(root: Path, args, process=None, watch=None) -> int:
         # results.json (written as it is made: 300 MB at 6,400 pairs, never held whole) is
         # written while this process would wait for the audit and the figures made beside it,
         # and what is left of it while the PDF compiles
-        results = staged.writing("results.json", results_json_parts(data, res, REGISTRY))
+        results = staged.writing("results.json", results_json_parts(data, res, REGISTRY, None if parts is None else parts.json))
         if auditing is not None:
             results.write_while(lambda: not auditing.ready())
         audit = auditing.result() if auditing is not None else None
+        if parts is not None and audit is not None:
+            audit, new = audit
+            incremental.take(parts, new)
         t = stage("audit", t)   # the wait for the audit made beside the stages before
         html_env, typ_env = environments(root)
         from .report.context import shared_tables
         audit_ctx = audit.for_report() if audit else None
         check_ctx = {"definitions": rep.definitions, "equations": rep.equations, "evaluations": res.count_ok}
-        shared = shared_tables(data, sc.model.id)
+        shared = shared_tables(data, sc.model.id, parts)
         ctx = context(data, sc, {}, audit=audit_ctx, check=check_ctx, validation=validation, shared=shared)
         t = stage("render", t)
         results.write_while(lambda: not drawing.finished())

@@ -6,6 +6,7 @@ date. Any problem raises DataError naming the file, the entry and the field.
 """
 from __future__ import annotations
 
+import pickle
 import re
 import stat
 from dataclasses import dataclass, field
@@ -301,11 +302,24 @@ def read_text(path: Path, label: str) -> str:
                                            "(save the file as UTF-8)") from None
 
 
+# label -> (text, its document pickled): set to a dict by a process that reads the same files
+# again and again (the edit loop), where a file unchanged since its last read is not parsed again
+# (PyYAML's loader in Python takes some 0.1 s for the five files)
+PARSED: dict | None = None
+
+
 def read_yaml(path: Path, label: str):
     """A user's YAML file, parsed safely (see UniqueKeyLoader), or DataError in one line."""
     text = read_text(path, label)
+    if PARSED is not None:
+        got = PARSED.get(label)
+        if got is not None and got[0] == text:
+            return pickle.loads(got[1])   # a copy: the caller may change what it is given
     try:
-        return yaml.load(text, Loader=UniqueKeyLoader)
+        doc = yaml.load(text, Loader=UniqueKeyLoader)
+        if PARSED is not None:
+            PARSED[label] = (text, pickle.dumps(doc, protocol=5))
+        return doc
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""

@@ -10,10 +10,13 @@ def results_json(data, res, registry) -> str:
     return "".join(results_json_parts(data, res, registry))
 
 
-def results_json_parts(data, res, registry):
+def results_json_parts(data, res, registry, kept: dict | None = None):
     """results.json as a sequence of strings (one per pair, after a head): the text
     ``json.dumps(..., sort_keys=True)`` gives each entry, one entry of each top-level mapping a
-    line, written directly. An input's record shared by many pairs is written once and repeated."""
+    line, written directly. An input's record shared by many pairs is written once and repeated.
+    ``kept``: pair -> its text and what it was written from, from an earlier call (the edit loop
+    keeps a pair's results as the same objects while its inputs are unchanged): a pair's text is
+    written again only if one of those objects is new."""
     from .evaluation.compiled import declared
     from .typeset.fmt import base_splitter
     from .evaluation.results import list_hardware, list_models
@@ -21,14 +24,20 @@ def results_json_parts(data, res, registry):
     def dumps(v):
         return json.dumps(v, sort_keys=True, ensure_ascii=False)
 
-    quantities = {}
-    for q in registry.derived_quantities():
-        quantities[q.name] = {"unit": q.unit, "meaning": q.meaning, "sympy": registry.closed_text(q.name),
-                              "inputs": [leaf.name for leaf in registry.leaves(q.name)]}
-    doc = _rounded({"hardware": list_hardware(data), "models": list_models(data), "quantities": quantities})
-    for key in sorted(doc):   # "results" comes after these
-        yield "{\n" if key == min(doc) else ",\n"
-        yield _entries(dumps(key), doc[key], dumps)
+    quantities = kept.get("quantities") if kept is not None else None   # the program's alone: kept as written
+    if quantities is None:
+        quantities = {}
+        for q in registry.derived_quantities():
+            quantities[q.name] = {"unit": q.unit, "meaning": q.meaning, "sympy": registry.closed_text(q.name),
+                                  "inputs": [leaf.name for leaf in registry.leaves(q.name)]}
+        quantities = _entries(dumps("quantities"), _rounded(quantities), dumps)
+        if kept is not None:
+            kept["quantities"] = quantities
+    doc = _rounded({"hardware": list_hardware(data), "models": list_models(data)})
+    yield "{\n"
+    for key in sorted(doc):   # "quantities" and "results" come after these
+        yield _entries(dumps(key), doc[key], dumps) + ",\n"
+    yield quantities
     splitters = {q.name: base_splitter(declared(q.name)[0]) for q in registry.derived_quantities()}
     keys: dict[str, str] = {}
     units: dict[str, str] = {}
@@ -50,6 +59,12 @@ def results_json_parts(data, res, registry):
     first = True
     for (hid, mid) in sorted(res.values, key=lambda p: f"{p[0]}|{p[1]}"):
         vals, flags, fit = res.values[(hid, mid)], res.flags[(hid, mid)], res.fit[(hid, mid)]
+        parts = (vals, flags, fit, res.inputs[(hid, mid)], res.missing[(hid, mid)], res.formats[(hid, mid)])
+        hit = kept.get((hid, mid)) if kept is not None else None
+        if hit is not None and all(a is b for a, b in zip(hit[0], parts)):
+            yield f'{"" if first else ","}{hit[1]}'
+            first = False
+            continue
         entries = []
         for n in sorted(vals):
             mag, unit = splitters[n](vals[n])
@@ -63,12 +78,15 @@ def results_json_parts(data, res, registry):
             else:
                 entries.append(f'{key_of(n)}: {{"unit": {u}, "value": {v}}}')
         inputs = res.inputs[(hid, mid)]
-        yield (f'{"" if first else ","}\n  {dumps(f"{hid}|{mid}")}: {{"feasibility": {dumps(fit["reason"])}, '
-               f'"feasible": {dumps(fit["feasible"])}, "formats": {dumps(res.formats[(hid, mid)])}, '
-               f'"hardware": {dumps(hid)}, '
-               f'"inputs": {{{", ".join(f"{key_of(n)}: {record(inputs[n])}" for n in sorted(inputs))}}}, '
-               f'"model": {dumps(mid)}, "not_applicable": {dumps(res.missing[(hid, mid)])}, '
-               f'"values": {{{", ".join(entries)}}}}}')
+        text = (f'\n  {dumps(f"{hid}|{mid}")}: {{"feasibility": {dumps(fit["reason"])}, '
+                f'"feasible": {dumps(fit["feasible"])}, "formats": {dumps(res.formats[(hid, mid)])}, '
+                f'"hardware": {dumps(hid)}, '
+                f'"inputs": {{{", ".join(f"{key_of(n)}: {record(inputs[n])}" for n in sorted(inputs))}}}, '
+                f'"model": {dumps(mid)}, "not_applicable": {dumps(res.missing[(hid, mid)])}, '
+                f'"values": {{{", ".join(entries)}}}}}')
+        if kept is not None:
+            kept[(hid, mid)] = (parts, text)
+        yield f'{"" if first else ","}{text}'
         first = False
     yield "\n }\n}\n" if not first else "}\n}\n"
 

@@ -27,4 +27,10 @@ nothing; nothing here changes a number.
              Stale when: any of those changes, or an output file was touched (`--force` builds anyway).
   forked     no store: the build's work done in forked processes beside it (figures, claims, the
              PDF), their results and errors sent back whole.
+  incremental  no store: the edit loop's memory (chalkboard/watch/loop.py), kept for as long as its
+             worker lives: each chip x model pair's evaluation and results.json lines, each claim's
+             verdict, each measurement's bound, the claims as read, the shared tables, each under
+             what it read (traced as figcache traces, or the pair's chip, model and shared tables).
+             Stale when: what it read changes, or a setting of the data does; an edit to the
+             program starts a new worker, with nothing kept.
 """

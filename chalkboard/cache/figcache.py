@@ -3,7 +3,9 @@
 A figure is a function of the program, its arguments (chip, model, ``--set``, the claims' rules of
 thumb) and the entries of the data it reads. It is drawn with the data traced (``traced``): every
 chip, model, price, tier, source or file name it looks up is recorded, and a table it goes
-through whole (every chip, by launch year) is recorded as the whole table. The SVG is kept in
+through whole (every chip, by launch year) is recorded as the whole table. Of a chip, model or
+price looked up, each of its values read is recorded on its own (its HBM bandwidth, say), with
+the entry's other fields (name, tags) as one; going through its values whole records the entry. The SVG is kept in
 .cache/figures/ with a digest of each entry read. A later build draws it again only if the
 program, the libraries or its arguments changed, or one of those entries differs
 (``FigureCache.lookup``): after an edit to one chip, the figures that list every chip are drawn
@@ -33,6 +35,8 @@ KEEP = 256             # kept figures at most (the newest); a figure is some 0.1
 TABLES = ("hardware", "models", "prices", "tiers", "sources", "files")   # Data's tables, traced
 SETTINGS = ("default_price", "config_model")   # Data's other fields: part of every figure's key
 WHOLE = "*"            # the key under which a read of a whole table is recorded
+PRESENT, FIELDS, VALUE = "?", ".", "values"   # an entry's reads: whether it is there; its fields but
+                                              # its values (and whether it is there); one of its values
 CODE = ("chalkboard", "derivations", "units")   # what draws a figure (the templates do not)
 MISS = object()        # lookup: not kept, or kept under entries that have changed since
 
@@ -40,17 +44,72 @@ MISS = object()        # lookup: not kept, or kept under entries that have chang
 class _Traced(dict):
     """A table of the data that records what is read from it into ``log``: (table, id) for one
     entry looked up, present or not; (table, WHOLE) for anything that sees the whole table
-    (iteration, its ids, its length, a copy)."""
+    (iteration, its ids, its length, a copy). An entry with values (a chip, a model, a price) is
+    looked up as a copy whose values record what is read of them (``_TracedValues``): (table,
+    id, FIELDS) for the entry's other fields, (table, id, VALUE, name) for each value; (table,
+    id, PRESENT) for a test of whether it is there."""
 
     def __init__(self, table: dict, name: str, log: set):
         super().__init__(table)
         self._name, self._log = name, log
+        self._views: dict = {}
 
     def _one(self, key):
         self._log.add((self._name, key))
 
     def _whole(self):
         self._log.add((self._name, WHOLE))
+
+    def _view(self, key, entry):
+        if not isinstance(getattr(entry, "values", None), dict) or not dataclasses.is_dataclass(entry):
+            self._one(key)
+            return entry
+        self._log.add((self._name, key, FIELDS))
+        view = self._views.get(key)
+        if view is None or view[0] is not entry:
+            view = self._views[key] = (entry, dataclasses.replace(
+                entry, values=_TracedValues(entry.values, (self._name, key), self._log)))
+        return view[1]
+
+    def __getitem__(self, key):
+        if not super().__contains__(key):
+            self._one(key)
+        return self._view(key, super().__getitem__(key))
+
+    def get(self, key, default=None):
+        if not super().__contains__(key):
+            self._one(key)
+            return default
+        return self._view(key, super().__getitem__(key))
+
+    def __contains__(self, key):
+        self._log.add((self._name, key, PRESENT))
+        return super().__contains__(key)
+
+    def copy(self):
+        self._whole()
+        return dict(super().items())
+
+    def __or__(self, other):
+        self._whole()
+        return dict(super().items()) | other
+
+    __hash__ = None
+
+
+class _TracedValues(dict):
+    """An entry's values, recording into ``log`` each one read (entry + (VALUE, name)), and the
+    whole entry (``entry``) for anything that sees them all."""
+
+    def __init__(self, values: dict, entry: tuple, log: set):
+        super().__init__(values)
+        self._entry, self._log = entry, log
+
+    def _one(self, key):
+        self._log.add((*self._entry, VALUE, key))
+
+    def _whole(self):
+        self._log.add(self._entry)
 
     def __getitem__(self, key):
         self._one(key)
@@ -72,6 +131,9 @@ class _Traced(dict):
         self._whole()
         return dict(super().items()) | other
 
+    def __reduce__(self):   # pickled (kept with a result) as the plain values it holds
+        return dict, (dict(super().items()),)
+
     __hash__ = None
 
 
@@ -86,6 +148,7 @@ def _seeing_the_whole(method):
 # what sees a table whole: iterating it, its ids, values, items and length, comparing or printing it
 for _name in ("__iter__", "__len__", "keys", "values", "items", "__eq__", "__ne__", "__repr__", "__reversed__"):
     setattr(_Traced, _name, _seeing_the_whole(getattr(dict, _name)))
+    setattr(_TracedValues, _name, _seeing_the_whole(getattr(dict, _name)))
 
 
 def traced(data, log: set):
@@ -98,9 +161,23 @@ def read_digest(data, read: tuple) -> str:
     the values themselves (``plain``), not of their pickle, which also records which objects share
     memory: a copy of the data (what the figure process on standby is sent, unpickled) has the
     same values in other objects, and must digest as the data it was copied from does."""
-    table, key = read
+    table, key, *part = read
     tab = getattr(data, table)
-    value = list(tab.items()) if key == WHOLE else ("absent",) if key not in tab else ("entry", tab[key])
+    if key == WHOLE:
+        value = list(tab.items())
+    elif key not in tab:
+        value = ("absent",)
+    elif not part:
+        value = ("entry", tab[key])
+    elif part == [PRESENT]:
+        value = ("present",)
+    elif part == [FIELDS]:
+        entry = tab[key]
+        value = ("fields", type(entry).__qualname__,
+                 *((f.name, getattr(entry, f.name)) for f in dataclasses.fields(entry) if f.name != VALUE))
+    else:
+        values = tab[key].values
+        value = ("value", values[part[1]]) if part[1] in values else ("no value",)
     return hashlib.sha256(repr(plain(value)).encode()).hexdigest()
 
 

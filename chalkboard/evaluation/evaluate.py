@@ -40,6 +40,11 @@ class InputRecord:
     note: str | None = None
 
 
+# (name, text) of a setting -> (input, quantity), as _parse_overrides checks and converts it: the
+# audit, the figures and the measurements make thousands of scenarios from a few dozen settings
+_SET_PARSED: dict = {}
+
+
 class Scenario(Fit, Expected):
     """One hardware entry x one model entry x workload settings, evaluated lazily."""
 
@@ -111,6 +116,13 @@ class Scenario(Fit, Expected):
                     raise InputError(f"--set {name}={short(text)}: expected one of {', '.join(allowed)}")
                 out[name] = text
                 continue
+            try:
+                hit = _SET_PARSED.get((name, text))
+            except TypeError:   # (not a text: parsed below, and its error said)
+                hit = None
+            if hit is not None:
+                out[hit[0]] = hit[1]
+                continue
             key = name
             if name.startswith("flops_") and name[6:] in RATE_FORMATS:
                 key = name
@@ -142,6 +154,8 @@ class Scenario(Fit, Expected):
             if key in BELOW and v.magnitude >= BELOW[key][0]:
                 raise InputError(f"--set {name}={short(text)}: must be below {BELOW[key][0]:g} ({BELOW[key][1]})")
             out[key] = v
+            if isinstance(text, str) and len(_SET_PARSED) < 10_000:
+                _SET_PARSED[(name, text)] = (key, v)
         return out
 
     def _given(self, name: str):

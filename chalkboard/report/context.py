@@ -24,14 +24,28 @@ from .figures import FIGURES
 
 
 
+# name, layout and the values substituted -> the formula set: a rebuild in the same process (the
+# edit loop) sets again only the formulas whose values changed (setting them is a fifth of a build)
+_SET: dict = {}
+
+
 def substituted(sc: Scenario, name: str, phone: bool = True):
     """The definition of ``name`` with each symbol replaced by its value: (text, mathml, typst);
     ``phone``: with a phone's layout of a wide one (linebreak.formula)."""
+    from ..cache.figcache import plain
+
     q = REGISTRY[name]
     values = {}
     for s in q.expr.free_symbols:
         values[s] = sc.value(REGISTRY.q(s).name)
-    return formula(q.expr, values=values, phone=phone)
+    key = (name, phone, repr(plain(sorted((s.name, v) for s, v in values.items()))))
+    got = _SET.get(key)
+    if got is None:
+        if len(_SET) > 20_000:   # (a loop through many edits: the oldest half forgotten)
+            for k in list(_SET)[:10_000]:
+                del _SET[k]
+        got = _SET[key] = formula(q.expr, values=values, phone=phone)
+    return got
 
 
 class _Takeaway(string.Formatter):
@@ -306,11 +320,17 @@ def featured(sc: Scenario) -> dict:
             "workload": rows, "fit": sc.fit(), "fill": f"{sc.value('hbm_fill').to('').magnitude:.0%}"}
 
 
-def shared_tables(data, model_id: str) -> dict:
+def shared_tables(data, model_id: str, kept=None) -> dict:
     """The parts of the report that do not depend on the featured chip: computed once when
-    one build renders a report for every chip."""
-    return {"notation": notation(), "summary": summary(data, model_id), "network": network_table(data),
-            "sources": sources(data)}
+    one build renders a report for every chip. ``kept``: the edit loop's parts of earlier builds
+    (chalkboard/cache/incremental.py), each table made again only if what it read changed."""
+    if kept is None:
+        return {"notation": notation(), "summary": summary(data, model_id), "network": network_table(data),
+                "sources": sources(data)}
+    return {"notation": kept.traced("table", "notation", lambda _: notation()),
+            "summary": kept.traced("table", ("summary", model_id), summary, model_id),
+            "network": kept.traced("table", "network", network_table),
+            "sources": kept.traced("table", "sources", sources)}
 
 
 def context(data, sc: Scenario, figures: dict[str, str], audit=None, check=None, validation=None,

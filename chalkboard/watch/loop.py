@@ -71,6 +71,7 @@ def clock() -> str:
 class Loop:
     def __init__(self, root: Path, args, out: Path, notify=None):
         from ..cache.figcache import code_digest
+        from ..cache.incremental import Kept
         from .typst_process import TypstProcess
 
         self.root, self.base, self.notify = root, args, notify
@@ -82,6 +83,7 @@ class Loop:
         self.generation = 0           # one per build started
         self.shown = 0                # the generation whose page is in the output folder
         self.page = {}                # what the shown page's PDF and stamp need
+        self.kept = Kept()            # the parts of earlier builds, each under what it read
 
     # -- a rebuild ---------------------------------------------------------------------------
     def rebuild(self, changed: list[str] | None) -> None:
@@ -251,6 +253,9 @@ def run(root: Path, args, notify: int | None = None) -> int:
     from ..staging import output_folder
 
     parse_sets(args.set)                 # options that no edit can mend: one line, status 2
+    from .. import data as data_module
+
+    data_module.PARSED = {}              # each data file parsed again only when it changed
     loop = Loop(root, args, output_folder(root, args.out), notify)
     parent = os.getppid()
     saved = -1

@@ -13,7 +13,8 @@ import pytest
 from chalkboard import FEATURED_HARDWARE as HW, FEATURED_MODEL as MODEL
 from chalkboard.data import load
 from chalkboard.data import Data
-from chalkboard.cache.figcache import MISS, SETTINGS, TABLES, WHOLE, FigureCache, _Traced, code_digest, traced
+from chalkboard.cache.figcache import (FIELDS, MISS, PRESENT, SETTINGS, TABLES, VALUE, WHOLE, FigureCache, _Traced, code_digest,
+                                      read_digest, traced)
 from chalkboard.report.figure_process import Drawing
 from chalkboard.report.figures import FIGURES, PER_CHIP
 
@@ -81,7 +82,9 @@ def test_a_figure_is_drawn_again_exactly_when_what_it_read_changed(data, tmp_pat
 
     model = edited(featured, "models", MODEL, "params_active", 0.9)
     got, drawn = drawn_with(tmp_path, model)
-    assert drawn >= {"step_time_vs_batch", *PER_CHIP}
+    # each value of an entry is traced on its own: a figure that never read the model's active
+    # parameters (the chips by year, each chip's pipelining) is kept, and is what a drawing gives
+    assert "step_time_vs_batch" in drawn and not drawn >= {"hardware_by_year", "pipelining_by_chip"}
     assert got == without_cache(model)
 
 
@@ -129,13 +132,51 @@ def test_the_traced_tables_record_what_is_read(data):
     t.hardware[HW]
     t.models.get(MODEL)
     _ = "no-such-chip" in t.hardware
-    assert log == {("hardware", HW), ("models", MODEL), ("hardware", "no-such-chip")}
+    t.models.get("no-such-model")
+    # an entry looked up: its fields but its values; a test of presence: that alone; an absent one
+    assert log == {("hardware", HW, FIELDS), ("models", MODEL, FIELDS), ("hardware", "no-such-chip", PRESENT),
+                   ("models", "no-such-model")}
+    log.clear()
+    chip = t.hardware[HW]
+    chip.values["hbm_bandwidth"]
+    _ = "flops_fp4" in chip
+    chip.values.get("no-such-field")
+    assert log == {("hardware", HW, FIELDS), ("hardware", HW, VALUE, "hbm_bandwidth"),
+                   ("hardware", HW, VALUE, "flops_fp4"), ("hardware", HW, VALUE, "no-such-field")}
+    assert chip.values["hbm_bandwidth"] is data.hardware[HW].values["hbm_bandwidth"] and chip.name == data.hardware[HW].name
+    for whole in (list, len, lambda d: d.keys(), lambda d: d.items(), lambda d: dict(d), lambda d: d.copy()):
+        log.clear()
+        whole(chip.values)
+        assert ("hardware", HW) in log, whole   # all its values seen: the whole entry
     for whole in (list, len, lambda d: d.keys(), lambda d: d.values(), lambda d: d.items(), lambda d: {**d},
                   lambda d: dict(d), lambda d: d.copy()):
         log.clear()
         whole(t.prices)
         assert ("prices", WHOLE) in log, whole   # (a copy also looks each entry up)
     assert isinstance(t.hardware, _Traced) and t.hardware == data.hardware
+
+
+def test_each_read_digests_what_it_read_and_nothing_else(data):
+    """The digest of a read changes with what it read (one value of a chip, its other fields,
+    whether it is there) and not with anything else."""
+    import dataclasses
+
+    def edited(field, factor):
+        chip = data.hardware[HW]
+        v = chip.values[field]
+        values = {**chip.values, field: dataclasses.replace(v, quantity=v.quantity * factor)}
+        return dataclasses.replace(data, hardware={**data.hardware, HW: dataclasses.replace(chip, values=values)})
+
+    reads = [("hardware", HW, VALUE, "hbm_bandwidth"), ("hardware", HW, VALUE, "hbm_capacity"),
+             ("hardware", HW, FIELDS), ("hardware", HW, PRESENT), ("hardware", HW), ("hardware", WHOLE)]
+    before = {r: read_digest(data, r) for r in reads}
+    after = {r: read_digest(edited("hbm_bandwidth", 2), r) for r in reads}
+    assert {r for r in reads if before[r] != after[r]} == {reads[0], ("hardware", HW), ("hardware", WHOLE)}
+    renamed = dataclasses.replace(data, hardware={**data.hardware, HW: dataclasses.replace(data.hardware[HW], name="x")})
+    assert read_digest(renamed, ("hardware", HW, FIELDS)) != before[("hardware", HW, FIELDS)]
+    assert read_digest(renamed, reads[0]) == before[reads[0]]
+    gone = dataclasses.replace(data, hardware={k: v for k, v in data.hardware.items() if k != HW})
+    assert all(read_digest(gone, r) != before[r] for r in reads)
 
 
 def test_every_field_of_the_data_is_traced_or_keyed():
