@@ -133,7 +133,16 @@ def _sourced(claim: Claim) -> Verdict:
     values = {k: {"value": v, "verdict": judge(v, *args), "counted": True, "mark": None} for k, v in vals.items()}
     miss = ""
     shown = summary.get("median", summary.get("value"))
-    if verdict == FAILS or (verdict == ROUGHLY and part.compare):
+    if len(vals) > 1 and verdict == ROUGHLY and judge(shown, *args) == HOLDS:
+        # the median holds and some figure does not: name them, as the rule over chips does
+        wrong = [k for k, x in values.items() if x["verdict"] == FAILS]
+        out = [k for k, x in values.items() if x["verdict"] != HOLDS]
+        side = "on the claimed side" if part.compare else f"within ×/÷{sig(part.tolerance)}"
+        miss = (f"the median is {side}, but {', '.join(wrong)} {'is' if len(wrong) == 1 else 'are'} "
+                + ("not" if part.compare else f"outside ×/÷{sig(part.band)}") if wrong else
+                f"the median is {side}, but only {len(vals) - len(out)} of {len(vals)} figures are "
+                f"(fewer than two thirds: {', '.join(out)} not)")
+    elif verdict == FAILS or (verdict == ROUGHLY and part.compare):
         miss = miss_text(shown, part.low, part.high, part.compare)
     return Verdict(claim, verdict, summary, text, f"claimed {part.claimed_text} against the cited "
                    f"{'figure' if len(vals) == 1 else 'figures'}: {claim.source}", band=band_text(part),
