@@ -112,7 +112,8 @@ def _identity(claim: Claim) -> Verdict:
                    scope="every chip and model (symbolic)",
                    values={r["check"]: {"value": r["holds"], "verdict": HOLDS if r["holds"] else FAILS,
                                         "counted": True, "mark": None} for r in results},
-                   miss="" if not failed else f"{len(failed)} of {len(results)} relations fail")
+                   miss="" if not failed else f"{len(failed)} of {len(results)} relations fail",
+                   unswept="an identity is symbolic: it holds or fails for every chip, model, format and workload at once")
 
 
 def _sourced(claim: Claim) -> Verdict:
@@ -147,4 +148,5 @@ def _sourced(claim: Claim) -> Verdict:
     return Verdict(claim, verdict, summary, text, f"claimed {part.claimed_text} against the cited "
                    f"{'figure' if len(vals) == 1 else 'figures'}: {claim.source}", band=band_text(part),
                    scope="the cited source", values=values, miss=miss,
+                   unswept="the cited figures are the evidence: there is no set-up to sweep",
                    loose=loose_text(shown, part.low, part.compare) if verdict == HOLDS else "")
