@@ -188,9 +188,10 @@ class Audit:
                 "inputs_that_matter": _that_matter(v), "context": c.context,
                 "derivation": v.derivation, "survived": survived(v) if v.verdict == FAILS and not v.inherited_from else None})
         return {"intro": f"{len(self.verdicts)} checkable statements from the two seed transcripts "
-                         "(places as 004:LINE and 000@M:SS in lecture/seeds/), the public cleaned transcript "
-                         "(transcript@H:MM:SS, linked to the lecture at that second) and the paraphrase of the later "
-                         "chapters, each with its corrected reading and its decision as one sentence. Each verdict says "
+                         "(places as 004:LINE and 000@M:SS in lecture/seeds/) and the public cleaned transcript "
+                         "(transcript@H:MM:SS, linked to the lecture at that second), each with its corrected reading, "
+                         "two lines of lecture context, its deciding derivation with the numbers and its decision as "
+                         "one sentence. Each verdict says "
                          "what it tested (its kind) and what its evidence is: \"holds\" only on data independent of the "
                          "lecture; \"recomputed\" when the lecture's own numbers or algebra are redone; \"definition\" "
                          "when the check restates the derivations' own definition; \"depends\" when a miss turns into "
@@ -202,7 +203,9 @@ class Audit:
                          "tolerance. A claim over several chips holds "
                          "when the median and at least two thirds of its distinct chips are within the band and "
                          "none is outside the wider band; holds roughly when only the median is, or a chip is "
-                         "outside the wider band. Each chip is evaluated at its serving format.",
+                         "outside the wider band; a sentence about models in general is judged over the catalogue's "
+                         "models the same way, and its decision ends with the share it holds on. An error lists every "
+                         "sweep it survived. Each chip is evaluated at its serving format.",
                 "kinds": [{"kind": k, "text": KIND_TEXT[k], "counts": row} for k, row in self.counts_by_kind()],
                 "verdict_names": list(VERDICTS), "headline": self.headline(), "errors": self.errors(),
                 "counts": self.counts(), "css": CSS, "claims": claims}

@@ -360,6 +360,8 @@ def share(v: Verdict) -> tuple[int, int, str] | None:
         return None
     what = ("chips" if len(c.models) <= 1 else "models" if len({x.get("hardware") for x in counted}) <= 1
             else "chip × model pairs")
+    if len(counted) < len(v.values):   # some shown, not counted (same silicon, announced, does not fit)
+        what = "counted " + what
     return sum(1 for x in counted if x.get("verdict") == HOLDS), len(counted), what
 
 
