@@ -40,6 +40,7 @@ from ..data import Data
 from ..home import ROOT
 
 from .rules import AGREES, DEFINITION, DEPENDS, FAILS, HOLDS, INCONCLUSIVE, KINDS, ND, RECOMPUTED, ROUGHLY, VERDICTS, judge, judge_rule, miss_text, rule_of_thumb
+from . import context
 from .scope import Chips, _load_chips
 from .claims import _claims_document, _read, Claim, load_claims
 from .verdicts import decision, evaluate_claim, inherit_rejections
@@ -71,7 +72,9 @@ def read_claims(data: Data, path: Path, label: str, doc=None) -> Claims:
         places = {**places, **seeds.chapter_places(seed_dir(root).parent)}
     doc = _read(path, label) if doc is None else _claims_document(doc, label)
     chips = _load_chips(label, data, doc)
-    return Claims(load_claims(path, label, data, places, chips, doc), chips)
+    loaded = load_claims(path, label, data, places, chips, doc)
+    context.attach(loaded, places)
+    return Claims(loaded, chips)
 
 
 def run_audit(data: Data, path: Path, label: str, doc=None, claims: Claims | None = None) -> Audit:

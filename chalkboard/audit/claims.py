@@ -75,6 +75,7 @@ class Claim:
     threshold: str | None = None      # where a bound's threshold comes from, when the lecture gives none
     lecture_input: str | None = None  # the input that carries the lecture's number this card tests
     covers: list[str] = field(default_factory=list)   # paraphrase places the claim answers (not its quote)
+    context: list[str] = field(default_factory=list)  # two lines of the lecture around the quote (context.py)
 
     @property
     def quantity(self):

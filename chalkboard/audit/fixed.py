@@ -112,7 +112,8 @@ def _identity(claim: Claim) -> Verdict:
                    scope="every chip and model (symbolic)",
                    values={r["check"]: {"value": r["holds"], "verdict": HOLDS if r["holds"] else FAILS,
                                         "counted": True, "mark": None} for r in results},
-                   miss="" if not failed else f"{len(failed)} of {len(results)} relations fail")
+                   miss="" if not failed else f"{len(failed)} of {len(results)} relations fail",
+                   unswept="an identity is symbolic: it holds or fails for every chip, model, format and workload at once")
 
 
 def _sourced(claim: Claim) -> Verdict:
@@ -133,9 +134,19 @@ def _sourced(claim: Claim) -> Verdict:
     values = {k: {"value": v, "verdict": judge(v, *args), "counted": True, "mark": None} for k, v in vals.items()}
     miss = ""
     shown = summary.get("median", summary.get("value"))
-    if verdict == FAILS or (verdict == ROUGHLY and part.compare):
+    if len(vals) > 1 and verdict == ROUGHLY and judge(shown, *args) == HOLDS:
+        # the median holds and some figure does not: name them, as the rule over chips does
+        wrong = [k for k, x in values.items() if x["verdict"] == FAILS]
+        out = [k for k, x in values.items() if x["verdict"] != HOLDS]
+        side = "on the claimed side" if part.compare else f"within ×/÷{sig(part.tolerance)}"
+        miss = (f"the median is {side}, but {', '.join(wrong)} {'is' if len(wrong) == 1 else 'are'} "
+                + ("not" if part.compare else f"outside ×/÷{sig(part.band)}") if wrong else
+                f"the median is {side}, but only {len(vals) - len(out)} of {len(vals)} figures are "
+                f"(fewer than two thirds: {', '.join(out)} not)")
+    elif verdict == FAILS or (verdict == ROUGHLY and part.compare):
         miss = miss_text(shown, part.low, part.high, part.compare)
     return Verdict(claim, verdict, summary, text, f"claimed {part.claimed_text} against the cited "
                    f"{'figure' if len(vals) == 1 else 'figures'}: {claim.source}", band=band_text(part),
                    scope="the cited source", values=values, miss=miss,
+                   unswept="the cited figures are the evidence: there is no set-up to sweep",
                    loose=loose_text(shown, part.low, part.compare) if verdict == HOLDS else "")

@@ -160,6 +160,9 @@ class Verdict:
     note: str | None = None
     why: str | None = None
     reading: str | None = None
+    swept: list = field(default_factory=list)       # every sweep tried: "label: verdict (value)"
+    unswept: str = ""                               # why no reasonable sweep applies, where none was tried
+    derivation: list = field(default_factory=list)  # the deciding derivation, one step a derived quantity
 
 
 def _unit_suffix(part) -> str:

@@ -110,6 +110,8 @@ class Audit:
                 "values": v.values, "inputs": v.inputs, "flips_if": v.flips_if, "sensitivity": v.sensitivity,
                 "formula": v.formula[0] if v.formula else None, "fit": v.fit or None, "detail": v.detail,
                 "inherits": c.inherits, "inherited_by": v.inherited_by or None,
+                "derivation": [{k: d[k] for k in ("name", "symbolic", "numbers", "value")} for d in v.derivation] or None,
+                "swept": v.swept or None, "unswept": v.unswept or None, "context": c.context or None,
                 **({"also": c.also} if c.also else {}),
                 **({"reading": v.reading} if v.reading else {}),
                 **({"source": c.source} if c.source else {}), **({"note": v.note} if v.note else {})})
@@ -159,6 +161,8 @@ class Audit:
                 lines.append(f"{pad}set-up does not fit: " + "; ".join(v.fit))
             if v.flips_if:
                 lines.append(f"{pad}flips if " + "; ".join(v.flips_if))
+            if v.verdict == FAILS and not v.inherited_from:   # an error: what it survived
+                lines.append(f"{pad}{survived(v)}")
         return "\n".join(lines)
 
     def for_report(self) -> dict:
@@ -181,11 +185,13 @@ class Audit:
                 "source": c.source, "note": v.note, "why": v.why if c.kind != "qualitative" else None,
                 "decision": v.decision, "loose": v.loose, "links": c.links,
                 "section": c.section, "section_title": _section_title(c.section),
-                "inputs_that_matter": _that_matter(v)})
+                "inputs_that_matter": _that_matter(v), "context": c.context,
+                "derivation": v.derivation, "survived": survived(v) if v.verdict == FAILS and not v.inherited_from else None})
         return {"intro": f"{len(self.verdicts)} checkable statements from the two seed transcripts "
-                         "(places as 004:LINE and 000@M:SS in lecture/seeds/), the public cleaned transcript "
-                         "(transcript@H:MM:SS, linked to the lecture at that second) and the paraphrase of the later "
-                         "chapters, each with its corrected reading and its decision as one sentence. Each verdict says "
+                         "(places as 004:LINE and 000@M:SS in lecture/seeds/) and the public cleaned transcript "
+                         "(transcript@H:MM:SS, linked to the lecture at that second), each with its corrected reading, "
+                         "two lines of lecture context, its deciding derivation with the numbers and its decision as "
+                         "one sentence. Each verdict says "
                          "what it tested (its kind) and what its evidence is: \"holds\" only on data independent of the "
                          "lecture; \"recomputed\" when the lecture's own numbers or algebra are redone; \"definition\" "
                          "when the check restates the derivations' own definition; \"depends\" when a miss turns into "
@@ -197,10 +203,19 @@ class Audit:
                          "tolerance. A claim over several chips holds "
                          "when the median and at least two thirds of its distinct chips are within the band and "
                          "none is outside the wider band; holds roughly when only the median is, or a chip is "
-                         "outside the wider band. Each chip is evaluated at its serving format.",
+                         "outside the wider band; a sentence about models in general is judged over the catalogue's "
+                         "models the same way, and its decision ends with the share it holds on. An error lists every "
+                         "sweep it survived. Each chip is evaluated at its serving format.",
                 "kinds": [{"kind": k, "text": KIND_TEXT[k], "counts": row} for k, row in self.counts_by_kind()],
                 "verdict_names": list(VERDICTS), "headline": self.headline(), "errors": self.errors(),
                 "counts": self.counts(), "css": CSS, "claims": claims}
+
+
+def survived(v: Verdict) -> str:
+    """What an error survived, as its card says it: every sweep tried (none turns it), or why none applies."""
+    if v.swept:
+        return f"survives {len(v.swept)} sweep{'' if len(v.swept) == 1 else 's'}: " + "; ".join(v.swept)
+    return f"no sweep applies: {v.unswept}" if v.unswept else "no sweep applies"
 
 
 def _section_title(section: str | None) -> str | None:

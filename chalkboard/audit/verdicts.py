@@ -1,6 +1,7 @@
 """Each claim evaluated: every chip in its scope, the formula with numbers, the inputs, and what can flip the verdict."""
 from __future__ import annotations
 
+import dataclasses
 import statistics
 from dataclasses import dataclass
 
@@ -8,8 +9,6 @@ import sympy as sp
 
 from derivations import REGISTRY
 
-from ..typeset import printers
-from ..typeset.linebreak import formula
 from ..data import DataError
 from ..evaluation.evaluate import InputError, MissingInput, Scenario
 from ..evaluation.dependence import PIPELINE_CHAPTERS
@@ -24,6 +23,7 @@ from .rules import (_unit_suffix, Verdict, _EDGE, _PLACEHOLDER, AGREES, band_tex
 from .scope import _default_chips, _serving, Chips
 from .claims import _expand, Claim, Part
 from .fixed import _identity, _sourced, notation
+from .board import _derivation, _formula
 
 # -- evaluating ---------------------------------------------------------------------------------
 
@@ -187,21 +187,6 @@ def _inputs_used(sc: Scenario, claim: Claim, expr) -> list[dict]:
     return out
 
 
-def _formula(sc: Scenario, part: Part):
-    """The part's definition with each symbol's value substituted: (text, mathml, typst)."""
-    expr = REGISTRY[part.quantity].expr if part.quantity and not REGISTRY[part.quantity].is_input else part.expr
-    if part.quantity and REGISTRY[part.quantity].is_input:
-        return None
-    values = {s: sc.value(REGISTRY.q(s).name) for s in expr.free_symbols}
-    lhs = REGISTRY[part.quantity] if part.quantity else None
-    text, _, ty = printers.with_values(expr, values)   # the PDF's is inline, where Typst breaks it
-    ml = formula(expr, values=values)[1]                 # the page's is a display, set over lines
-    if lhs is not None:
-        sym = printers.text_symbol(lhs)
-        text = f"{sym} = {text}"
-    return text, ml, ty
-
-
 def _leaves(claim: Claim) -> set[str]:
     names = set()
     for part in claim.parts:
@@ -294,17 +279,27 @@ def _variants(ctx, claim: Claim, entries: list[Entry]):
             out.append(("without announced parts", {}, None, [h for h in claim.hardware if h not in ctx.chips.announced]))
     for h in claim.also_on:
         out.append((f"on {h}", {}, None, [h]))
+    # a claim judged on one model: the same sentence on every published model of the catalogue (shown,
+    # not a reasonable choice by itself: many sentences name their model)
+    if len(claim.models) <= 1 and claim.relative_to is None and any(
+            REGISTRY[n].origin == "model" for n in leaves if n in REGISTRY.quantities):
+        models = [m for m, md in ctx.data.models.items() if "illustrative" not in (getattr(md, "name", "") or "")]
+        if len(models) > 1:
+            out.append(("every model in models.yaml", {}, None, None, models))
     return out
 
 
-def _sweep(ctx, claim: Claim, entries: list[Entry], verdict: str, base_vals: list[dict]):
+def _sweep(ctx, claim: Claim, entries: list[Entry], verdict: str, base_vals: list[dict], swept: list | None = None):
+    """What each variant does to the verdict: the flips, the moves that do not flip it and the turns
+    (label, verdict); `swept`, when given, collects every variant tried, flipping or not."""
     flips, moves, turns = [], [], []    # turns: (label, verdict) of each flip
     part0 = claim.parts[0]
     base_key = next((e.key for e in entries if e.counted and e.key in base_vals[0]), None)
-    for label, extra, tweak, hw in _variants(ctx, claim, entries):
-        ents = entries if hw is None else _entries(ctx, claim, hw)
+    for label, extra, tweak, hw, *models in _variants(ctx, claim, entries):
+        judged = dataclasses.replace(claim, models=models[0]) if models else claim
+        ents = entries if hw is None and not models else _entries(ctx, judged, hw)
         try:
-            v, per_part = _overall(ctx, claim, ents, extra, tweak)
+            v, per_part = _overall(ctx, judged, ents, extra, tweak)
         except (MissingInput, InputError):
             continue
         if v is None:
@@ -312,10 +307,12 @@ def _sweep(ctx, claim: Claim, entries: list[Entry], verdict: str, base_vals: lis
         vals = per_part[0][1]
         counted = [vals[e.key] for e in ents if e.counted and e.key in vals]
         shown = (sig(counted[0]) if len(counted) == 1 else f"median {sig(statistics.median(counted))}") + _unit_suffix(part0)
+        if swept is not None:
+            swept.append(f"{label}: {v} ({shown})")
         if v != verdict:
             flips.append(f"{label}: {v} ({shown})")
             turns.append((label, v))
-        elif hw is None and base_key is not None and base_key in vals and base_vals[0][base_key]:
+        elif hw is None and not models and base_key is not None and base_key in vals and base_vals[0][base_key]:
             change = vals[base_key] / base_vals[0][base_key] - 1
             if abs(change) >= 0.01:
                 moves.append(f"{label}: {sig(vals[base_key])}{_unit_suffix(part0)} ({change * 100:+.0f}%)")
@@ -352,8 +349,34 @@ def evaluate_claim(data, claim: Claim, chips: Chips | None = None) -> Verdict:
     return v
 
 
+def share(v: Verdict) -> tuple[int, int, str] | None:
+    """How many of the counted set-ups a claim over several models or chips holds on: (holding, counted,
+    what they are), or None for a claim judged on one set-up or on several parts."""
+    c = v.claim
+    if len(c.parts) != 1 or c.kind in ("identity", "sourced", "qualitative"):
+        return None
+    counted = [x for x in v.values.values() if x.get("counted")]
+    if len(counted) < 2:
+        return None
+    what = ("chips" if len(c.models) <= 1 else "models" if len({x.get("hardware") for x in counted}) <= 1
+            else "chip × model pairs")
+    if len(counted) < len(v.values):   # some shown, not counted (same silicon, announced, does not fit)
+        what = "counted " + what
+    return sum(1 for x in counted if x.get("verdict") == HOLDS), len(counted), what
+
+
 def decision(v: Verdict) -> str:
-    """The verdict as one sentence a reader can check: what was compared with what, by which rule."""
+    """The verdict as one sentence a reader can check: what was compared with what, by which rule; a claim over
+    several models or chips ends with the share it holds on."""
+    text = _decision(v)
+    sh = share(v) if v.verdict not in (ND, INCONCLUSIVE) and not v.inherited_from else None
+    if not sh:
+        return text
+    return text + (f" ({sh[0]} of {sh[1]} {sh[2]} hold as set, before the flip)" if v.verdict == DEPENDS
+                   else f" ({sh[0]} of {sh[1]} {sh[2]} hold)")
+
+
+def _decision(v: Verdict) -> str:
     c = v.claim
     if v.verdict == ND:
         return f"not judged: {v.why or v.detail}".rstrip()
@@ -522,7 +545,9 @@ def _numeric_fitting(ctx, claim: Claim, entries: list, fit: list) -> Verdict:
             counted = sorted(vals[e.key] for e in entries if e.counted and e.key in vals)
             inside = sum(1 for x in counted if judge(x, *args) == HOLDS)
             texts.append(f"median {sig(summ)} ({sig(counted[0])}–{sig(counted[-1])}){u}")
-            details.append(f"{part.label}: median {sig(summ)}{u} over {len(counted)} distinct chips; "
+            what = ("distinct chips" if len(claim.models) <= 1 else "models" if len(claim.hardware) <= 1
+                    else "chip × model pairs")
+            details.append(f"{part.label}: median {sig(summ)}{u} over {len(counted)} {what}; "
                            f"{inside} of {len(counted)} within the band "
                            f"({'at least' if inside >= TWO_THIRDS * len(counted) - _EDGE else 'fewer than'} two thirds); "
                            f"the formula and inputs shown are {e0.hardware}'s"
@@ -551,13 +576,15 @@ def _numeric_fitting(ctx, claim: Claim, entries: list, fit: list) -> Verdict:
                 inputs.append(rec)
     if all_skipped:
         details.append("not evaluated: " + "; ".join(f"{k} ({m})" for k, m in all_skipped.items()))
-    formula = None
+    formula, derivation = None, []
     try:
         formula = _formula(sc0, claim.parts[0])
+        derivation = _derivation(sc0, claim.parts[0])
     except (MissingInput, InputError):
         pass
     unfit, ctx.unfit = ctx.unfit, {}    # the sweeps judge their own variants on every chip
-    flips, moves, turns = _sweep(ctx, claim, entries, verdict, [r[1] for r in part_results])
+    swept = []
+    flips, moves, turns = _sweep(ctx, claim, entries, verdict, [r[1] for r in part_results], swept)
     ctx.unfit = unfit
     depends_on = [label for label, v in turns if v in (HOLDS, ROUGHLY) and label.startswith(REASONABLE_SWEEPS)]
     if verdict == FAILS and depends_on:   # an error only if it survives the reasonable sweeps
@@ -579,7 +606,10 @@ def _numeric_fitting(ctx, claim: Claim, entries: list, fit: list) -> Verdict:
     return Verdict(claim, verdict, summary, "; ".join(texts), "; ".join(details),
                    band="; ".join((f"{p.label}: " if len(claim.parts) > 1 else "") + band_text(p) for p in claim.parts),
                    scope=scope, values=values, inputs=inputs, formula=formula, flips_if=flips, sensitivity=moves,
-                   fit=fit, miss="; ".join(misses), loose="; ".join(looses))
+                   fit=fit, miss="; ".join(misses), loose="; ".join(looses), swept=swept, derivation=derivation,
+                   unswept="" if swept else ("it reads only published figures and the workload it fixes ("
+                                             + ", ".join(r["name"] for r in inputs) + "): no context, batch, "
+                                             "format or chip choice in its scope moves it"))
 
 
 def _format_of(ctx, claim, e: Entry) -> str | None:
