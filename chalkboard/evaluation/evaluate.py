@@ -14,7 +14,7 @@ import math
 import sympy as sp
 
 from derivations import CHOICE_INPUTS, NUMBER_FORMATS, REGISTRY
-from units import Quantity, UnitParseError, conform, magnitude_problem, parse, unit as parse_unit
+from units import Quantity, UnitParseError, conform, fmt_unit, is_count, magnitude_problem, parse, unit as parse_unit
 
 from derivations import rules
 
@@ -23,8 +23,8 @@ from ..data import MAY_BE_ZERO, RATE_FORMATS, Data, is_whole
 from .dependence import FUSE_FROM, _depends_on, _derived_below, _fields_to_inputs, _inputs_below, _joined
 from .expected import EVIDENCE_INPUTS, Expected  # noqa: F401  (EVIDENCE_INPUTS re-exported)
 from .fit import Fit
-from .settings import (AT_MOST, BELOW, BY_ATTENTION, DENSE_MOE_DEFAULTS, DIVIDES, EVIDENCE, FORMAT_KEYS, INLINE_ID,
-                       LAYOUT_DEGREES, ORDERED, SELECT_KEYS, WHOLE_NUMBERS, _compute_format, _with_inline)
+from .settings import (AT_MOST, AT_ONE_SEQUENCE, BELOW, BY_ATTENTION, DENSE_MOE_DEFAULTS, DIVIDES, EVIDENCE, FORMAT_KEYS, INLINE_ID,
+                       LAYOUT_DEGREES, ORDERED, SELECT_KEYS, SETTLED_BY, WHOLE_NUMBERS, _compute_format, _with_inline)
 from ..errors import InputError, MissingInput, NotApplicable, NotGiven, short  # noqa: F401  (re-exported)
 from .regimes import REGIMES, regime_index
 from .walk import walk
@@ -74,6 +74,7 @@ class Scenario(Fit, Expected):
         self.price = data.prices.get(price_id) if price_id is not None else None
         self.is_dense = "experts" not in self.model.values and "experts" not in o
         self._cache: dict[str, object] = {}
+        self._one_sequence = False   # this set-up at one sequence, made when first needed (None: not needed)
         self._fixed: dict[str, object] = {}
         self._fits: dict[float, str | None] = {}
         self._mags: dict[str, float] = {}
@@ -125,14 +126,17 @@ class Scenario(Fit, Expected):
                 unit = REGISTRY[key].unit
             else:
                 raise InputError(f"--set {short(name)}: unknown input (see `python build.py list quantities`)")
-            try:
-                v = parse(text)
+            try:   # a Pint quantity (a sweep's point, the library) as it is; text as --set writes it
+                v = text if isinstance(text, Quantity) else parse(text)
             except UnitParseError as e:
                 raise InputError(f"--set {name}: {e}") from None
+            if v.dimensionless and not is_count(unit):   # never read silently in base units (B/s, s)
+                raise InputError(f"--set {name}={short(str(text))}: {name} needs a unit, e.g. "
+                                 f"--set {name}=\"{self._example_unit(key, unit, v.magnitude)}\"")
             try:
                 v = conform(v, unit, per_chip=unit.endswith("/chip"), bare=True)
             except UnitParseError as e:
-                raise InputError(f"--set {name}={short(text)}: {e}") from None
+                raise InputError(f"--set {name}={short(str(text))}: {e}") from None
             problem = magnitude_problem(v, allow_zero=key in MAY_BE_ZERO)
             if problem:
                 raise InputError(f"--set {name}={short(text)}: {problem} (it divides, or counts something)"
@@ -143,6 +147,20 @@ class Scenario(Fit, Expected):
                 raise InputError(f"--set {name}={short(text)}: must be below {BELOW[key][0]:g} ({BELOW[key][1]})")
             out[key] = v
         return out
+
+    def _example_unit(self, key: str, unit: str, number: float) -> str:
+        """``number`` written with a unit for ``key``: the unit the data files write it in (TB/s, from
+        this chip's or model's entry, else any that has it) where the number reads well in it, else
+        the declared unit (per chip left implicit, as spec sheets write it)."""
+        q = REGISTRY[key] if key in REGISTRY else None
+        fld = q.field if q is not None else key
+        entries = [*self.data.hardware.values(), *self.data.models.values()]
+        if q is not None and q.origin in ("hardware", "model"):
+            entries.insert(0, self.hw if q.origin == "hardware" else self.model)
+        val = next((v for e in entries if fld and (v := e.get(fld)) is not None), None)
+        if val is not None and 1e-2 <= number < 1e5:
+            return f"{number:g} {fmt_unit(parse(val.text).units)}"
+        return f"{number:g} {fmt_unit(unit.removesuffix('/chip') if unit.endswith('/chip') else unit)}"
 
     def _given(self, name: str):
         """An input's magnitude in its declared unit, from --set or the model or hardware entry, if any."""
@@ -454,6 +472,8 @@ class Scenario(Fit, Expected):
         q = REGISTRY[name]
         if q.is_input or name in self._fixed:
             m = compiled.to_base(self._cache[name] if name in self._fixed else self.input(name))
+        elif (m := self.settled(name)) is not None:
+            pass
         else:
             if q.moe_only and self.is_dense:
                 raise NotApplicable(f"{name} is not applicable: {self.model.id} is a dense model (no routed experts)")
@@ -474,6 +494,60 @@ class Scenario(Fit, Expected):
                 raise NotApplicable(f"{name} is not applicable: {q.valid}")
         self._mags[name] = m
         return m
+
+    def settled(self, name: str) -> float | None:
+        """``name``'s value in base units where one input settles it (settings.SETTLED_BY: no
+        all-reduce at tp = 1), its definition's other inputs unread; None where it does not (or
+        that input cannot be read: the definition then says what is missing)."""
+        if name in AT_ONE_SEQUENCE:
+            one = self._at_one_sequence(name)
+            return None if one is None else one._mag(AT_ONE_SEQUENCE[name])
+        rule = SETTLED_BY.get(name)
+        if rule is None or name in self._fixed:
+            return None
+        by, at, value = rule
+        try:
+            if self._mag(by) != at:
+                return None
+            return self._mag(value) if isinstance(value, str) else value
+        except (MissingInput, InputError):
+            return None
+
+    def _at_one_sequence(self, name: str):
+        """For a quantity of AT_ONE_SEQUENCE with a settled term below it: this set-up at a batch of
+        one sequence (kept), which evaluates it term by term; else None (its closed form applies)."""
+        if self._fixed:
+            return None
+        if self._one_sequence is False:
+            one = Scenario(self.data, self.hw.id, self.model.id,
+                           {**self.raw_overrides, "batch": Quantity(1, "sequence")})
+            one.evidence = self.evidence
+            below = _derived_below(AT_ONE_SEQUENCE[name])
+            self._one_sequence = one if any(one.settled(d) is not None for d in SETTLED_BY if d in below) else None
+        return self._one_sequence
+
+    def reads(self, name: str) -> set[str]:
+        """The inputs evaluating ``name`` reads here: its definition's, all the way down, except
+        below a quantity an input settles (``settled``), where that input alone."""
+        out: set[str] = set()
+
+        def visit(n):
+            if n in out:
+                return
+            if REGISTRY[n].is_input or n in self._fixed:
+                out.add(n)
+                return
+            if n in AT_ONE_SEQUENCE and self._at_one_sequence(n) is not None:
+                out.update((self._at_one_sequence(n).reads(AT_ONE_SEQUENCE[n]) - {"batch"}) | {"one_sequence"})
+                return
+            if self.settled(n) is not None:
+                by, _, value = SETTLED_BY[n]
+                out.update(x for x in (by, value) if isinstance(x, str))
+                return
+            for a in compiled.scalar(n)[1]:
+                visit(a)
+        visit(name)
+        return out
 
     def base_value(self, name: str) -> float:
         """The value of ``name`` as a float in the registry's base units."""
@@ -500,6 +574,8 @@ class Scenario(Fit, Expected):
         q = REGISTRY[name]
         if q.is_input or name in self._fixed:
             return self.value(name)
+        if self.settled(name) is not None:
+            return self.value(name)
         if q.moe_only and self.is_dense:
             raise NotApplicable(f"{name} is not applicable: {self.model.id} is a dense model (no routed experts)")
         val = walk(q.expr, lambda s: self.pint_value(REGISTRY.q(s).name), where=name).to(parse_unit(q.unit))
@@ -512,6 +588,8 @@ class Scenario(Fit, Expected):
         below = _derived_below(name)
         if self._fixed or self.is_dense and any(REGISTRY[d].moe_only for d in below):
             return False
+        if any(self.settled(d) is not None for d in below if d in SETTLED_BY):
+            return False   # the closed form would read what the settled term leaves unread
         for d in below:
             if REGISTRY[d].valid:
                 if any(_depends_on(d, v) for v in vars_):
@@ -564,6 +642,8 @@ class Scenario(Fit, Expected):
             q = REGISTRY[n]
             if q.is_input or n in self._fixed or not moving(n):
                 v = self._mag(n)
+            elif n in SETTLED_BY and not moving(SETTLED_BY[n][0]) and self.settled(n) is not None:
+                v = self._mag(n)
             else:
                 if q.moe_only and self.is_dense:
                     raise NotApplicable(f"{n} is not applicable: {self.model.id} is a dense model")
@@ -589,11 +669,22 @@ class Scenario(Fit, Expected):
     def inputs_of(self, name: str) -> list[InputRecord]:
         """The input records the value of ``name`` used (after evaluating it)."""
         self.value(name)
+        read = self.reads(name)
+        if self.one_chip():   # nothing to split: the degrees are 1 by the chips, not defaults to report
+            read -= {n for n in LAYOUT_DEGREES + ("ep",) if n not in self.overrides}
         out = []
         for q in REGISTRY.leaves(name):
-            self.input(q.name)
-            out.append(self.records[q.name])
+            if q.name in read:
+                self.input(q.name)
+                out.append(self.records[q.name])
         return out
+
+    def one_chip(self) -> bool:
+        """Whether the copy is on one chip (chips = 1): no layout to choose, nothing crosses a link."""
+        try:
+            return self.mag("chips") == 1
+        except (MissingInput, InputError):
+            return False
 
     def bound(self) -> str:
         """'compute' or 'memory': which side of the roofline sets the step time."""

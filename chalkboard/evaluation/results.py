@@ -17,7 +17,7 @@ from ..data import Data
 from .evaluate import MissingInput, Scenario
 from .dependence import MEASURED_SECTIONS, TRAINING_CHAPTERS, flag_kind, read_shared, setup_dependence
 from .walk import DimensionMismatch
-from ..typeset.fmt import fmt, fmt_named, split
+from ..typeset.fmt import fmt, fmt_named, split, split_named
 
 
 @dataclass
@@ -304,7 +304,7 @@ def describe(sc: Scenario, name: str) -> dict:
     """One quantity for one scenario: value, unit, closed form, and each input with its source."""
     q = REGISTRY[name]
     val = sc.value(name)
-    mag, unit = split(val)
+    mag, unit = split_named(name, val)
     closed = REGISTRY.closed_form(name)
     inputs = []
     for rec in sc.inputs_of(name):
@@ -355,7 +355,7 @@ def describe_as_asked(sc: Scenario, asked: str, layout: str = "deployed") -> dic
     if ends is not None:   # an expected number: the range the fitted efficiency's held-out error spans
         units = sc.value(name).units
         lo, hi = (e.to(units) for e in ends)
-        d["range"] = {"low": split(lo, d["unit"] or None)[0], "high": split(hi, d["unit"] or None)[0],
+        d["range"] = {"low": split_named(name, lo, d["unit"])[0], "high": split_named(name, hi, d["unit"])[0],
                       "display": f"{fmt_named(name, lo)} – {fmt_named(name, hi)}",
                       "why": "the efficiency at the 10th and 90th percentile of the fit's error on published "
                              "runs held out by source (`validate`)"}

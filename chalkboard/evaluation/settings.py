@@ -37,6 +37,26 @@ DIVIDES = (("tp", "n_heads", "each tensor-parallel rank holds whole query heads"
 LAYOUT_DEGREES = ("tp", "dp_attention", "pp")
 # a workload default read from the published measurements of the set-up's regime (Scenario.evidence)
 EVIDENCE = "=evidence"
+# Quantities one input settles without the rest of their definition: (the input, the value at which
+# it settles them, their value there: a number in base units or the input it equals). At tp = 1 no
+# all-reduce runs, at pp = 1 no stage passes to another, a dense model sends nothing to experts: the
+# definition gives the same number there, but reads inputs that cannot matter (a one-chip set-up
+# never needs the scale-up bandwidth, a dense one at tp = 1 never needs d_model or the KV heads), so
+# they are neither read nor asked for (tests/evaluation/test_short_circuits.py: each equals its
+# definition wherever both evaluate).
+SETTLED_BY = {
+    "tp_comm_time": ("tp", 1.0, 0.0), "tp_comm_time_min": ("tp", 1.0, 0.0),
+    "tp_allreduce_time_ring": ("tp", 1.0, 0.0), "tp_allreduce_time_one_shot": ("tp", 1.0, 0.0),
+    "tp_allreduce_time_two_shot": ("tp", 1.0, 0.0), "kv_share_per_rank": ("tp", 1.0, 1.0),
+    "experts_read_per_chip": ("moe_layers", 0.0, 1.0),
+    "pp_comm_time": ("pp", 1.0, 0.0),
+    "ep_comm_time": ("moe_layers", 0.0, 0.0), "routed_params": ("moe_layers", 0.0, 0.0),
+    "always_read_params": ("moe_layers", 0.0, "params_active"),
+    "prefill_tp_comm_time": ("tp", 1.0, 0.0), "prefill_ep_comm_time": ("moe_layers", 0.0, 0.0),
+}
+# a quantity defined as another at one sequence (R.at, batch = 1): where a term below it is settled,
+# it is that quantity evaluated with the batch set to one sequence, which reads what that one reads
+AT_ONE_SEQUENCE = {"latency_floor_layout": "step_time_layout"}
 # inputs with a largest meaningful value: (the value, what it means)
 AT_MOST = {"zero_stage": (3, "ZeRO stage 3 partitions everything: the parameters, gradients and optimizer state"),
            "sequence_parallel": (1, "a switch: 1 with sequence parallelism, 0 without"),
