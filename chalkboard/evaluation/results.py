@@ -15,7 +15,9 @@ from ..typeset import printers
 from . import layouts
 from ..data import Data
 from .evaluate import MissingInput, Scenario
-from .dependence import MEASURED_SECTIONS, TRAINING_CHAPTERS, flag_kind, read_shared, setup_dependence
+from .dependence import (MEASURED_SECTIONS, TRAINING_CHAPTERS, _derived_below, flag_kind, read_shared,
+                         setup_dependence)
+from .settings import AT_ONE_SEQUENCE, SETTLED_BY
 from .walk import DimensionMismatch
 from ..typeset.fmt import fmt, fmt_named, split, split_named
 
@@ -202,6 +204,8 @@ def _evaluate_columns(scenarios: list[Scenario], names: list[str]) -> _Columns:
             fn, args = compiled.array(name)
             w = np.zeros(n, dtype=np.int64)
             alive = np.ones(n, dtype=bool)  # pairs whose scalar path still reads the next argument
+            settled = _settled(name, value, why, read)   # the pairs where one input settles it
+            alive &= ~settled
             if q.moe_only:
                 w[dense] = -1   # per pair below: the message names the model
                 alive &= ~dense
@@ -214,6 +218,14 @@ def _evaluate_columns(scenarios: list[Scenario], names: list[str]) -> _Columns:
                 alive &= ~fails
             v = np.asarray(fn(*(value[a] for a in args)), dtype=float)
             v = np.broadcast_to(v, (n,)).copy()
+            if settled.any():
+                by, _, at = SETTLED_BY[name]
+                v[settled] = value[at][settled] if isinstance(at, str) else at
+            if name in AT_ONE_SEQUENCE:   # evaluated term by term where a term is settled: the scalar path's
+                below = _derived_below(AT_ONE_SEQUENCE[name])
+                for d in below & SETTLED_BY.keys():
+                    by, at, _ = SETTLED_BY[d]
+                    redo.update(np.flatnonzero((why[by] == 0) & (value[by] == at)).tolist())
             ok = w == 0
             bad = ok & ~np.isfinite(v)
             redo.update(np.flatnonzero(bad).tolist())
@@ -226,6 +238,24 @@ def _evaluate_columns(scenarios: list[Scenario], names: list[str]) -> _Columns:
             v[w != 0] = np.nan
             value[name], why[name] = v, w
     return _Columns(names, value, why, reasons, read, redo, records)
+
+
+def _settled(name: str, value: dict, why: dict, read: dict):
+    """The pairs where an input settles ``name`` (settings.SETTLED_BY), as the scalar path finds
+    them: it reads that input in every pair, and the input the value is, where it holds."""
+    import numpy as np
+
+    n = len(next(iter(value.values())))
+    rule = SETTLED_BY.get(name)
+    if rule is None:
+        return np.zeros(n, dtype=bool)
+    by, at, to = rule
+    read[by] |= True
+    mask = (why[by] == 0) & (value[by] == at)
+    if isinstance(to, str):
+        read[to] |= mask
+        mask &= why[to] == 0
+    return mask
 
 
 def _topological(names: list[str]) -> list[str]:
