@@ -99,7 +99,7 @@ class Setup:
 
         resolve("step_time", layout)   # an unknown layout fails here
         self.data, self.hardware, self.model, self.layout, self.sets = data, hardware, model, layout, sets
-        self._scenario = Scenario(data, hardware, model, sets)
+        self._scenario = Scenario(data, hardware, model, sets, defaults="serving")
         if (root / "measurements.yaml").exists():   # the evidence for expected efficiencies, as eval reads it
             from .validation import evidence
             self._scenario.evidence = evidence(root, data)
@@ -161,7 +161,7 @@ def compare(quantities: list[str], hardware: list[str] | None = None, models: li
     asked = list(dict.fromkeys(quantities))
     names, _ = layouts.answered(asked, layout)
     rows = sw.compare(data, hardware or list(data.hardware), models or [FEATURED_MODEL], names,
-                      {k: str(v) for k, v in sets.items()}, asked=asked)
+                      {k: str(v) for k, v in sets.items()}, asked=asked, defaults="serving")
     return Table(rows, {a: rows[0]["values"][a]["unit"] for a in asked} if rows else {},
                  lambda t: sw.compare_csv(list(t), asked))
 

@@ -28,7 +28,7 @@ def cmd_eval(args) -> int:
     if args.csv:
         raise UserError("--csv goes with --sweep (numbers print as text or --json)")
     data = load(args)
-    sc = Scenario(data, args.hardware, args.model, parse_sets(args.set))
+    sc = Scenario(data, args.hardware, args.model, parse_sets(args.set), defaults="serving")
     check_counts(sc.overrides)
     if (ROOT / "measurements.yaml").exists():   # the evidence for expected efficiencies, read if asked
         from chalkboard.validation import evidence
@@ -73,6 +73,10 @@ def _print_one(d: dict, sc, layouts) -> None:
               f"over {n:g} chip{'s' if n != 1 else ''} (--layout even): {e.get('display') or e['not_applicable']}")
     fit = {True: "yes", False: "NO", None: "n/a"}[d["feasible"]]
     print(f"  feasible   : {fit} ({d['feasibility']})")
+    if d.get("defaults"):
+        told = ", ".join(f"{n} = {v}" for n, v in d["defaults"].items())
+        print(f"  defaults   : {told} (not given: the serving defaults"
+              f"{'; they do not fit, --set them' if d['feasible'] is False else ''})")
     if d["breakdown"]:
         print("  breakdown  : " + ", ".join(f"{b['name']} {b['display']}" for b in d["breakdown"]))
     for n, c in enumerate(d.get("collectives", ())):
@@ -103,7 +107,7 @@ def _eval_choice(args) -> int:
         raise UserError(f"{args.quantity[0]} names an option, not a number: give it alone, without "
                         "--sweep or --csv")
     data = load(args)
-    sc = Scenario(data, args.hardware, args.model, parse_sets(args.set))
+    sc = Scenario(data, args.hardware, args.model, parse_sets(args.set), defaults="serving")
     check_counts(sc.overrides)
     d = describe_choice(sc, args.quantity[0])
     if args.json:
@@ -144,18 +148,23 @@ def _eval_sweep(args) -> int:
     asked = list(dict.fromkeys(args.quantity))
     names, note = layouts.answered(asked, args.layout)
     data = load(args)
-    sc = Scenario(data, args.hardware, args.model, parse_sets(args.set))
+    sc = Scenario(data, args.hardware, args.model, parse_sets(args.set), defaults="serving")
     check_counts(sc.overrides)
     if (ROOT / "measurements.yaml").exists():   # the fitted efficiency, read if an expected number asks
         from chalkboard.validation import evidence
         sc.evidence = evidence(ROOT, data)
     result = sw.renamed(sw.sweep(sc, list(dict.fromkeys(names)), axes), names, asked)
     shown = sw.shown_quantities(result, asked)   # with an expected number's range
+    held = sw.held_defaults(sc, [n for n, _ in axes])
+    if held:   # the serving defaults the grid holds: a row equals eval with these --set
+        note = "\n".join(x for x in (note, f"note: {', '.join(f'{n} = {v}' for n, v in held.items())} held over "
+                                            f"the sweep (serving defaults; --set to choose)") if x)
     if args.json:
         units = sw.column_units(result, shown)
         print(sw.as_json({"hardware": sc.hw.id, "model": sc.model.id, "formats": sc.formats,
                           "layout": args.layout,
                           "answered_as": {a: n for a, n in zip(asked, names) if a != n},
+                          "defaults": held,
                           "units": {n: u for n, (u, _) in units.items()},
                           "points": sw.sweep_records(result, shown)}))
     elif args.csv:
@@ -186,7 +195,7 @@ def cmd_compare(args) -> int:
     if (ROOT / "measurements.yaml").exists():   # the fitted efficiency, read if an expected number asks
         from chalkboard.validation import evidence
         fitted = evidence(ROOT, data)
-    rows = sw.compare(data, hardware, models, names, parse_sets(args.set), fitted, asked)
+    rows = sw.compare(data, hardware, models, names, parse_sets(args.set), fitted, asked, defaults="serving")
     if args.json:
         print(sw.as_json(rows))
     elif args.csv:

@@ -23,7 +23,7 @@ from ..data import MAY_BE_ZERO, RATE_FORMATS, Data, is_whole
 from .dependence import FUSE_FROM, _depends_on, _derived_below, _fields_to_inputs, _inputs_below, _joined
 from .expected import EVIDENCE_INPUTS, Expected  # noqa: F401  (EVIDENCE_INPUTS re-exported)
 from .fit import Fit
-from .settings import (AT_MOST, AT_ONE_SEQUENCE, BELOW, BY_ATTENTION, DENSE_MOE_DEFAULTS, DIVIDES, EVIDENCE, FORMAT_KEYS, INLINE_ID,
+from .settings import (AT_MOST, AT_ONE_SEQUENCE, DEFAULTS, SERVING_WORKLOAD, BELOW, BY_ATTENTION, DENSE_MOE_DEFAULTS, DIVIDES, EVIDENCE, FORMAT_KEYS, INLINE_ID,
                        LAYOUT_DEGREES, ORDERED, SELECT_KEYS, SETTLED_BY, WHOLE_NUMBERS, _compute_format, _with_inline)
 from ..errors import InputError, MissingInput, NotApplicable, NotGiven, short  # noqa: F401  (re-exported)
 from .regimes import REGIMES, regime_index
@@ -43,7 +43,8 @@ class InputRecord:
 class Scenario(Fit, Expected):
     """One hardware entry x one model entry x workload settings, evaluated lazily."""
 
-    def __init__(self, data: Data, hardware_id: str, model_id: str, overrides: dict[str, str] | None = None):
+    def __init__(self, data: Data, hardware_id: str, model_id: str, overrides: dict[str, str] | None = None,
+                 defaults: str = "lecture"):
         if hardware_id == INLINE_ID and INLINE_ID not in data.hardware:
             data = _with_inline(data, "hardware")
         if model_id == INLINE_ID and INLINE_ID not in data.models:
@@ -84,7 +85,12 @@ class Scenario(Fit, Expected):
         # default is "=evidence": a function called only when one is read (None: none loaded)
         self.evidence = None
         self.pinned: dict[str, tuple[object, str]] = {}   # degrees a stated layout fixes: (value, why)
+        if defaults not in DEFAULTS:
+            raise InputError(f"defaults={defaults!r}: expected one of {', '.join(DEFAULTS)}")
+        self.defaults = defaults
         self._coherent()
+        if defaults == "serving":
+            self._serving_defaults()
         self._follow_layout()
 
     @property
@@ -202,6 +208,51 @@ class Scenario(Fit, Expected):
                 raise InputError(f"--set {part}={a:g}: {self.model.id}'s {whole} ({b:g}) is not a multiple of "
                                  f"it: {why}")
 
+    def _serving_defaults(self) -> None:
+        """The serving workload (settings.SERVING_WORKLOAD) where the user gave none, and the copy on
+        the fewest chips that hold the model and its KV cache under the default layout, up to one
+        scale-up domain (all of it where none fewer do); held, so every quantity reads them."""
+        o = self.overrides
+        pins = {n: (parse(text), why) for n, (text, why) in SERVING_WORKLOAD.items() if n not in o}
+        if "chips" not in o and not any(n in o for n in LAYOUT_DEGREES):
+            try:
+                chips = self._fewest_chips({**{n: v for n, (v, _) in pins.items()}})
+            except (MissingInput, InputError):
+                chips = None
+            if chips is not None:
+                pins["chips"] = chips
+        self._cache.clear()
+        self._mags.clear()
+        self.records.clear()
+        self.used.clear()
+        self.pinned.update(pins)
+
+    def _fewest_chips(self, workload: dict):
+        """(chips, why): the fewest chips whose default layout holds the weights and the KV cache of
+        ``workload`` (the pinned batch and context), from the counts that layout fills (divisors of
+        the query heads for a dense model, of the experts for a mixture of experts) up to the
+        scale-up domain (``chips``' declared default); the domain where none fewer fit."""
+        most = self.mag("chips")
+        per = "n_heads" if self.is_dense else "experts"
+        try:
+            n = int(round(self.mag(per)))
+            counts = [c for c in range(1, int(most) + 1) if n % c == 0]
+        except MissingInput:
+            counts = [c for c in (2 ** k for k in range(0, 12)) if c <= most]
+        counts = [*counts, most] if most not in counts else counts
+        for c in counts:
+            probe = Scenario(self.data, self.hw.id, self.model.id,
+                             {**self.raw_overrides, **workload, "chips": Quantity(c, "chip")})
+            fill = probe.fill_layout()
+            if fill is None:
+                return None
+            if fill <= 1:
+                return (Quantity(c, "chip"), f"serving default: the fewest chips (of the {most:g} of one scale-up "
+                                             f"domain) that hold the weights and the KV cache under the default "
+                                             f"layout (--set chips=...)")
+        return (Quantity(most, "chip"), f"serving default: the whole scale-up domain; no fewer chips hold the "
+                                        f"weights and the KV cache (nor does it: see feasible) (--set chips=...)")
+
     def _follow_layout(self) -> None:
         """Setting any of tp, dp_attention, pp states a layout: the chips follow from it (tp ·
         dp_attention · pp), and the degrees not set are chosen for the chips the set-up would
@@ -213,6 +264,8 @@ class Scenario(Fit, Expected):
         pp, tp = self.mag("pp"), self.mag("tp")
         if "dp_attention" in o:
             dp = self.mag("dp_attention")
+        elif self.defaults == "serving":   # the layout stated is the copy: no further groups unless set
+            dp = 1
         else:   # the chips left after tp · pp serve further groups (the rule); none left: one group
             try:
                 dp = rules.attention_groups(chips0, tp, pp)
@@ -229,7 +282,7 @@ class Scenario(Fit, Expected):
         self._mags.clear()
         self.records.clear()
         self.used.clear()
-        self.pinned = {n: (Quantity(v, REGISTRY[n].unit or ""), why) for n, (v, why) in held.items()}
+        self.pinned.update({n: (Quantity(v, REGISTRY[n].unit or ""), why) for n, (v, why) in held.items()})
 
     # -- inputs ---------------------------------------------------------------------------
     def _entry_of(self, q):

@@ -379,6 +379,8 @@ def describe_as_asked(sc: Scenario, asked: str, layout: str = "deployed") -> dic
         except MissingInput as e:
             d["even_spread"] = {"quantity": asked, "not_applicable": str(e)}
     d["layout"] = layouts.degrees(sc) if setup_dependence(name) in ("layout", "layout1") else {}
+    # the serving defaults the set-up took (eval names them: a default can be why it does not fit)
+    d["defaults"] = {n: fmt_named(n, v) for n, (v, why) in sc.pinned.items() if why.startswith("serving default")}
     d["breakdown"] = layouts.breakdown(sc, name)
     d["collectives"] = layouts.collectives(sc, name) if d["layout"] else []
     ends = sc.spread(name)

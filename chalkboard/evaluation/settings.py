@@ -35,6 +35,17 @@ DIVIDES = (("tp", "n_heads", "each tensor-parallel rank holds whole query heads"
            ("n_kv_heads", "n_heads", "each KV head serves a whole group of query heads"))
 # the degrees that state a layout (derivations/layout.py): setting any of them sets the chips
 LAYOUT_DEGREES = ("tp", "dp_attention", "pp")
+# What eval, compare, sweeps, plan and the library take where the user gives no workload (Scenario's
+# defaults="serving"): a serving replica's batch and a chat request's context, which fit a model on
+# the fewest chips that hold it. The report and the audit keep the lecture's own set-up (the declared
+# defaults: 2,000 sequences of 8,192 tokens on one scale-up domain), as the lecture states it.
+SERVING_WORKLOAD = {
+    "batch": ("64 sequence", "serving default: 64 sequences decoded together, a batch one replica serves at "
+                             "interactive speed (--set batch=...)"),
+    "context": ("4096 token/sequence", "serving default: 4,096 tokens of context, what most chat requests "
+                                       "hold (--set context=...)"),
+}
+DEFAULTS = ("serving", "lecture")
 # a workload default read from the published measurements of the set-up's regime (Scenario.evidence)
 EVIDENCE = "=evidence"
 # Quantities one input settles without the rest of their definition: (the input, the value at which

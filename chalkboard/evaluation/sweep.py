@@ -194,7 +194,7 @@ def _point_by_point(sc, quantities: list[str], flat: dict) -> dict:
     out = {q: np.full(size, np.nan) for q in quantities}
     for i in range(size):
         try:
-            one = Scenario(sc.data, sc.hw.id, sc.model.id, {**sc.raw_overrides, **_point(flat, i)})
+            one = Scenario(sc.data, sc.hw.id, sc.model.id, {**_held(sc, flat), **_point(flat, i)}, defaults=sc.defaults)
         except InputError as e:
             raise InputError(f"--sweep at {', '.join(f'{n}={v[i]:g}' for n, v in flat.items())}: {e}") from None
         for q in quantities:
@@ -203,6 +203,29 @@ def _point_by_point(sc, quantities: list[str], flat: dict) -> dict:
             except (MissingInput, InputError):
                 pass
     return out
+
+
+def _held(sc, flat: dict) -> dict:
+    """The overrides each point's scenario starts from: the sweep's own, and the chips the serving
+    defaults chose for the set-up (held over the grid, as the sweep holds them), unless the grid moves
+    the chips or the layout that sets them."""
+    from .settings import LAYOUT_DEGREES
+
+    chips = sc.pinned.get("chips")
+    if chips is None or "chips" in flat or any(n in flat for n in LAYOUT_DEGREES) or \
+            not chips[1].startswith("serving default"):
+        return dict(sc.raw_overrides)
+    return {**sc.raw_overrides, "chips": chips[0]}
+
+
+def held_defaults(sc, swept: list[str]) -> dict:
+    """The serving defaults a sweep holds over its grid, as eval names them ({name: display}): the
+    batch and context not swept, and the chips chosen for them (_held)."""
+    from ..typeset.fmt import fmt_named
+
+    chips_held = "chips" in _held(sc, {n: None for n in swept})
+    return {n: fmt_named(n, v) for n, (v, why) in sc.pinned.items()
+            if why.startswith("serving default") and n not in swept and (n != "chips" or chips_held)}
 
 
 def _point(flat: dict, i: int) -> dict:
@@ -217,7 +240,7 @@ def _spot_check(sc, quantities, flat, out) -> None:
     """The first, middle and last points recomputed through the Pint walk: they must agree."""
     size = next(iter(flat.values())).size
     for i in sorted({0, size // 2, size - 1}):
-        one = Scenario(sc.data, sc.hw.id, sc.model.id, {**sc.raw_overrides, **_point(flat, i)})
+        one = Scenario(sc.data, sc.hw.id, sc.model.id, {**_held(sc, flat), **_point(flat, i)}, defaults=sc.defaults)
         for q in quantities:
             got = out[q][i]
             try:
@@ -339,7 +362,7 @@ def _sample(values: np.ndarray, most: int = 10_001) -> list:
 
 
 def compare(data, hardware: list[str], models: list[str], quantities: list[str], overrides: dict,
-            evidence=None, asked: list[str] | None = None) -> list[dict]:
+            evidence=None, asked: list[str] | None = None, defaults: str = "lecture") -> list[dict]:
     """One row per chip x model: each quantity's value (or why not), the formats, and the fit; an
     expected number (``evidence``: the fitted efficiency, validation.evidence) with its range.
     Values are keyed by the names ``asked`` (default: ``quantities``, the names that answer them;
@@ -353,7 +376,7 @@ def compare(data, hardware: list[str], models: list[str], quantities: list[str],
     rows = []
     for hid in hardware:
         for mid in models:
-            sc = Scenario(data, hid, mid, dict(overrides))
+            sc = Scenario(data, hid, mid, dict(overrides), defaults=defaults)
             sc.evidence = evidence
             row = {"hardware": hid, "model": mid, "formats": sc.formats_text(), "values": {}}
             for a, q in zip(asked, quantities):

@@ -82,9 +82,11 @@ def test_every_column_of_a_sweep_row_is_of_one_layout(cli):
     """mfu beside step_time is the layout's MFU (one chip's compute over the layout's step), not the
     even spread's; a column with no form under the layout is refused beside one that has."""
     sets = ("--hardware", "h100-sxm", "--model", "llama-3-70b", "--set", "context=4096")
-    rows = list(csv.DictReader(io.StringIO(cli("eval", "step_time", "mfu", *sets, "--sweep", "batch=8,64", "--csv").stdout)))
+    r = cli("eval", "step_time", "mfu", *sets, "--sweep", "batch=8,64", "--csv")
+    assert "note: chips = 4 chips held over the sweep" in r.stderr   # chosen for the default batch of 64
+    rows = list(csv.DictReader(io.StringIO(r.stdout)))
     for row in rows:
-        at = ("--set", f"batch={row['batch [sequence]']}", "--json")
+        at = ("--set", f"batch={row['batch [sequence]']}", "--set", "chips=4", "--json")
         step = json.loads(cli("eval", "step_time", *sets, *at).stdout)
         compute = json.loads(cli("eval", "compute_time_layout", *sets, *at).stdout)
         assert float(row["step_time [ms]"]) == pytest.approx(step["value"], rel=1e-12)
@@ -116,9 +118,9 @@ def test_a_one_chip_custom_chip_needs_no_interconnect(cli):
     assert r.returncode == 0, r.stderr
     d = json.loads(r.stdout)
     assert d["layout"]["chips"] == 1
-    compute = 8 * (2 * 8e9 + 8192 * 2 * 2 * 32 * 32 * 128) / 989e12   # weights' and attention's FLOPs
-    assert compute < llama_8b_step(8, 8192)
-    assert d["value"] == pytest.approx(llama_8b_step(8, 8192) * 1e3, rel=1e-9)
+    compute = 8 * (2 * 8e9 + 4096 * 2 * 2 * 32 * 32 * 128) / 989e12   # weights' and attention's FLOPs
+    assert compute < llama_8b_step(8, 4096)   # the serving default context: 4,096 tokens
+    assert d["value"] == pytest.approx(llama_8b_step(8, 4096) * 1e3, rel=1e-9)
     names = {i["name"] for i in d["inputs"]}
     assert not names & {"scaleup_bandwidth", "scaleup_domain", "ring_hop_latency", "direct_collectives",
                         "offdomain_bandwidth", "tp", "pp", "ep", "dp_attention", "d_model", "kv_shards"}
@@ -134,7 +136,36 @@ def test_a_custom_model_on_one_chip_needs_no_width_or_heads(cli):
              "--set", f"kv_bytes_per_token={KV_8B} B/token", "--set", "attention_flops_per_token=0.5 MFLOP/token")
     r = cli("eval", "step_time", *CHIP, *model, "--set", "batch=8", "--json")
     assert r.returncode == 0, r.stderr
-    assert json.loads(r.stdout)["value"] == pytest.approx(llama_8b_step(8, 8192) * 1e3, rel=1e-9)
+    assert json.loads(r.stdout)["value"] == pytest.approx(llama_8b_step(8, 4096) * 1e3, rel=1e-9)
     # on 8 chips the heads decide the tensor-parallel degree: then, and only then, asked for
     r = cli("eval", "step_time", *CHIP, *model, "--set", "chips=8", "--set", "scaleup_domain=8")
     assert r.returncode == 2 and "n_heads" in r.stderr and "d_model" not in r.stderr
+
+
+# -- defaults a user expects -------------------------------------------------------------------
+def test_the_default_copy_is_the_fewest_chips_that_hold_the_model(cli):
+    """Llama 3 8B in bf16 (16 GB) with 64 sequences of 4,096 tokens of KV (64 x 4,096 x 131,072 B =
+    34 GB) fits one 80 GB H100; Llama 3 70B (140 GB, 320 kB of KV a token: 86 GB) needs 226 GB, so
+    3 chips, and the fewest that split its 64 query heads evenly is 4."""
+    at = ("--hardware", "h100-sxm", "--json")
+    one = json.loads(cli("eval", "chips", *at, "--model", "llama-3-8b").stdout)
+    assert one["value"] == 1 and one["defaults"]["chips"] == "1 chip"
+    seventy = json.loads(cli("eval", "step_time", *at, "--model", "llama-3-70b").stdout)
+    assert seventy["feasible"] is True and seventy["layout"] == {"tp": 4, "dp_attention": 1, "ep": 1, "pp": 1, "chips": 4}
+    assert seventy["defaults"] == {"batch": "64 sequences", "context": "4,096 tokens/sequence", "chips": "4 chips"}
+    fill = (70e9 * 2 + 64 * 4096 * 2 * 80 * 8 * 128 * 2) / 4 / 80e9
+    hbm = json.loads(cli("eval", "hbm_fill", *at, "--model", "llama-3-70b").stdout)
+    assert hbm["value"] == pytest.approx(100 * fill, rel=1e-9)
+    # what the user gives is kept: a batch (512 x 4,096 x 131,072 B = 275 GB of KV beside 16 GB of
+    # weights: 3.6 chips' worth, 4 the fewest that split the 32 heads evenly), or the chips
+    assert json.loads(cli("eval", "chips", *at, "--model", "llama-3-8b", "--set", "batch=512").stdout)["value"] == 4
+    assert json.loads(cli("eval", "chips", *at, "--model", "llama-3-8b", "--set", "chips=8").stdout)["defaults"] == {
+        "batch": "64 sequences", "context": "4,096 tokens/sequence"}
+    help_text = cli("eval", "--help").stdout
+    assert "64" in help_text and "4,096" in help_text and "fewest chips" in help_text
+
+
+def test_a_default_that_does_not_fit_is_named(cli):
+    r = cli("eval", "step_time", "--hardware", "h100-sxm", "--model", "deepseek-v3")   # 671 GB > 8 x 80 GB
+    assert r.returncode == 0
+    assert "feasible   : NO" in r.stdout and "they do not fit, --set them" in r.stdout and "chips = 8 chips" in r.stdout

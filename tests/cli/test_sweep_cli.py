@@ -20,7 +20,7 @@ def step_by_hand(batch, context):
 
 def test_sweep_json_matches_hand_computation(cli):
     r = cli("eval", "step_time", "--hardware", "h100-sxm", "--model", "llama-3-70b",
-            "--sweep", "batch=1:64:log", "--sweep", "context=1024,8192", "--json", "--layout", "even")
+            "--sweep", "batch=1:64:log", "--sweep", "context=1024,8192", "--json", "--layout", "even", "--set", "chips=8")
     assert r.returncode == 0, r.stderr
     d = json.loads(r.stdout)
     pts = d["points"]
@@ -46,7 +46,7 @@ def allreduces_by_hand(batch):
 
 def test_deployed_sweep_adds_the_tensor_parallel_all_reduces(cli):
     r = cli("eval", "step_time", "--hardware", "h100-sxm", "--model", "llama-3-70b",
-            "--sweep", "batch=1:64:log", "--set", "context=8192", "--json")
+            "--sweep", "batch=1:64:log", "--set", "context=8192", "--json", "--set", "chips=8")
     assert r.returncode == 0, r.stderr
     d = json.loads(r.stdout)
     pts = d["points"]
@@ -60,14 +60,14 @@ def test_deployed_sweep_adds_the_tensor_parallel_all_reduces(cli):
 
 def test_sweep_table_and_csv(cli):
     r = cli("eval", "step_time", "throughput", "--hardware", "h100-sxm", "--model", "llama-3-70b",
-            "--sweep", "batch=1,2000", "--set", "context=4096", "--layout", "even")
+            "--sweep", "batch=1,2000", "--set", "context=4096", "--layout", "even", "--set", "chips=8")
     assert r.returncode == 0, r.stderr
     lines = r.stdout.splitlines()
     assert "weights bf16, KV bf16, compute bf16" in lines[0]
     assert "step_time [ms]" in lines[1] and "fits" in lines[1]   # the table a person reads: fits, yes/NO
     assert lines[2].rstrip().endswith("yes") and lines[3].rstrip().endswith("NO †")  # 372 fit at 4k
     r = cli("eval", "step_time", "--hardware", "h100-sxm", "--model", "llama-3-70b",
-            "--sweep", "batch=1:3", "--csv", "--layout", "even")
+            "--sweep", "batch=1:3", "--csv", "--layout", "even", "--set", "chips=8", "--set", "context=8192")
     rows = list(csv.reader(io.StringIO(r.stdout)))
     assert rows[0] == ["batch [sequence]", "step_time [ms]", "feasible"] and len(rows) == 4
     assert {r[2] for r in rows[1:]} == {"true"}   # a yes-or-no as JSON writes it, in every CSV
