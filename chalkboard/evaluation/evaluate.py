@@ -136,7 +136,7 @@ class Scenario(Fit, Expected):
                 v = text if isinstance(text, Quantity) else parse(text)
             except UnitParseError as e:
                 raise InputError(f"--set {name}: {e}") from None
-            if v.dimensionless and not is_count(unit):   # never read silently in base units (B/s, s)
+            if v.dimensionless and v.magnitude != 0 and not is_count(unit):   # never read in base units (B/s, s)
                 raise InputError(f"--set {name}={short(str(text))}: {name} needs a unit, e.g. "
                                  f"--set {name}=\"{self._example_unit(key, unit, v.magnitude)}\"")
             try:

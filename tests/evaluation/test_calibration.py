@@ -120,15 +120,16 @@ def test_compare_gives_expected_numbers_with_their_range(cli):
             "llama-3-70b", "--set", "batch=64", "--set", "context=4096")
     rows = json.loads(cli(*args, "--json").stdout)
     for r in rows:
-        v = r["values"]["cost_per_token_expected_layout"]
+        v = r["values"]["cost_per_token_expected"]   # keyed by the name asked, in the unit named beside it
+        assert v["answered_as"] == "cost_per_token_expected_layout" and v["unit"] == "USD/Mtoken"
         assert v["low"] < v["value"] < v["high"]
-        assert "low" not in r["values"]["step_time_layout"]     # a bound has none
+        assert "low" not in r["values"]["step_time"]     # a bound has none
         # the same number eval gives for the chip
         e = json.loads(cli("eval", "cost_per_token_expected", "--hardware", r["hardware"], "--model", "llama-3-70b",
                            "--set", "batch=64", "--set", "context=4096", "--json").stdout)
-        assert e["value"] == pytest.approx(v["value"], rel=1e-9)
+        assert e["unit"] == v["unit"] and e["value"] == pytest.approx(v["value"], rel=1e-9)
         assert e["range"]["low"] == pytest.approx(v["low"], rel=1e-9)
     text = cli(*args).stdout
     assert " (" in text.splitlines()[1] and "–" in text.splitlines()[1]
     head = cli(*args, "--csv").stdout.splitlines()[0]
-    assert "cost_per_token_expected_layout_low [USD/Mtoken]" in head
+    assert "cost_per_token_expected_low [USD/Mtoken]" in head
