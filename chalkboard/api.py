@@ -45,14 +45,25 @@ def _data(root: Path | None = None, model_config: str | None = None):
 
 
 class Table(list):
-    """Rows as dicts; ``to_csv()`` writes them with a header of their keys."""
+    """Rows as dicts, each number in the unit ``units`` names for its key (as the command's JSON);
+    ``to_csv()`` writes them as the command's CSV: "name [unit]" headers, true/false."""
+
+    def __init__(self, rows=(), units: dict | None = None, csv_text=None):
+        super().__init__(rows)
+        self.units = dict(units or {})
+        self._csv_text = csv_text   # rows that nest their values (compare's) write as their command does
 
     def to_csv(self) -> str:
+        from .evaluation.sweep import csv_bool
+
+        if self._csv_text is not None:
+            return self._csv_text(self)
         keys = list(dict.fromkeys(k for row in self for k in row))
         buf = io.StringIO()
-        w = csv.DictWriter(buf, keys, lineterminator="\n")
-        w.writeheader()
-        w.writerows(self)
+        w = csv.writer(buf, lineterminator="\n")
+        w.writerow([f"{k} [{self.units[k]}]" if k in self.units else k for k in keys])
+        w.writerows([[csv_bool(v) if isinstance(v, bool) else "" if v is None else v for v in map(row.get, keys)]
+                     for row in self])
         return buf.getvalue()
 
 
@@ -88,7 +99,7 @@ class Setup:
 
         resolve("step_time", layout)   # an unknown layout fails here
         self.data, self.hardware, self.model, self.layout, self.sets = data, hardware, model, layout, sets
-        self._scenario = Scenario(data, hardware, model, sets)
+        self._scenario = Scenario(data, hardware, model, sets, defaults="serving")
         if (root / "measurements.yaml").exists():   # the evidence for expected efficiencies, as eval reads it
             from .validation import evidence
             self._scenario.evidence = evidence(root, data)
@@ -119,12 +130,15 @@ class Setup:
         """``names`` over the grid of ``axes`` (input name -> values), one row per point."""
         import numpy as np
 
-        from .evaluation import sweep as sw
-        from .evaluation.layouts import resolve
+        from .evaluation import layouts, sweep as sw
 
-        names = [resolve(n, self.layout) for n in names]
-        result = sw.sweep(self._scenario, names, [(k, np.asarray(v, dtype=float)) for k, v in axes.items()])
-        return Table(sw.sweep_records(result, names))
+        asked = list(dict.fromkeys(names))
+        answered, _ = layouts.answered(asked, self.layout)
+        result = sw.renamed(sw.sweep(self._scenario, list(dict.fromkeys(answered)),
+                                     [(k, np.asarray(v, dtype=float)) for k, v in axes.items()]), answered, asked)
+        shown = sw.shown_quantities(result, asked)
+        units = {n: u for n, (u, _) in sw.column_units(result, shown).items()}
+        return Table(sw.sweep_records(result, shown), units)
 
 
 def scenario(hardware: str = FEATURED_HARDWARE, model: str = FEATURED_MODEL, *, layout: str = "deployed",
@@ -141,13 +155,15 @@ def scenario(hardware: str = FEATURED_HARDWARE, model: str = FEATURED_MODEL, *, 
 def compare(quantities: list[str], hardware: list[str] | None = None, models: list[str] | None = None, *,
             layout: str = "deployed", root: str | Path | None = None, **sets) -> Table:
     """``quantities`` for each chip x model, one row each, as `compare --json`."""
-    from .evaluation import sweep as sw
-    from .evaluation.layouts import resolve
+    from .evaluation import layouts, sweep as sw
 
     data = _data(root)
-    names = [resolve(q, layout) for q in quantities]
-    return Table(sw.compare(data, hardware or list(data.hardware), models or [FEATURED_MODEL], names,
-                            {k: str(v) for k, v in sets.items()}))
+    asked = list(dict.fromkeys(quantities))
+    names, _ = layouts.answered(asked, layout)
+    rows = sw.compare(data, hardware or list(data.hardware), models or [FEATURED_MODEL], names,
+                      {k: str(v) for k, v in sets.items()}, asked=asked, defaults="serving")
+    return Table(rows, {a: rows[0]["values"][a]["unit"] for a in asked} if rows else {},
+                 lambda t: sw.compare_csv(list(t), asked))
 
 
 def verdicts(claims_file: str = "claims.yaml", root: str | Path | None = None) -> list[dict]:

@@ -83,8 +83,8 @@ S_rack = R.workload("rack_chips", "chip", "most chips one copy of the model is s
 
 
 R.rule("serving_chips", ("scaleup_domain", "rack_chips"),
-       "the chip's scale-up domain, but no more than one rack (rack_chips): a TPU pod spans many racks"
-       )(rules.serving_chips)
+       "the chip's scale-up domain, but no more than one rack (rack_chips): a TPU pod spans many racks",
+       optional=("scaleup_domain",))(rules.serving_chips)
 k_sel = R.workload("attn_topk", "token/sequence",
                    "tokens a top-k sparse attention reads per sequence", "k", "sel",
                    default="2048 token/sequence",

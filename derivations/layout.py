@@ -79,7 +79,8 @@ ep = R.workload("ep", "", "expert-parallel degree: chips the routed experts of a
 R.rule("tensor_parallel", ("chips", "moe_layers", "pp", "n_heads"),
        "a dense model tensor-parallel over the chips of a pipeline stage, as far as whole query heads "
        "allow (the largest divisor of both; further groups are attention data-parallel); a mixture of "
-       "experts not split (its attention data-parallel, its experts expert-parallel)")(rules.tensor_parallel)
+       "experts not split (its attention data-parallel, its experts expert-parallel)",
+       optional=("n_heads",))(rules.tensor_parallel)
 R.rule("attention_groups", ("chips", "tp", "pp"),
        "the chips of the copy left after tensor and pipeline parallelism: chips / (tp · pp)"
        )(rules.attention_groups)
@@ -250,6 +251,9 @@ R.derived("speed_ceiling_layout", delta / t_floor, "token/s/sequence",
           "most tokens per second one sequence can get under the layout, at its latency floor", "v", "max,layout")
 R.derived("cost_per_token_layout", price * S_layout * t_step / (B * delta), "USD/token",
           "rental cost of the layout's chips for one step, shared by the tokens it makes", "c", "tok,layout")
+R.derived("mfu_layout", t_c / t_step, "",
+          "fraction of peak compute used in a step under the layout: one chip's compute over the step it "
+          "runs in (below 1/pp with pp stages, each chip idle while the others run)", "MFU", "layout", share=True)
 R.derived("comm_share_layout", t_x / t_step, "",
           "share of a decode step spent in communication under the layout", "κ", "layout", share=True)
 
@@ -268,5 +272,5 @@ UNDER_LAYOUT = {
     "throughput_expected": "throughput_expected_layout", "cost_per_token_expected": "cost_per_token_expected_layout",
     "user_speed": "user_speed_layout", "user_speed_expected": "user_speed_expected_layout", "prefill_time": "prefill_time_layout",
     "time_to_first_token": "time_to_first_token_layout", "prefill_compute_time": "prefill_compute_time_layout",
-    "prefill_weight_fetch_time": "prefill_weight_fetch_time_layout",
+    "prefill_weight_fetch_time": "prefill_weight_fetch_time_layout", "mfu": "mfu_layout",
 }

@@ -9,9 +9,10 @@ from __future__ import annotations
 import math
 
 
-def serving_chips(domain: float, rack: float) -> float:
-    """inputs.py: the chip's scale-up domain, but no more than one rack."""
-    return min(domain, rack)
+def serving_chips(domain: float | None, rack: float) -> float:
+    """inputs.py: the chip's scale-up domain, but no more than one rack; a chip that names no
+    scale-up domain (one given with --set) serves alone."""
+    return 1.0 if domain is None else min(domain, rack)
 
 
 def expert_chips(experts: float, domain: float) -> float:
@@ -29,13 +30,18 @@ def _divisors(n: int) -> list[int]:
     return small + [n // k for k in small]
 
 
-def tensor_parallel(chips: float, moe_layers: float, pp: float, n_heads: float) -> float:
+def tensor_parallel(chips: float, moe_layers: float, pp: float, n_heads: float | None) -> float:
     """layout.py: a dense model tensor-parallel over the chips of a pipeline stage, as far as whole
     query heads allow: the largest divisor of the heads that divides the stage's chips (the rest of
     the chips serve further groups, attention data parallelism); an MoE not split."""
     if moe_layers != 0:
         return 1.0
     stage = _whole_share(chips, pp, 1.0, ("pp", "1", "tp"))
+    if stage == 1:   # one chip a stage: nothing to split, whatever the heads
+        return 1.0
+    if n_heads is None:
+        raise ValueError(f"splitting a stage of {stage:g} chips by tensor parallelism needs the model's "
+                         "n_heads: give it with --set n_heads=..., or set tp")
     h = int(round(n_heads))
     if h < 1 or h != n_heads:
         raise ValueError(f"needs a whole number of query heads (got {n_heads:g})")

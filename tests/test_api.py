@@ -26,12 +26,17 @@ def test_sweep_compare_audit_plan_are_tables_and_dicts():
     s = cb.scenario("h100-sxm", "llama-3-70b", **SETS)
     t = s.sweep("step_time", batch=[1, 8, 64])
     assert [row["batch"] for row in t] == [1, 8, 64]
-    assert t[0]["step_time_layout"] == pytest.approx(float(s.evaluate("step_time")) / 1e3, rel=1e-12)   # seconds
-    assert t.to_csv().splitlines()[0] == "batch,step_time_layout,feasible"
+    # keyed by the name asked, in the unit named for it (ms: as `eval --sweep --json` gives it)
+    assert t.units == {"batch": "sequence", "step_time": "ms"}
+    assert t[0]["step_time"] == pytest.approx(float(s.evaluate("step_time")), rel=1e-12)
+    assert t.to_csv().splitlines()[:2] == ["batch [sequence],step_time [ms],feasible", f"1,{t[0]['step_time']!r},true"]
     rows = cb.compare(["kv_per_chip"], hardware=["h200"], models=["deepseek-v3"], tp=8, batch=16, context=4096,
                       kv_format="bf16")
     # DeepSeek-V3's MLA latent (61 layers x 576 numbers x 2 bytes a token) sits whole on each of the 8 ranks
-    assert rows[0]["values"]["kv_per_chip_layout"]["value"] == pytest.approx(16 * 4096 * 61 * 576 * 2, rel=1e-9)
+    kv = rows[0]["values"]["kv_per_chip"]
+    assert kv["answered_as"] == "kv_per_chip_layout" and kv["unit"] == "GB/chip"
+    assert kv["value"] == pytest.approx(16 * 4096 * 61 * 576 * 2 / 1e9, rel=1e-9)
+    assert rows.to_csv().splitlines()[0] == "hardware,model,kv_per_chip [GB/chip],feasible,formats"
     claims = cb.verdicts()
     assert len(claims) > 100 and {"id", "verdict"} <= set(claims[0])
     best = cb.plan("llama-3-70b", min_tokens_per_user=30)["best"]

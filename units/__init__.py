@@ -99,6 +99,18 @@ def _check_unit_text(s: str, rest: str) -> None:
         raise UnitParseError(f"cannot read {s!r}: unbalanced parentheses")
 
 
+# A unit as the program prints it (fmt_unit, JSON and CSV headers), read back: "chip·h", "80 %",
+# "2 1/chip" (a reciprocal). Every unit printed can be given to --set as it is printed.
+_PRINTED = (("·", "*"), ("%", " percent"))
+_RECIPROCAL = re.compile(r"(?<=\s)1\s*/")
+
+
+def _as_printed(s: str) -> str:
+    for a, b in _PRINTED:
+        s = s.replace(a, b)
+    return _RECIPROCAL.sub("/", s, count=1)
+
+
 def _parse(text: str | int | float) -> pint.Quantity:
     """Parse '989 TFLOP/s' (or a bare number) into a Quantity of this registry.
 
@@ -120,6 +132,7 @@ def _parse(text: str | int | float) -> pint.Quantity:
     c = _COUNT_SUFFIX.match(s)
     if c:
         s = f"{c.group(1)}e{_count_power(c.group(2))}{s[c.end():]}"
+    s = _as_printed(s)
     m = _NUMBER.match(s)
     if not m:
         raise UnitParseError(f"{s!r} does not start with a number")
@@ -178,6 +191,18 @@ def conform(q: pint.Quantity, target: str, *, per_chip: bool = False, bare: bool
         shown = (target.removesuffix("/chip") + " (per chip)") if per_chip else (target or "a bare number")
         raise UnitParseError(f"wrong dimension: got {got}, expected {shown}")
     return q.to(unit(target))
+
+
+# the dimensions that count things (definitions.txt): a bare number for an input in these alone is
+# read in its declared unit (--set batch=128 is 128 sequences); any other dimension needs its unit
+COUNT_DIMENSIONS = frozenset({"[token]", "[sequence]", "[parameter]", "[chip]", "[die]", "[cable]"})
+
+
+@lru_cache(maxsize=None)
+def is_count(target: str) -> bool:
+    """Whether the unit ``target`` counts things (or is a bare number): no time, bytes, FLOP, money
+    or power in it, so a bare number for it cannot be misread by a factor of 10^12."""
+    return all(d in COUNT_DIMENSIONS for d in dimensionality(target))
 
 
 def magnitude_problem(q: pint.Quantity, allow_zero: bool = False) -> str | None:

@@ -28,7 +28,7 @@ def cmd_eval(args) -> int:
     if args.csv:
         raise UserError("--csv goes with --sweep (numbers print as text or --json)")
     data = load(args)
-    sc = Scenario(data, args.hardware, args.model, parse_sets(args.set))
+    sc = Scenario(data, args.hardware, args.model, parse_sets(args.set), defaults="serving")
     check_counts(sc.overrides)
     if (ROOT / "measurements.yaml").exists():   # the evidence for expected efficiencies, read if asked
         from chalkboard.validation import evidence
@@ -58,7 +58,9 @@ def _print_one(d: dict, sc, layouts) -> None:
     if "range" in d:
         print(f"  range      : {d['range']['display']} ({d['range']['why']})")
     print(f"  on {d['hardware']} x {d['model']}; {sc.formats_text()}")
-    if d["layout"]:
+    if d["layout"] and d["layout"].get("chips") == 1:
+        print("  layout     : one chip (nothing split, nothing crosses a link)")
+    elif d["layout"]:
         print(f"  layout     : {layouts.text(d['layout'])}")
     else:   # the chips the answer spreads over, said up front where they were not given
         chips = next((i for i in d["inputs"] if i["name"] == "chips"), None)
@@ -66,10 +68,15 @@ def _print_one(d: dict, sc, layouts) -> None:
             print(f"  chips      : {chips['display']} ({chips['source']})")
     if "asked" in d:
         e = d["even_spread"]
+        n = sc.mag("chips")
         print(f"  asked      : {d['asked']}, answered under the deployed layout; the lecture's even spread "
-              f"over {sc.mag('chips'):g} chips (--layout even): {e.get('display') or e['not_applicable']}")
+              f"over {n:g} chip{'s' if n != 1 else ''} (--layout even): {e.get('display') or e['not_applicable']}")
     fit = {True: "yes", False: "NO", None: "n/a"}[d["feasible"]]
     print(f"  feasible   : {fit} ({d['feasibility']})")
+    if d.get("defaults"):
+        told = ", ".join(f"{n} = {v}" for n, v in d["defaults"].items())
+        print(f"  defaults   : {told} (not given: the serving defaults"
+              f"{'; they do not fit, --set them' if d['feasible'] is False else ''})")
     if d["breakdown"]:
         print("  breakdown  : " + ", ".join(f"{b['name']} {b['display']}" for b in d["breakdown"]))
     for n, c in enumerate(d.get("collectives", ())):
@@ -100,7 +107,7 @@ def _eval_choice(args) -> int:
         raise UserError(f"{args.quantity[0]} names an option, not a number: give it alone, without "
                         "--sweep or --csv")
     data = load(args)
-    sc = Scenario(data, args.hardware, args.model, parse_sets(args.set))
+    sc = Scenario(data, args.hardware, args.model, parse_sets(args.set), defaults="serving")
     check_counts(sc.overrides)
     d = describe_choice(sc, args.quantity[0])
     if args.json:
@@ -130,43 +137,40 @@ def _known_quantity(name, registry) -> None:
         raise UserError(f"unknown quantity {short(name)!r}{hint}")
 
 
-def _under_layout(names, layout):
-    """The names that answer ``names`` under --layout, and a note naming each one answered by its
-    form under the deployed layout (printed once the answer is out)."""
-    from chalkboard.evaluation import layouts
-
-    out = [layouts.resolve(n, layout) for n in names]
-    moved = [f"{a} as {b}" for a, b in zip(names, out) if a != b]
-    note = (f"note: answered under the deployed layout: {', '.join(moved)} (--layout even: the lecture's "
-            "even spread)") if moved else ""
-    return out, note
-
-
 def _eval_sweep(args) -> int:
-    from chalkboard.evaluation import sweep as sw
+    from chalkboard.evaluation import layouts, sweep as sw
     from chalkboard.data import check_counts
     from chalkboard.evaluation.evaluate import Scenario
 
     if len(args.sweep) > 3:
         raise UserError("--sweep: at most three inputs at once")
     axes = [sw.parse_axis(a) for a in args.sweep]
-    args.quantity, note = _under_layout(args.quantity, args.layout)
+    asked = list(dict.fromkeys(args.quantity))
+    names, note = layouts.answered(asked, args.layout)
     data = load(args)
-    sc = Scenario(data, args.hardware, args.model, parse_sets(args.set))
+    sc = Scenario(data, args.hardware, args.model, parse_sets(args.set), defaults="serving")
     check_counts(sc.overrides)
     if (ROOT / "measurements.yaml").exists():   # the fitted engine model, read if an expected number asks
         from chalkboard.validation import evidence
         sc.evidence = evidence(ROOT, data)
-    result = sw.sweep(sc, list(args.quantity), axes)
-    shown = sw.shown_quantities(result, list(args.quantity))   # with an expected number's range
+    result = sw.renamed(sw.sweep(sc, list(dict.fromkeys(names)), axes), names, asked)
+    shown = sw.shown_quantities(result, asked)   # with an expected number's range
+    held = sw.held_defaults(sc, [n for n, _ in axes])
+    if held:   # the serving defaults the grid holds: a row equals eval with these --set
+        note = "\n".join(x for x in (note, f"note: {', '.join(f'{n} = {v}' for n, v in held.items())} held over "
+                                            f"the sweep (serving defaults; --set to choose)") if x)
     if args.json:
+        units = sw.column_units(result, shown)
         print(sw.as_json({"hardware": sc.hw.id, "model": sc.model.id, "formats": sc.formats,
-                          "units": {n: sw.unit_of(n) for n in [*result["axes"], *shown]},
+                          "layout": args.layout,
+                          "answered_as": {a: n for a, n in zip(asked, names) if a != n},
+                          "defaults": held,
+                          "units": {n: u for n, (u, _) in units.items()},
                           "points": sw.sweep_records(result, shown)}))
     elif args.csv:
         sys.stdout.writelines(sw.sweep_csv(result, shown))
     else:
-        print(f"{', '.join(args.quantity)} on {sc.hw.id} x {sc.model.id}; {sc.formats_text()}")
+        print(f"{', '.join(asked)} on {sc.hw.id} x {sc.model.id}; {sc.formats_text()}")
         print(sw.aligned(sw.sweep_table(result, shown)))
     if note:
         print(note, file=sys.stderr)
@@ -174,12 +178,13 @@ def _eval_sweep(args) -> int:
 
 
 def cmd_compare(args) -> int:
-    from chalkboard.evaluation import sweep as sw
+    from chalkboard.evaluation import layouts, sweep as sw
     from derivations import REGISTRY
 
     for name in args.quantity:
         _known_quantity(name, REGISTRY)
-    args.quantity, note = _under_layout(args.quantity, args.layout)
+    asked = list(dict.fromkeys(args.quantity))
+    names, note = layouts.answered(asked, args.layout)
     given = args.model
     data = load(args)
     hardware = ids("--hardware", args.hardware) if args.hardware is not None else list(data.hardware)
@@ -190,19 +195,13 @@ def cmd_compare(args) -> int:
     if (ROOT / "measurements.yaml").exists():   # the fitted engine model, read if an expected number asks
         from chalkboard.validation import evidence
         fitted = evidence(ROOT, data)
-    rows = sw.compare(data, hardware, models, list(args.quantity), parse_sets(args.set), fitted)
+    rows = sw.compare(data, hardware, models, names, parse_sets(args.set), fitted, asked, defaults="serving")
     if args.json:
         print(sw.as_json(rows))
     elif args.csv:
-        ranged = [q for q in args.quantity if any("low" in r["values"][q] for r in rows)]
-        cols = [(q, k) for q in args.quantity for k in ("value", *(("low", "high") if q in ranged else ()))]
-        head = ["hardware", "model", *[f"{q}{'' if k == 'value' else '_' + k} [{sw.unit_of(q)}]" for q, k in cols],
-                "feasible", "formats"]
-        body = [[r["hardware"], r["model"], *[("" if r["values"][q].get(k) is None else r["values"][q][k])
-                                              for q, k in cols], r["feasible"], r["formats"]] for r in rows]
-        print(sw.as_csv([head, *body]), end="")
+        print(sw.compare_csv(rows, asked), end="")
     else:
-        print(sw.aligned(sw.compare_table(rows, list(args.quantity))))
+        print(sw.aligned(sw.compare_table(rows, asked)))
         if any(not r["feasible"] for r in rows):
             print("† the set-up does not fit in the chips' HBM (see `eval ... ` for the reason)")
     if note:

@@ -83,7 +83,7 @@ def make_parser() -> argparse.ArgumentParser:
             help="deployed (default): step_time, latency_floor, cost_per_token, kv_per_chip and the other "
                  "names with a form under a layout are answered for one copy laid out as deployed (tp, "
                  "dp_attention, ep, pp: set them with --set; the default is the practitioner's layout on "
-                 "the chip's scale-up domain), communication in the step; even: the lecture's picture, "
+                 "the fewest chips that hold the model), communication in the step; even: the lecture's picture, "
                  "one copy spread evenly over the chips, no communication")
 
     b = sub.add_parser("build", parents=[common], help="write build/report.html, report.pdf, figures and results.json")
@@ -138,9 +138,13 @@ def make_parser() -> argparse.ArgumentParser:
                     "(a hardware or model field, a workload parameter, format=bf16|fp8|fp4|int8|int4, "
                     "or price=SNAPSHOT) with a value and unit, so chips and models not in the files can "
                     "be evaluated; --hardware custom or --model custom takes every field from --set. A "
-                    "bare number takes the input's declared unit (--set batch=128). A choice names an "
-                    "option instead of a number: best_kv_tier is the memory tier a cached KV should "
-                    "wait in for --set hold_time=...")
+                    "count (batch, context, tp) may be a bare number (--set batch=128); any other input "
+                    "needs its unit (--set hbm_bandwidth=\"3.35 TB/s\"). Not given, the workload is 64 "
+                    "sequences of 4,096 tokens, on the fewest chips of one scale-up domain that hold the "
+                    "weights and that KV cache under the default layout (eval names the defaults it took; "
+                    "the report and audit keep the lecture's 2,000 sequences of 8,192 tokens on a scale-up "
+                    "domain). A choice names an option instead of a number: best_kv_tier is the memory tier "
+                    "a cached KV should wait in for --set hold_time=...")
     e.add_argument("quantity", nargs="+", help="quantity name (see `build.py list quantities`); "
                                               "several with --sweep")
     e.add_argument("--hardware", default=DEFAULT_HARDWARE, help="hardware id (default: %(default)s)")
@@ -159,7 +163,9 @@ def make_parser() -> argparse.ArgumentParser:
     cp = sub.add_parser(
         "compare", parents=[common], help="one table of quantities across chips and models",
         description="Evaluate quantities for several chips and models side by side, with their number "
-                    "formats, and flag set-ups whose weights and KV cache do not fit in HBM.")
+                    "formats, and flag set-ups whose weights and KV cache do not fit in HBM. Each column "
+                    "keeps the name asked, in the unit its header names; the workload not given is eval's "
+                    "(64 sequences of 4,096 tokens on the fewest chips that hold the model).")
     cp.add_argument("quantity", nargs="+", help="quantity names (see `build.py list quantities`)")
     cp.add_argument("--hardware", help="comma-separated hardware ids (default: every chip)")
     cp.add_argument("--model", help=f"comma-separated model ids (default: {DEFAULT_MODEL})")

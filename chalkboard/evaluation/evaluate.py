@@ -14,7 +14,7 @@ import math
 import sympy as sp
 
 from derivations import CHOICE_INPUTS, NUMBER_FORMATS, REGISTRY
-from units import Quantity, UnitParseError, conform, magnitude_problem, parse, unit as parse_unit
+from units import Quantity, UnitParseError, conform, fmt_unit, is_count, magnitude_problem, parse, unit as parse_unit
 
 from derivations import rules
 
@@ -23,8 +23,8 @@ from ..data import MAY_BE_ZERO, RATE_FORMATS, Data, is_whole
 from .dependence import FUSE_FROM, _depends_on, _derived_below, _fields_to_inputs, _inputs_below, _joined
 from .expected import EVIDENCE_INPUTS, Expected  # noqa: F401  (EVIDENCE_INPUTS re-exported)
 from .fit import Fit
-from .settings import (AT_MOST, BELOW, BY_ATTENTION, DENSE_MOE_DEFAULTS, DIVIDES, EVIDENCE, FORMAT_KEYS, INLINE_ID,
-                       LAYOUT_DEGREES, ORDERED, SELECT_KEYS, WHOLE_NUMBERS, _compute_format, _with_inline)
+from .settings import (AT_MOST, AT_ONE_SEQUENCE, DEFAULTS, SERVING_WORKLOAD, BELOW, BY_ATTENTION, DENSE_MOE_DEFAULTS, DIVIDES, EVIDENCE, FORMAT_KEYS, INLINE_ID,
+                       LAYOUT_DEGREES, ORDERED, SELECT_KEYS, SETTLED_BY, WHOLE_NUMBERS, _compute_format, _with_inline)
 from ..errors import InputError, MissingInput, NotApplicable, NotGiven, short  # noqa: F401  (re-exported)
 from .regimes import REGIMES, regime_index
 from .walk import walk
@@ -48,7 +48,8 @@ _SET_PARSED: dict = {}
 class Scenario(Fit, Expected):
     """One hardware entry x one model entry x workload settings, evaluated lazily."""
 
-    def __init__(self, data: Data, hardware_id: str, model_id: str, overrides: dict[str, str] | None = None):
+    def __init__(self, data: Data, hardware_id: str, model_id: str, overrides: dict[str, str] | None = None,
+                 defaults: str = "lecture"):
         if hardware_id == INLINE_ID and INLINE_ID not in data.hardware:
             data = _with_inline(data, "hardware")
         if model_id == INLINE_ID and INLINE_ID not in data.models:
@@ -79,6 +80,7 @@ class Scenario(Fit, Expected):
         self.price = data.prices.get(price_id) if price_id is not None else None
         self.is_dense = "experts" not in self.model.values and "experts" not in o
         self._cache: dict[str, object] = {}
+        self._one_sequence = False   # this set-up at one sequence, made when first needed (None: not needed)
         self._fixed: dict[str, object] = {}
         self._fits: dict[float, str | None] = {}
         self._mags: dict[str, float] = {}
@@ -88,7 +90,12 @@ class Scenario(Fit, Expected):
         # default is "=evidence": a function called only when one is read (None: none loaded)
         self.evidence = None
         self.pinned: dict[str, tuple[object, str]] = {}   # degrees a stated layout fixes: (value, why)
+        if defaults not in DEFAULTS:
+            raise InputError(f"defaults={defaults!r}: expected one of {', '.join(DEFAULTS)}")
+        self.defaults = defaults
         self._coherent()
+        if defaults == "serving":
+            self._serving_defaults()
         self._follow_layout()
 
     @property
@@ -137,14 +144,17 @@ class Scenario(Fit, Expected):
                 unit = REGISTRY[key].unit
             else:
                 raise InputError(f"--set {short(name)}: unknown input (see `python build.py list quantities`)")
-            try:
-                v = parse(text)
+            try:   # a Pint quantity (a sweep's point, the library) as it is; text as --set writes it
+                v = text if isinstance(text, Quantity) else parse(text)
             except UnitParseError as e:
                 raise InputError(f"--set {name}: {e}") from None
+            if v.dimensionless and v.magnitude != 0 and not is_count(unit):   # never read in base units (B/s, s)
+                raise InputError(f"--set {name}={short(str(text))}: {name} needs a unit, e.g. "
+                                 f"--set {name}=\"{self._example_unit(key, unit, v.magnitude)}\"")
             try:
                 v = conform(v, unit, per_chip=unit.endswith("/chip"), bare=True)
             except UnitParseError as e:
-                raise InputError(f"--set {name}={short(text)}: {e}") from None
+                raise InputError(f"--set {name}={short(str(text))}: {e}") from None
             problem = magnitude_problem(v, allow_zero=key in MAY_BE_ZERO)
             if problem:
                 raise InputError(f"--set {name}={short(text)}: {problem} (it divides, or counts something)"
@@ -157,6 +167,20 @@ class Scenario(Fit, Expected):
             if isinstance(text, str) and len(_SET_PARSED) < 10_000:
                 _SET_PARSED[(name, text)] = (key, v)
         return out
+
+    def _example_unit(self, key: str, unit: str, number: float) -> str:
+        """``number`` written with a unit for ``key``: the unit the data files write it in (TB/s, from
+        this chip's or model's entry, else any that has it) where the number reads well in it, else
+        the declared unit (per chip left implicit, as spec sheets write it)."""
+        q = REGISTRY[key] if key in REGISTRY else None
+        fld = q.field if q is not None else key
+        entries = [*self.data.hardware.values(), *self.data.models.values()]
+        if q is not None and q.origin in ("hardware", "model"):
+            entries.insert(0, self.hw if q.origin == "hardware" else self.model)
+        val = next((v for e in entries if fld and (v := e.get(fld)) is not None), None)
+        if val is not None and 1e-2 <= number < 1e5:
+            return f"{number:g} {fmt_unit(parse(val.text).units)}"
+        return f"{number:g} {fmt_unit(unit.removesuffix('/chip') if unit.endswith('/chip') else unit)}"
 
     def _given(self, name: str):
         """An input's magnitude in its declared unit, from --set or the model or hardware entry, if any."""
@@ -198,6 +222,51 @@ class Scenario(Fit, Expected):
                 raise InputError(f"--set {part}={a:g}: {self.model.id}'s {whole} ({b:g}) is not a multiple of "
                                  f"it: {why}")
 
+    def _serving_defaults(self) -> None:
+        """The serving workload (settings.SERVING_WORKLOAD) where the user gave none, and the copy on
+        the fewest chips that hold the model and its KV cache under the default layout, up to one
+        scale-up domain (all of it where none fewer do); held, so every quantity reads them."""
+        o = self.overrides
+        pins = {n: (parse(text), why) for n, (text, why) in SERVING_WORKLOAD.items() if n not in o}
+        if "chips" not in o and not any(n in o for n in LAYOUT_DEGREES):
+            try:
+                chips = self._fewest_chips({**{n: v for n, (v, _) in pins.items()}})
+            except (MissingInput, InputError):
+                chips = None
+            if chips is not None:
+                pins["chips"] = chips
+        self._cache.clear()
+        self._mags.clear()
+        self.records.clear()
+        self.used.clear()
+        self.pinned.update(pins)
+
+    def _fewest_chips(self, workload: dict):
+        """(chips, why): the fewest chips whose default layout holds the weights and the KV cache of
+        ``workload`` (the pinned batch and context), from the counts that layout fills (divisors of
+        the query heads for a dense model, of the experts for a mixture of experts) up to the
+        scale-up domain (``chips``' declared default); the domain where none fewer fit."""
+        most = self.mag("chips")
+        per = "n_heads" if self.is_dense else "experts"
+        try:
+            n = int(round(self.mag(per)))
+            counts = [c for c in range(1, int(most) + 1) if n % c == 0]
+        except MissingInput:
+            counts = [c for c in (2 ** k for k in range(0, 12)) if c <= most]
+        counts = [*counts, most] if most not in counts else counts
+        for c in counts:
+            probe = Scenario(self.data, self.hw.id, self.model.id,
+                             {**self.raw_overrides, **workload, "chips": Quantity(c, "chip")})
+            fill = probe.fill_layout()
+            if fill is None:
+                return None
+            if fill <= 1:
+                return (Quantity(c, "chip"), f"serving default: the fewest chips (of the {most:g} of one scale-up "
+                                             f"domain) that hold the weights and the KV cache under the default "
+                                             f"layout (--set chips=...)")
+        return (Quantity(most, "chip"), f"serving default: the whole scale-up domain; no fewer chips hold the "
+                                        f"weights and the KV cache (nor does it: see feasible) (--set chips=...)")
+
     def _follow_layout(self) -> None:
         """Setting any of tp, dp_attention, pp states a layout: the chips follow from it (tp ·
         dp_attention · pp), and the degrees not set are chosen for the chips the set-up would
@@ -209,6 +278,8 @@ class Scenario(Fit, Expected):
         pp, tp = self.mag("pp"), self.mag("tp")
         if "dp_attention" in o:
             dp = self.mag("dp_attention")
+        elif self.defaults == "serving":   # the layout stated is the copy: no further groups unless set
+            dp = 1
         else:   # the chips left after tp · pp serve further groups (the rule); none left: one group
             try:
                 dp = rules.attention_groups(chips0, tp, pp)
@@ -225,7 +296,7 @@ class Scenario(Fit, Expected):
         self._mags.clear()
         self.records.clear()
         self.used.clear()
-        self.pinned = {n: (Quantity(v, REGISTRY[n].unit or ""), why) for n, (v, why) in held.items()}
+        self.pinned.update({n: (Quantity(v, REGISTRY[n].unit or ""), why) for n, (v, why) in held.items()})
 
     # -- inputs ---------------------------------------------------------------------------
     def _entry_of(self, q):
@@ -468,6 +539,8 @@ class Scenario(Fit, Expected):
         q = REGISTRY[name]
         if q.is_input or name in self._fixed:
             m = compiled.to_base(self._cache[name] if name in self._fixed else self.input(name))
+        elif (m := self.settled(name)) is not None:
+            pass
         else:
             if q.moe_only and self.is_dense:
                 raise NotApplicable(f"{name} is not applicable: {self.model.id} is a dense model (no routed experts)")
@@ -488,6 +561,60 @@ class Scenario(Fit, Expected):
                 raise NotApplicable(f"{name} is not applicable: {q.valid}")
         self._mags[name] = m
         return m
+
+    def settled(self, name: str) -> float | None:
+        """``name``'s value in base units where one input settles it (settings.SETTLED_BY: no
+        all-reduce at tp = 1), its definition's other inputs unread; None where it does not (or
+        that input cannot be read: the definition then says what is missing)."""
+        if name in AT_ONE_SEQUENCE:
+            one = self._at_one_sequence(name)
+            return None if one is None else one._mag(AT_ONE_SEQUENCE[name])
+        rule = SETTLED_BY.get(name)
+        if rule is None or name in self._fixed:
+            return None
+        by, at, value = rule
+        try:
+            if self._mag(by) != at:
+                return None
+            return self._mag(value) if isinstance(value, str) else value
+        except (MissingInput, InputError):
+            return None
+
+    def _at_one_sequence(self, name: str):
+        """For a quantity of AT_ONE_SEQUENCE with a settled term below it: this set-up at a batch of
+        one sequence (kept), which evaluates it term by term; else None (its closed form applies)."""
+        if self._fixed:
+            return None
+        if self._one_sequence is False:
+            one = Scenario(self.data, self.hw.id, self.model.id,
+                           {**self.raw_overrides, "batch": Quantity(1, "sequence")})
+            one.evidence = self.evidence
+            below = _derived_below(AT_ONE_SEQUENCE[name])
+            self._one_sequence = one if any(one.settled(d) is not None for d in SETTLED_BY if d in below) else None
+        return self._one_sequence
+
+    def reads(self, name: str) -> set[str]:
+        """The inputs evaluating ``name`` reads here: its definition's, all the way down, except
+        below a quantity an input settles (``settled``), where that input alone."""
+        out: set[str] = set()
+
+        def visit(n):
+            if n in out:
+                return
+            if REGISTRY[n].is_input or n in self._fixed:
+                out.add(n)
+                return
+            if n in AT_ONE_SEQUENCE and self._at_one_sequence(n) is not None:
+                out.update((self._at_one_sequence(n).reads(AT_ONE_SEQUENCE[n]) - {"batch"}) | {"one_sequence"})
+                return
+            if self.settled(n) is not None:
+                by, _, value = SETTLED_BY[n]
+                out.update(x for x in (by, value) if isinstance(x, str))
+                return
+            for a in compiled.scalar(n)[1]:
+                visit(a)
+        visit(name)
+        return out
 
     def base_value(self, name: str) -> float:
         """The value of ``name`` as a float in the registry's base units."""
@@ -514,6 +641,8 @@ class Scenario(Fit, Expected):
         q = REGISTRY[name]
         if q.is_input or name in self._fixed:
             return self.value(name)
+        if self.settled(name) is not None:
+            return self.value(name)
         if q.moe_only and self.is_dense:
             raise NotApplicable(f"{name} is not applicable: {self.model.id} is a dense model (no routed experts)")
         val = walk(q.expr, lambda s: self.pint_value(REGISTRY.q(s).name), where=name).to(parse_unit(q.unit))
@@ -526,6 +655,8 @@ class Scenario(Fit, Expected):
         below = _derived_below(name)
         if self._fixed or self.is_dense and any(REGISTRY[d].moe_only for d in below):
             return False
+        if any(self.settled(d) is not None for d in below if d in SETTLED_BY):
+            return False   # the closed form would read what the settled term leaves unread
         for d in below:
             if REGISTRY[d].valid:
                 if any(_depends_on(d, v) for v in vars_):
@@ -578,6 +709,8 @@ class Scenario(Fit, Expected):
             q = REGISTRY[n]
             if q.is_input or n in self._fixed or not moving(n):
                 v = self._mag(n)
+            elif n in SETTLED_BY and not moving(SETTLED_BY[n][0]) and self.settled(n) is not None:
+                v = self._mag(n)
             else:
                 if q.moe_only and self.is_dense:
                     raise NotApplicable(f"{n} is not applicable: {self.model.id} is a dense model")
@@ -603,11 +736,22 @@ class Scenario(Fit, Expected):
     def inputs_of(self, name: str) -> list[InputRecord]:
         """The input records the value of ``name`` used (after evaluating it)."""
         self.value(name)
+        read = self.reads(name)
+        if self.one_chip():   # nothing to split: the degrees are 1 by the chips, not defaults to report
+            read -= {n for n in LAYOUT_DEGREES + ("ep",) if n not in self.overrides}
         out = []
         for q in REGISTRY.leaves(name):
-            self.input(q.name)
-            out.append(self.records[q.name])
+            if q.name in read:
+                self.input(q.name)
+                out.append(self.records[q.name])
         return out
+
+    def one_chip(self) -> bool:
+        """Whether the copy is on one chip (chips = 1): no layout to choose, nothing crosses a link."""
+        try:
+            return self.mag("chips") == 1
+        except (MissingInput, InputError):
+            return False
 
     def bound(self) -> str:
         """'compute' or 'memory': which side of the roofline sets the step time."""

@@ -25,6 +25,29 @@ def resolve(name: str, layout: str) -> str:
     return UNDER_LAYOUT.get(name, name) if layout == "deployed" else name
 
 
+def answered(names, layout: str) -> tuple[list[str], str]:
+    """The quantities that answer ``names`` under ``layout``, and one line saying which were
+    answered by their form under the deployed layout ("" for none). Every column of a sweep or a
+    comparison is computed for one layout: a name with no form under the deployed layout that
+    still depends on how the copy is spread (the lecture's even spread) cannot stand beside one
+    answered under the layout, and is refused with what to ask instead."""
+    from ..evaluation.dependence import setup_dependence
+
+    out = [resolve(n, layout) for n in names]
+    moved = [f"{a} as {b}" for a, b in zip(names, out) if a != b]
+    if layout == "deployed":
+        laid = [a for a, b in zip(names, out) if setup_dependence(b) in ("layout", "layout1")]
+        even = [a for a, b in zip(names, out) if setup_dependence(b) in ("batch", "chips", "pipeline")]
+        if laid and even:
+            raise InputError(f"{', '.join(even)} {'has' if len(even) == 1 else 'have'} no form under the deployed "
+                             f"layout, {', '.join(laid)} {'is' if len(laid) == 1 else 'are'} answered under it: "
+                             "one table holds one layout (--layout even: every column under the lecture's even "
+                             "spread; or ask for them apart)")
+    note = (f"note: answered under the deployed layout: {', '.join(moved)} (--layout even: the lecture's "
+            "even spread)") if moved else ""
+    return out, note
+
+
 def degrees(sc) -> dict:
     """The layout's degrees and chips for a scenario ({} where one cannot be chosen)."""
     try:

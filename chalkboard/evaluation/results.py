@@ -15,9 +15,11 @@ from ..typeset import printers
 from . import layouts
 from ..data import Data
 from .evaluate import MissingInput, Scenario
-from .dependence import MEASURED_SECTIONS, TRAINING_CHAPTERS, flag_kind, read_shared, setup_dependence
+from .dependence import (MEASURED_SECTIONS, TRAINING_CHAPTERS, _derived_below, flag_kind, read_shared,
+                         setup_dependence)
+from .settings import AT_ONE_SEQUENCE, SETTLED_BY
 from .walk import DimensionMismatch
-from ..typeset.fmt import fmt, fmt_named, split
+from ..typeset.fmt import fmt, fmt_named, split, split_named
 
 
 @dataclass
@@ -202,6 +204,8 @@ def _evaluate_columns(scenarios: list[Scenario], names: list[str]) -> _Columns:
             fn, args = compiled.array(name)
             w = np.zeros(n, dtype=np.int64)
             alive = np.ones(n, dtype=bool)  # pairs whose scalar path still reads the next argument
+            settled = _settled(name, value, why, read)   # the pairs where one input settles it
+            alive &= ~settled
             if q.moe_only:
                 w[dense] = -1   # per pair below: the message names the model
                 alive &= ~dense
@@ -214,6 +218,14 @@ def _evaluate_columns(scenarios: list[Scenario], names: list[str]) -> _Columns:
                 alive &= ~fails
             v = np.asarray(fn(*(value[a] for a in args)), dtype=float)
             v = np.broadcast_to(v, (n,)).copy()
+            if settled.any():
+                by, _, at = SETTLED_BY[name]
+                v[settled] = value[at][settled] if isinstance(at, str) else at
+            if name in AT_ONE_SEQUENCE:   # evaluated term by term where a term is settled: the scalar path's
+                below = _derived_below(AT_ONE_SEQUENCE[name])
+                for d in below & SETTLED_BY.keys():
+                    by, at, _ = SETTLED_BY[d]
+                    redo.update(np.flatnonzero((why[by] == 0) & (value[by] == at)).tolist())
             ok = w == 0
             bad = ok & ~np.isfinite(v)
             redo.update(np.flatnonzero(bad).tolist())
@@ -226,6 +238,24 @@ def _evaluate_columns(scenarios: list[Scenario], names: list[str]) -> _Columns:
             v[w != 0] = np.nan
             value[name], why[name] = v, w
     return _Columns(names, value, why, reasons, read, redo, records)
+
+
+def _settled(name: str, value: dict, why: dict, read: dict):
+    """The pairs where an input settles ``name`` (settings.SETTLED_BY), as the scalar path finds
+    them: it reads that input in every pair, and the input the value is, where it holds."""
+    import numpy as np
+
+    n = len(next(iter(value.values())))
+    rule = SETTLED_BY.get(name)
+    if rule is None:
+        return np.zeros(n, dtype=bool)
+    by, at, to = rule
+    read[by] |= True
+    mask = (why[by] == 0) & (value[by] == at)
+    if isinstance(to, str):
+        read[to] |= mask
+        mask &= why[to] == 0
+    return mask
 
 
 def _topological(names: list[str]) -> list[str]:
@@ -304,7 +334,7 @@ def describe(sc: Scenario, name: str) -> dict:
     """One quantity for one scenario: value, unit, closed form, and each input with its source."""
     q = REGISTRY[name]
     val = sc.value(name)
-    mag, unit = split(val)
+    mag, unit = split_named(name, val)
     closed = REGISTRY.closed_form(name)
     inputs = []
     for rec in sc.inputs_of(name):
@@ -349,13 +379,15 @@ def describe_as_asked(sc: Scenario, asked: str, layout: str = "deployed") -> dic
         except MissingInput as e:
             d["even_spread"] = {"quantity": asked, "not_applicable": str(e)}
     d["layout"] = layouts.degrees(sc) if setup_dependence(name) in ("layout", "layout1") else {}
+    # the serving defaults the set-up took (eval names them: a default can be why it does not fit)
+    d["defaults"] = {n: fmt_named(n, v) for n, (v, why) in sc.pinned.items() if why.startswith("serving default")}
     d["breakdown"] = layouts.breakdown(sc, name)
     d["collectives"] = layouts.collectives(sc, name) if d["layout"] else []
     ends = sc.spread(name)
     if ends is not None:   # an expected number: the range the engine model's held-out error spans
         units = sc.value(name).units
         lo, hi = (e.to(units) for e in ends)
-        d["range"] = {"low": split(lo, d["unit"] or None)[0], "high": split(hi, d["unit"] or None)[0],
+        d["range"] = {"low": split_named(name, lo, d["unit"])[0], "high": split_named(name, hi, d["unit"])[0],
                       "display": f"{fmt_named(name, lo)} – {fmt_named(name, hi)}",
                       "why": "the engine model's speed moved to the 10th and 90th percentile of its error on "
                              "published runs held out by source (`validate`)"}

@@ -35,8 +35,39 @@ DIVIDES = (("tp", "n_heads", "each tensor-parallel rank holds whole query heads"
            ("n_kv_heads", "n_heads", "each KV head serves a whole group of query heads"))
 # the degrees that state a layout (derivations/layout.py): setting any of them sets the chips
 LAYOUT_DEGREES = ("tp", "dp_attention", "pp")
+# What eval, compare, sweeps, plan and the library take where the user gives no workload (Scenario's
+# defaults="serving"): a serving replica's batch and a chat request's context, which fit a model on
+# the fewest chips that hold it. The report and the audit keep the lecture's own set-up (the declared
+# defaults: 2,000 sequences of 8,192 tokens on one scale-up domain), as the lecture states it.
+SERVING_WORKLOAD = {
+    "batch": ("64 sequence", "serving default: 64 sequences decoded together, a batch one replica serves at "
+                             "interactive speed (--set batch=...)"),
+    "context": ("4096 token/sequence", "serving default: 4,096 tokens of context, what most chat requests "
+                                       "hold (--set context=...)"),
+}
+DEFAULTS = ("serving", "lecture")
 # a workload default read from the published measurements of the set-up's regime (Scenario.evidence)
 EVIDENCE = "=evidence"
+# Quantities one input settles without the rest of their definition: (the input, the value at which
+# it settles them, their value there: a number in base units or the input it equals). At tp = 1 no
+# all-reduce runs, at pp = 1 no stage passes to another, a dense model sends nothing to experts: the
+# definition gives the same number there, but reads inputs that cannot matter (a one-chip set-up
+# never needs the scale-up bandwidth, a dense one at tp = 1 never needs d_model or the KV heads), so
+# they are neither read nor asked for (tests/evaluation/test_short_circuits.py: each equals its
+# definition wherever both evaluate).
+SETTLED_BY = {
+    "tp_comm_time": ("tp", 1.0, 0.0), "tp_comm_time_min": ("tp", 1.0, 0.0),
+    "tp_allreduce_time_ring": ("tp", 1.0, 0.0), "tp_allreduce_time_one_shot": ("tp", 1.0, 0.0),
+    "tp_allreduce_time_two_shot": ("tp", 1.0, 0.0), "kv_share_per_rank": ("tp", 1.0, 1.0),
+    "experts_read_per_chip": ("moe_layers", 0.0, 1.0),
+    "pp_comm_time": ("pp", 1.0, 0.0),
+    "ep_comm_time": ("moe_layers", 0.0, 0.0), "routed_params": ("moe_layers", 0.0, 0.0),
+    "always_read_params": ("moe_layers", 0.0, "params_active"),
+    "prefill_tp_comm_time": ("tp", 1.0, 0.0), "prefill_ep_comm_time": ("moe_layers", 0.0, 0.0),
+}
+# a quantity defined as another at one sequence (R.at, batch = 1): where a term below it is settled,
+# it is that quantity evaluated with the batch set to one sequence, which reads what that one reads
+AT_ONE_SEQUENCE = {"latency_floor_layout": "step_time_layout"}
 # inputs with a largest meaningful value: (the value, what it means)
 AT_MOST = {"engine_memory_share": (1, "a share of the HBM: at 1 the engine gives the weights and KV cache all of it"),
            "zero_stage": (3, "ZeRO stage 3 partitions everything: the parameters, gradients and optimizer state"),

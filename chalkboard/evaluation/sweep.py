@@ -123,6 +123,12 @@ def sweep(sc: Scenario, quantities: list[str], axes: list[tuple[str, np.ndarray]
 
 
 RANGE_SUFFIXES = ("_low", "_high")   # an expected number's range, as columns beside it
+# a yes-or-no in every CSV (sweep, compare): the words JSON uses, which pandas reads as booleans
+CSV_TRUE, CSV_FALSE = "true", "false"
+
+
+def csv_bool(b) -> str:
+    return "" if b is None else CSV_TRUE if b else CSV_FALSE
 
 
 def shown_quantities(result: dict, quantities: list[str]) -> list[str]:
@@ -186,8 +192,7 @@ def _point_by_point(sc, quantities: list[str], flat: dict) -> dict:
     out = {q: np.full(size, np.nan) for q in quantities}
     for i in range(size):
         try:
-            one = Scenario(sc.data, sc.hw.id, sc.model.id,
-                           {**sc.raw_overrides, **{n: repr(float(v[i])) for n, v in flat.items()}})
+            one = Scenario(sc.data, sc.hw.id, sc.model.id, {**_held(sc, flat), **_point(flat, i)}, defaults=sc.defaults)
         except InputError as e:
             raise InputError(f"--sweep at {', '.join(f'{n}={v[i]:g}' for n, v in flat.items())}: {e}") from None
         for q in quantities:
@@ -198,12 +203,42 @@ def _point_by_point(sc, quantities: list[str], flat: dict) -> dict:
     return out
 
 
+def _held(sc, flat: dict) -> dict:
+    """The overrides each point's scenario starts from: the sweep's own, and the chips the serving
+    defaults chose for the set-up (held over the grid, as the sweep holds them), unless the grid moves
+    the chips or the layout that sets them."""
+    from .settings import LAYOUT_DEGREES
+
+    chips = sc.pinned.get("chips")
+    if chips is None or "chips" in flat or any(n in flat for n in LAYOUT_DEGREES) or \
+            not chips[1].startswith("serving default"):
+        return dict(sc.raw_overrides)
+    return {**sc.raw_overrides, "chips": chips[0]}
+
+
+def held_defaults(sc, swept: list[str]) -> dict:
+    """The serving defaults a sweep holds over its grid, as eval names them ({name: display}): the
+    batch and context not swept, and the chips chosen for them (_held)."""
+    from ..typeset.fmt import fmt_named
+
+    chips_held = "chips" in _held(sc, {n: None for n in swept})
+    return {n: fmt_named(n, v) for n, (v, why) in sc.pinned.items()
+            if why.startswith("serving default") and n not in swept and (n != "chips" or chips_held)}
+
+
+def _point(flat: dict, i: int) -> dict:
+    """The swept inputs at point ``i`` as overrides: Pint quantities in each input's declared unit
+    (never bare numbers, which a dimensional input refuses)."""
+    from units import Quantity
+
+    return {n: Quantity(float(v[i]), REGISTRY[n].unit or "") for n, v in flat.items()}
+
+
 def _spot_check(sc, quantities, flat, out) -> None:
     """The first, middle and last points recomputed through the Pint walk: they must agree."""
     size = next(iter(flat.values())).size
     for i in sorted({0, size // 2, size - 1}):
-        one = Scenario(sc.data, sc.hw.id, sc.model.id, {**sc.raw_overrides,
-                                                          **{n: repr(float(v[i])) for n, v in flat.items()}})
+        one = Scenario(sc.data, sc.hw.id, sc.model.id, {**_held(sc, flat), **_point(flat, i)}, defaults=sc.defaults)
         for q in quantities:
             got = out[q][i]
             try:
@@ -251,24 +286,47 @@ def sweep_table(result: dict, quantities: list[str]) -> list[list[str]]:
     return rows
 
 
+def column_units(result: dict, quantities: list[str]) -> dict:
+    """Each column's unit as every output of a sweep names it: an input in its declared unit, a
+    quantity in the unit its table column is read in (ms rather than s, a share in %), with the
+    factor from the declared unit to it: {name: (unit, factor)}."""
+    out = {n: (unit_of(n), 1.0) for n in result["axes"]}
+    out.update({q: _shown_unit(q, _sample(result["columns"][q])) for q in quantities})
+    return out
+
+
 def sweep_records(result: dict, quantities: list[str]) -> list[dict]:
+    """One dict a point, each number in the unit column_units names (a count as a whole number),
+    None where a value does not apply, and whether the set-up fits as true, false or None."""
     size = next(iter(result["axes"].values())).size
+    units = column_units(result, quantities)
     recs = []
     for i in range(size):
         fill = result["fill"][i] if result["fill"] is not None else float("nan")
-        r = {n: float(v[i]) for n, v in result["axes"].items()}
-        r.update({q: (None if math.isnan(result["columns"][q][i]) else float(result["columns"][q][i]))
+        r = {n: (int(v[i]) if n in WHOLE_NUMBERS else float(v[i])) for n, v in result["axes"].items()}
+        r.update({q: (None if math.isnan(result["columns"][q][i]) else float(result["columns"][q][i]) * units[q][1])
                   for q in quantities})
         r["feasible"] = None if math.isnan(fill) else bool(fill <= 1)
         recs.append(r)
     return recs
 
 
+def renamed(result: dict, answered: list[str], asked: list[str]) -> dict:
+    """``result`` with its columns keyed by the names asked (step_time, not the step_time_layout
+    that answered it), an expected number's range with them (step_time_expected_low)."""
+    cols = {}
+    for a, n in zip(asked, answered):
+        for suffix in ("", *RANGE_SUFFIXES):
+            if n + suffix in result["columns"]:
+                cols[a + suffix] = result["columns"][n + suffix]
+    return {**result, "columns": cols}
+
+
 def sweep_csv(result: dict, quantities: list[str], chunk: int = 65_536):
     """The sweep as CSV text, in pieces, in the units the table shows: each input in its declared
     unit, each quantity in the unit its column of the table is read in (ms rather than s, a share as
     a percentage) at full precision, named in the header as "name [unit]"; an empty field for a value
-    that does not apply; and whether the set-up fits, "yes" or "no", as the table says. Written
+    that does not apply; and whether the set-up fits, "true" or "false" (as every CSV). Written
     column by column (each column's numbers turned to text at once; a count as a whole number) and
     joined a chunk of rows at a time, so a 10^6-point sweep holds no record per point."""
     cols = [list(map(str, v.astype(np.int64).tolist())) if n in WHOLE_NUMBERS else list(map(repr, v.tolist()))
@@ -286,9 +344,9 @@ def sweep_csv(result: dict, quantities: list[str], chunk: int = 65_536):
     if fill is None:
         cols.append([""] * size)
     else:
-        cols.append(np.where(np.isnan(fill), "", np.where(fill <= 1, "yes", "no")).tolist())
+        cols.append(np.where(np.isnan(fill), "", np.where(fill <= 1, CSV_TRUE, CSV_FALSE)).tolist())
     yield ",".join([*(f"{n} [{unit_of(n)}]" for n in result["axes"]), *(f"{q} [{shown[q][0]}]" for q in quantities),
-                    "fits"]) + "\n"
+                    "feasible"]) + "\n"
     for start in range(0, size, chunk):
         rows = zip(*(c[start:start + chunk] for c in cols))
         yield "\n".join(map(",".join, rows)) + "\n"
@@ -302,46 +360,71 @@ def _sample(values: np.ndarray, most: int = 10_001) -> list:
 
 
 def compare(data, hardware: list[str], models: list[str], quantities: list[str], overrides: dict,
-            evidence=None) -> list[dict]:
+            evidence=None, asked: list[str] | None = None, defaults: str = "lecture") -> list[dict]:
     """One row per chip x model: each quantity's value (or why not), the formats, and the fit; an
-    expected number (``evidence``: the fitted engine model, validation.evidence) with its range."""
+    expected number (``evidence``: the fitted engine model, validation.evidence) with its range.
+    Values are keyed by the names ``asked`` (default: ``quantities``, the names that answer them;
+    ``answered_as`` where they differ) and given in the unit their column is read in (``unit``: ms
+    rather than s, a share in %), the same for every row."""
     for q in quantities:
         if q not in REGISTRY:
             raise InputError(f"unknown quantity {q!r} (see `python build.py list quantities`)")
+    asked = list(asked or quantities)
     laid_out = any(flag_kind(q) in ("layout", "layout1") for q in quantities)
     rows = []
     for hid in hardware:
         for mid in models:
-            sc = Scenario(data, hid, mid, dict(overrides))
+            sc = Scenario(data, hid, mid, dict(overrides), defaults=defaults)
             sc.evidence = evidence
             row = {"hardware": hid, "model": mid, "formats": sc.formats_text(), "values": {}}
-            for q in quantities:
+            for a, q in zip(asked, quantities):
+                named = {"answered_as": q} if q != a else {}
                 try:
-                    row["values"][q] = {"value": sc.mag(q), "unit": unit_of(q), "flag": sc.flag(q)}
+                    row["values"][a] = {"value": sc.mag(q), **named, "flag": sc.flag(q)}
                     ends = sc.spread(q)
                     if ends is not None:   # the range the engine model's held-out error spans
                         unit = REGISTRY[q].unit or ""
-                        row["values"][q]["low"], row["values"][q]["high"] = (e.to(unit).magnitude for e in ends)
+                        row["values"][a]["low"], row["values"][a]["high"] = (e.to(unit).magnitude for e in ends)
                 except MissingInput as e:
-                    row["values"][q] = {"value": None, "unit": unit_of(q), "why": str(e)}
+                    row["values"][a] = {"value": None, **named, "why": str(e)}
             why = sc.fit_layout() if laid_out else sc.fit()   # the fit the quantities are judged by
             row["feasible"], row["feasibility"] = (why is None), why
             rows.append(row)
+    for a in asked:   # one unit a column, chosen over its rows as the table reads it
+        unit, factor = _shown_unit(a, [r["values"][a]["value"] for r in rows])
+        for r in rows:
+            v = r["values"][a]
+            v["unit"] = unit
+            for k in ("value", "low", "high"):
+                if v.get(k) is not None:
+                    v[k] *= factor
     return rows
 
 
 def compare_table(rows: list[dict], quantities: list[str]) -> list[list[str]]:
-    shown = {q: _shown_unit(q, [r["values"][q]["value"] for r in rows]) for q in quantities}
-    out = [["hardware", "model"] + [f"{q} [{shown[q][0]}]" for q in quantities] + ["fits", "formats (weights, KV, compute)"]]
+    units = {q: rows[0]["values"][q]["unit"] if rows else unit_of(q) for q in quantities}
+    out = [["hardware", "model"] + [f"{q} [{units[q]}]" for q in quantities] + ["fits", "formats (weights, KV, compute)"]]
     for r in rows:
         cells = []
         for q in quantities:
             v = r["values"][q]
-            rng = f" ({sig(v['low'] * shown[q][1])}–{sig(v['high'] * shown[q][1])})" if "low" in v else ""
-            cells.append("n/a" if v["value"] is None else sig(v["value"] * shown[q][1]) + rng
-                         + (" †" if v.get("flag") else ""))
+            rng = f" ({sig(v['low'])}–{sig(v['high'])})" if "low" in v else ""
+            cells.append("n/a" if v["value"] is None else sig(v["value"]) + rng + (" †" if v.get("flag") else ""))
         out.append([r["hardware"], r["model"], *cells, "yes" if r["feasible"] else "NO †", r["formats"]])
     return out
+
+
+def compare_csv(rows: list[dict], quantities: list[str]) -> str:
+    """compare's rows as CSV: each value in the unit named in its header ("step_time [ms]"), an
+    expected number's range as _low and _high columns, the fit as true or false."""
+    ranged = [q for q in quantities if any("low" in r["values"][q] for r in rows)]
+    cols = [(q, k) for q in quantities for k in ("value", *(("low", "high") if q in ranged else ()))]
+    units = {q: rows[0]["values"][q]["unit"] if rows else unit_of(q) for q in quantities}
+    head = ["hardware", "model", *[f"{q}{'' if k == 'value' else '_' + k} [{units[q]}]" for q, k in cols],
+            "feasible", "formats"]
+    body = [[r["hardware"], r["model"], *[("" if r["values"][q].get(k) is None else repr(r["values"][q][k]))
+                                          for q, k in cols], csv_bool(r["feasible"]), r["formats"]] for r in rows]
+    return as_csv([head, *body])
 
 
 def aligned(rows: list[list[str]]) -> str:

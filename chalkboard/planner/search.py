@@ -146,7 +146,7 @@ def plan(data, model: str, hardware: list[str], targets: Targets, formats: list[
     fitted = evidence() if evidence is not None else None   # chalkboard/calibration.py: the engine model
     res = Search(model, targets, efficiencies={"fit": fitted.text(), "range": list(fitted.band)} if fitted else {})
     if targets.context is None:   # the workload's default, as eval would take it
-        targets.context = float(Scenario(data, hardware[0], model, dict(sets or {})).mag("context"))
+        targets.context = float(Scenario(data, hardware[0], model, dict(sets or {}), defaults="serving").mag("context"))
     prompt = targets.prompt or targets.context
 
     def inputs(fmt):

@@ -204,6 +204,14 @@ def percent(fraction: float, digits: int = 3) -> str:
     return f"{sig(fraction / share_factor(), digits)}{SHARE_SYMBOL}"
 
 
+def split_named(name: str, q, unit: str | None = None) -> tuple[float, str]:
+    """``split`` of the value of the quantity ``name``: a share of a whole in percent ("%"), as
+    every output names it (eval's JSON, a sweep's and compare's columns)."""
+    if is_share(name):
+        return float(q.to("").magnitude) / share_factor(), SHARE_SYMBOL
+    return split(q, unit or None)
+
+
 def fmt_named(name: str, q, digits: int = 3) -> str:
     """``fmt`` of the value of the quantity ``name``: a share of a whole reads as a percentage."""
     if is_share(name):

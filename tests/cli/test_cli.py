@@ -235,11 +235,11 @@ def test_audit_filters_keep_only_what_matches(cli):
 
 
 def test_eval_says_the_default_chips_up_front(cli):
-    # a 7B-class model on H100 is spread over the 8 GPUs of one NVLink domain unless told otherwise:
-    # the header says so, not only the inputs list
+    # a 7B-class model on H100 is served by the fewest GPUs that hold it and the default workload's KV
+    # cache (one), unless told otherwise: the header says so, not only the inputs list
     r = cli("eval", "step_time", "--hardware", "h100-sxm", "--model", "llama-3-8b", "--layout", "even")
     line = next(ln for ln in r.stdout.splitlines() if ln.strip().startswith("chips "))
-    assert "8 chips (workload default: the chip's scale-up domain" in line
+    assert "1 chip (serving default: the fewest chips (of the 8 of one scale-up domain)" in line
     r = cli("eval", "step_time", "--hardware", "h100-sxm", "--model", "llama-3-8b", "--layout", "even",
             "--set", "chips=1")
     assert not any(ln.strip().startswith("chips ") and ":" in ln[:14] for ln in r.stdout.splitlines()[:4])
@@ -256,7 +256,7 @@ def test_the_command_ends_with_all_its_output_written_and_its_status():
     r = run("eval", "step_time", "--sweep", "batch=1:20000", "--csv")
     lines = r.stdout.splitlines()
     assert r.returncode == 0 and len(lines) == 20001, (r.returncode, r.stderr[-500:])
-    assert lines[-1].startswith("20000,") and lines[-1].endswith(",no")
+    assert lines[-1].startswith("20000,") and lines[-1].endswith(",false")
     r = run("eval", "step_time", "--set", "batch=-x")
     assert r.returncode == 2 and r.stderr.strip().splitlines()[-1] == "error: --set batch: '-x' does not start with a number"
     r = subprocess.run(f"'{sys.executable}' build.py eval step_time --sweep batch=1:200000 --csv | head -1",

@@ -20,14 +20,14 @@ def step_by_hand(batch, context):
 
 def test_sweep_json_matches_hand_computation(cli):
     r = cli("eval", "step_time", "--hardware", "h100-sxm", "--model", "llama-3-70b",
-            "--sweep", "batch=1:64:log", "--sweep", "context=1024,8192", "--json", "--layout", "even")
+            "--sweep", "batch=1:64:log", "--sweep", "context=1024,8192", "--json", "--layout", "even", "--set", "chips=8")
     assert r.returncode == 0, r.stderr
     d = json.loads(r.stdout)
     pts = d["points"]
     assert len(pts) == 7 * 2                       # 1, 2, 4, ..., 64 crossed with two contexts
-    assert d["units"]["step_time"] == "s"
+    assert d["units"]["step_time"] == "ms" and d["units"]["batch"] == "sequence"   # as the table reads them
     for p in pts:
-        assert p["step_time"] == pytest.approx(step_by_hand(p["batch"], p["context"]), rel=1e-9)
+        assert p["step_time"] == pytest.approx(step_by_hand(p["batch"], p["context"]) * 1e3, rel=1e-9)
         fill = (70e9 * 2 + p["batch"] * p["context"] * KV) / S / 80e9
         assert p["feasible"] is (fill <= 1)
 
@@ -46,27 +46,31 @@ def allreduces_by_hand(batch):
 
 def test_deployed_sweep_adds_the_tensor_parallel_all_reduces(cli):
     r = cli("eval", "step_time", "--hardware", "h100-sxm", "--model", "llama-3-70b",
-            "--sweep", "batch=1:64:log", "--set", "context=8192", "--json")
+            "--sweep", "batch=1:64:log", "--set", "context=8192", "--json", "--set", "chips=8")
     assert r.returncode == 0, r.stderr
-    pts = json.loads(r.stdout)["points"]
+    d = json.loads(r.stdout)
+    pts = d["points"]
     assert len(pts) == 7 and "step_time as step_time_layout" in r.stderr
+    # keyed by the name asked, with the quantity that answered it named beside
+    assert d["answered_as"] == {"step_time": "step_time_layout"} and d["units"]["step_time"] == "ms"
     for p in pts:   # tp = 8 over the 8 chips: the even spread's reads and compute, then the all-reduces
-        assert p["step_time_layout"] == pytest.approx(step_by_hand(p["batch"], 8192) + allreduces_by_hand(p["batch"]),
-                                                      rel=1e-9)
+        assert p["step_time"] == pytest.approx(
+            (step_by_hand(p["batch"], 8192) + allreduces_by_hand(p["batch"])) * 1e3, rel=1e-9)
 
 
 def test_sweep_table_and_csv(cli):
     r = cli("eval", "step_time", "throughput", "--hardware", "h100-sxm", "--model", "llama-3-70b",
-            "--sweep", "batch=1,2000", "--set", "context=4096", "--layout", "even")
+            "--sweep", "batch=1,2000", "--set", "context=4096", "--layout", "even", "--set", "chips=8")
     assert r.returncode == 0, r.stderr
     lines = r.stdout.splitlines()
     assert "weights bf16, KV bf16, compute bf16" in lines[0]
-    assert "step_time [ms]" in lines[1] and "fits" in lines[1]
+    assert "step_time [ms]" in lines[1] and "fits" in lines[1]   # the table a person reads: fits, yes/NO
     assert lines[2].rstrip().endswith("yes") and lines[3].rstrip().endswith("NO †")  # 372 fit at 4k
     r = cli("eval", "step_time", "--hardware", "h100-sxm", "--model", "llama-3-70b",
-            "--sweep", "batch=1:3", "--csv", "--layout", "even")
+            "--sweep", "batch=1:3", "--csv", "--layout", "even", "--set", "chips=8", "--set", "context=8192")
     rows = list(csv.reader(io.StringIO(r.stdout)))
-    assert rows[0] == ["batch [sequence]", "step_time [ms]", "fits"] and len(rows) == 4
+    assert rows[0] == ["batch [sequence]", "step_time [ms]", "feasible"] and len(rows) == 4
+    assert {r[2] for r in rows[1:]} == {"true"}   # a yes-or-no as JSON writes it, in every CSV
     assert float(rows[2][1]) == pytest.approx(step_by_hand(2, 8192) * 1000, rel=1e-9)   # in ms, as the table
 
 
@@ -86,7 +90,8 @@ def test_compare_flags_what_does_not_fit(cli):
     r = cli("compare", "step_time", "--hardware", "h100-sxm,gb200-nvl72", "--model", "deepseek-v3", "--json")
     rows = {x["hardware"]: x for x in json.loads(r.stdout)}
     assert rows["h100-sxm"]["feasible"] is False and rows["gb200-nvl72"]["feasible"] is True
-    assert "step_time_layout" in rows["h100-sxm"]["values"] and "step_time as step_time_layout" in r.stderr
+    assert rows["h100-sxm"]["values"]["step_time"]["answered_as"] == "step_time_layout"
+    assert rows["h100-sxm"]["values"]["step_time"]["unit"] == "ms" and "step_time as step_time_layout" in r.stderr
 
 
 @pytest.mark.parametrize("args,words", [
@@ -107,7 +112,8 @@ def test_bad_sweeps_and_comparisons_are_one_line(cli, args, words):
 def test_csv_is_the_table_at_full_precision():
     """sweep_csv (columns turned to text at once, joined in chunks) writes the table's columns in
     the table's units (ms, not s; USD/Mtoken, not USD/token), each value the table's to its 3
-    figures, an empty field where the table says n/a, and the fit as the table words it (yes/no)."""
+    figures, an empty field where the table says n/a, and the fit as true or false (yes or NO † in the
+    table)."""
     import numpy as np
 
     from chalkboard.evaluation import sweep as sw
@@ -124,34 +130,38 @@ def test_csv_is_the_table_at_full_precision():
     texts = {"".join(sw.sweep_csv(result, names, chunk=chunk)) for chunk in (1, 2, 65_536)}
     assert len(texts) == 1                       # chunking changes nothing
     head, *rows = list(csv.reader(io.StringIO(texts.pop())))
-    assert head == table[0] == ["batch [sequence]", "context [token/sequence]", "step_time [ms]",
-                                "cost_per_token [USD/Mtoken]", "mfu [%]", "fits"]
+    assert table[0] == ["batch [sequence]", "context [token/sequence]", "step_time [ms]",
+                        "cost_per_token [USD/Mtoken]", "mfu [%]", "fits"]
+    assert head[:-1] == table[0][:-1] and head[-1] == "feasible"
     for got, shown in zip(rows, table[1:]):
         assert got[0] == shown[0]                # a count as a whole number, as the table shows it
         for value, cell in zip(got[2:5], shown[2:5]):
             assert (value == "") == (cell == "n/a") and (value == "" or sig(float(value)) == cell)
-        assert {"yes": "yes", "no": "NO †", "": "n/a"}[got[5]] == shown[5]
+        assert {"true": "yes", "false": "NO †", "": "n/a"}[got[5]] == shown[5]
     assert rows[3][2] == repr(1.0 / 300.0 * 1000)   # full precision, not the table's 3.33
     no_fill = {**result, "fill": None}
     assert [r[-1] for r in csv.reader(io.StringIO("".join(sw.sweep_csv(no_fill, ["mfu"]))))][1:] == [""] * 5
 
 
 def test_a_share_reads_as_a_percentage_in_eval_sweep_and_compare(cli):
-    """MFU and HBM fill (declared share=True) are fractions in --json and percentages wherever a
-    person reads them: eval's line, a sweep's column, compare's column (one rule, fmt.fmt_named)."""
+    """MFU and HBM fill (declared share=True) are percentages everywhere, "%" named beside them:
+    eval's line and its JSON, a sweep's column and JSON, compare's column (one rule, fmt.split_named)."""
     from chalkboard.typeset.fmt import sig
 
     sets = ("--hardware", "h100-sxm", "--model", "llama-3-70b", "--set", "batch=64", "--layout", "even")
-    values = {q: json.loads(cli("eval", q, *sets, "--json").stdout)["value"] for q in ("mfu", "hbm_fill")}
-    assert 0 < values["mfu"] < 1 and 0 < values["hbm_fill"] < 1
+    got = {q: json.loads(cli("eval", q, *sets, "--json").stdout) for q in ("mfu", "hbm_fill")}
+    values = {q: d["value"] for q, d in got.items()}
+    assert all(d["unit"] == "%" for d in got.values())
+    assert 0 < values["mfu"] < 100 and 0 < values["hbm_fill"] < 100
     text = cli("eval", "mfu", *sets).stdout
-    assert f"mfu = {sig(100 * values['mfu'])}%" in text
+    assert f"mfu = {sig(values['mfu'])}%" in text
     swept = cli("eval", "mfu", "hbm_fill", "--hardware", "h100-sxm", "--model", "llama-3-70b",
                 "--sweep", "batch=64,128", "--layout", "even").stdout.splitlines()
     assert "mfu [%]" in swept[1] and "hbm_fill [%]" in swept[1]
-    assert swept[2].split()[1:3] == [sig(100 * values["mfu"]), sig(100 * values["hbm_fill"])]
-    compared = cli("compare", "mfu", "--hardware", "h100-sxm", "--model", "llama-3-70b", "--set", "batch=64").stdout
-    assert "mfu [%]" in compared and sig(100 * values["mfu"]) in compared
+    assert swept[2].split()[1:3] == [sig(values["mfu"]), sig(values["hbm_fill"])]
+    compared = cli("compare", "mfu", "--hardware", "h100-sxm", "--model", "llama-3-70b", "--set", "batch=64",
+                   "--layout", "even").stdout
+    assert "mfu [%]" in compared and sig(values["mfu"]) in compared
 
 
 def test_eval_of_several_quantities_is_each_one(cli):

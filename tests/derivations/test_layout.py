@@ -215,11 +215,11 @@ def test_sweeping_a_layout_degree_chooses_the_layout_at_each_point(cli):
     r = cli("eval", "step_time", "--hardware", "h100-sxm", "--model", "llama-3-70b", "--sweep", "tp=1,2,4,8",
             "--set", "batch=1", "--set", "context=2048", "--set", "weight_format=bf16", "--json")
     pts = {p["tp"]: p for p in json.loads(r.stdout)["points"]}
-    # tp = 1 over 8 chips is 8 groups, each holding all 140 GB of bf16 weights: it cannot fit
+    # tp = 1 is one chip holding all 140 GB of bf16 weights: it cannot fit
     assert pts[1]["feasible"] is False and pts[8]["feasible"] is True
     allreduces = nvswitch_allreduces(80, 8, 1)
-    assert pts[8]["step_time_layout"] == pytest.approx((70e9 * 2 + 2048 * LLAMA70_KV) / 8 / H100_W + allreduces,
-                                                       rel=1e-9)
+    assert pts[8]["step_time"] == pytest.approx(((70e9 * 2 + 2048 * LLAMA70_KV) / 8 / H100_W + allreduces) * 1e3,
+                                                rel=1e-9)
 
 
 def test_a_prefill_under_tensor_parallelism_adds_its_all_reduces(data):

@@ -243,7 +243,8 @@ def test_eval_subprocess_and_set():
     r = run_cli("eval", "pipeline_idle_fraction", "--hardware", "gb200-nvl72", "--model", "deepseek-v3",
                 "--set", "pipeline_stages=4", "--set", "micro_batches=1", "--json")
     assert r.returncode == 0, r.stderr
-    assert json.loads(r.stdout)["value"] == pytest.approx(0.75)
+    d = json.loads(r.stdout)   # a share, in percent as every output gives one
+    assert d["unit"] == "%" and d["value"] == pytest.approx(75)
 
 
 def test_fractional_stage_count_is_refused():

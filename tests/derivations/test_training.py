@@ -92,7 +92,7 @@ def test_equal_cost_token_budgets(data):
     sc = Scenario(data, "gb200-nvl72", "deepseek-v3")
     assert _mag(sc, "inference_tokens_equal_cost", "token") == pytest.approx(0.9 * 200e12)
     assert sc.value("pretrain_over_rl_tokens").magnitude == pytest.approx(4 / 1.8)
-    sc = Scenario(data, "gb200-nvl72", "deepseek-v3", {"rl_flop_per_param_token": "2.7"})
+    sc = Scenario(data, "gb200-nvl72", "deepseek-v3", {"rl_flop_per_param_token": "2.7 FLOP/parameter/token"})
     assert sc.value("pretrain_over_rl_tokens").magnitude == pytest.approx(1.5)
     # at the equal budgets the three costs are equal: each a third of the lifecycle compute
     sc = Scenario(data, "gb200-nvl72", "deepseek-v3",

@@ -68,7 +68,7 @@ def test_korthikanti_activations_per_layer_for_gpt3_with_8_way_tensor_parallelis
 
 def test_megatron_flops_per_iteration_with_recomputation(data):
     n = 12 * LAYERS * H * H + V * H                      # the paper's parameter count: 174.6e9
-    sc = _gpt3(data, layers=LAYERS, params_active=n, params_total=n, attention_flops_per_token=4 * LAYERS * H,
+    sc = _gpt3(data, layers=LAYERS, params_active=n, params_total=n, attention_flops_per_token=f"{4 * LAYERS * H} FLOP/token",
                causal_pair_share=1)
     per_token = 96 * LAYERS * H * H * (1 + S / (6 * H) + V / (16 * LAYERS * H))   # eq. 3 over B·s tokens
     # the head's 2·h·V of recomputed forward FLOPs is the only difference (eq. 3 does not recompute it)
@@ -80,8 +80,8 @@ def test_megatron_flops_per_iteration_with_recomputation(data):
 
 
 def test_causal_attention_counts_half_the_pairs(data):
-    full = _gpt3(data, layers=LAYERS, attention_flops_per_token=4 * LAYERS * H, causal_pair_share=1)
-    causal = _gpt3(data, layers=LAYERS, attention_flops_per_token=4 * LAYERS * H)
+    full = _gpt3(data, layers=LAYERS, attention_flops_per_token=f"{4 * LAYERS * H} FLOP/token", causal_pair_share=1)
+    causal = _gpt3(data, layers=LAYERS, attention_flops_per_token=f"{4 * LAYERS * H} FLOP/token")
     assert causal.mag("train_flop_per_token_attention") == pytest.approx(full.mag("train_flop_per_token_attention") / 2)
 
 

@@ -76,7 +76,7 @@ def test_sb_roofline_q1_int8_matmul(capsys):
     # SB roofline, Question 1 [int8 matmul]: int8 weights, activations and OPs at 3.94e14 OPs/s:
     # "int8 intensity is 3.94e14 / 8.2e11 = 480, so the rule is B > 480 / 2 = 240".
     assert ev(capsys, "matmul_critical_rows", "tpu-v5e", "llama-3-8b", "",
-              weight_format="int8", compute_format="int8", flops_int8="3.94e14",
+              weight_format="int8", compute_format="int8", flops_int8="3.94e14 FLOP/s",
               bytes_per_activation="1 B", **V5E, **BIG) == pytest.approx(240, rel=0.005)
 
 
@@ -109,7 +109,7 @@ def test_sb_llama_serve_prefill_mlp_flops(capsys):
 # Pop Quiz: "a 30B parameter dense model on TPU v5e 4x4 slice in int8 with bf16 FLOPs, 8192
 # context and 100 kB / token KV caches", bandwidth 8.1e11 B/s per chip. The model and chip are
 # given inline (`--hardware custom --model custom`); the book leaves attention FLOPs out.
-QUIZ = {"flops_bf16": "1.97e14", "hbm_bandwidth": "8.1e11 B/s", "hbm_capacity": "16e9 B",
+QUIZ = {"flops_bf16": "1.97e14 FLOP/s", "hbm_bandwidth": "8.1e11 B/s", "hbm_capacity": "16e9 B",
         "chips": "16", "params_total": "30e9", "params_active": "30e9", "d_model": "7168",
         "weight_format": "int8", "kv_bytes_per_token": "100e3 B/token",
         "attention_flops_per_token": "0", "context": "8192"}
@@ -374,7 +374,7 @@ def test_sb_gpus_pop_quiz_1_allgather_time(capsys):
     # Pop Quiz 1 [AllGather time]: AllGather(bf16[B_X, F]), B = 1024, F = 16,384 on an 8xH100 node
     # at 450 GB/s: "(2 · B · F · (8 - 1)) / (8 · 450e9) ... more precisely, 65us" (bandwidth only:
     # no hop latency).
-    sets = {"collective_bytes": str(2 * 1024 * 16384), "ring_chips": "8", "ring_hop_latency": "0"}
+    sets = {"collective_bytes": f"{2 * 1024 * 16384} B", "ring_chips": "8", "ring_hop_latency": "0"}
     assert ev(capsys, "all_gather_time", "h100-sxm", "llama-3-70b", "us", **sets) == pytest.approx(65, rel=0.01)
     # "For an AllReduce, you can combine an RS + AG as usual for twice the cost."
     assert ev(capsys, "reduce_scatter_time", "h100-sxm", "llama-3-70b", "us", **sets) == pytest.approx(65, rel=0.01)
@@ -440,7 +440,7 @@ def test_sb_sharding_q2_allgather_bandwidth_bound(capsys):
     # TPU v4p 4x4x4, X = 4, "9e10 bytes/second bidirectional": "2BD / (9e10 · Y) = 23 µs"
     # (gathering 2BD/Y = 2.1 MB per chip). The book drops the ring's (n−1)/n: on a ring of 4 each
     # chip receives 3/4 of the buffer, so 23.3 µs · 3/4 = 17.5 µs (hop latency aside).
-    t = ev(capsys, "all_gather_time", "tpu-v5p", "llama-3-70b", "us", collective_bytes=str(2 * 1024 * 4096 // 4),
+    t = ev(capsys, "all_gather_time", "tpu-v5p", "llama-3-70b", "us", collective_bytes=f"{2 * 1024 * 4096 // 4} B",
            ring_chips="4", ring_directions="2", link_bandwidth="4.5e10 B/s", ring_hop_latency="0")
     assert t == pytest.approx(23.3 * 3 / 4, rel=0.01)
 
@@ -448,7 +448,7 @@ def test_sb_sharding_q2_allgather_bandwidth_bound(capsys):
 def test_sb_sharding_q3_latency_bound_allgather(capsys):
     # Question 3 [latency-bound AllGather]: 256 bytes over an axis of 4 with wraparound: "we can do
     # the full gather in only 2 hops, so roughly 2us".
-    assert ev(capsys, "all_gather_time", "tpu-v5p", "llama-3-70b", "us", collective_bytes="256",
+    assert ev(capsys, "all_gather_time", "tpu-v5p", "llama-3-70b", "us", collective_bytes="256 B",
               ring_chips="4", ring_directions="2", link_bandwidth="4.5e10 B/s", ring_hop_latency="1 us") == \
         pytest.approx(2, rel=0.01)
 
@@ -650,7 +650,7 @@ def test_kipply_benchmark_ratio_at_90_percent_bandwidth(capsys):
 def test_inline_chip_needs_its_fields(capsys):
     # `--hardware custom` is a chip given wholly with --set: a field not given is named.
     rc = cli.main(["eval", "drain_time", "--hardware", "custom", "--model", "llama-3-8b",
-                   "--set", "hbm_capacity=16e9"])
+                   "--set", "hbm_capacity=16e9 B"])
     err = capsys.readouterr().err
     assert rc == 2 and "custom has no hbm_bandwidth" in err and "Traceback" not in err
 
@@ -676,7 +676,7 @@ def test_counts_must_be_whole(capsys):
 def test_too_small_a_batch_for_data_parallelism_is_not_applicable(capsys):
     # 1,000 tokens on a v5p (critical batch 2,550 per chip): no number of chips hides the all-reduce.
     rc = cli.main(["eval", "dp_max_chips", "--hardware", "tpu-v5p", "--model", "llama-3-70b",
-                   "--set", "train_batch_tokens=1000", "--set", "link_bandwidth=9e10", "--set", "ring_directions=2"])
+                   "--set", "train_batch_tokens=1000", "--set", "link_bandwidth=9e10 B/s", "--set", "ring_directions=2"])
     assert rc == 2 and "not applicable" in capsys.readouterr().err
 
 

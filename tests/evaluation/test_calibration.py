@@ -69,14 +69,14 @@ def test_the_expected_step_moves_smoothly_over_the_batch(cli):
     r = cli("eval", "step_time_expected", "step_time_min", "--hardware", "h100-sxm", "--model", "llama-3-70b",
             "--set", "context=4096", "--sweep", "batch=1:512", "--json")
     assert r.returncode == 0, r.stderr
-    pts = json.loads(r.stdout)["points"]
+    pts = json.loads(r.stdout)["points"]   # keyed by the names asked
     assert len(pts) == 512
     for a, b in zip(pts, pts[1:]):
-        bound = b["step_time_layout_min"] / a["step_time_layout_min"]
+        bound = b["step_time_min"] / a["step_time_min"]
         if bound < 1.10:
-            assert b["step_time_expected_layout"] / a["step_time_expected_layout"] < 1.10, (a["batch"], b["batch"])
+            assert b["step_time_expected"] / a["step_time_expected"] < 1.10, (a["batch"], b["batch"])
         # every point carries its range, around its value
-        assert b["step_time_expected_layout_low"] <= b["step_time_expected_layout"] <= b["step_time_expected_layout_high"]
+        assert b["step_time_expected_low"] <= b["step_time_expected"] <= b["step_time_expected_high"]
 
 
 def test_every_expected_number_eval_prints_has_a_range(cli):
@@ -135,15 +135,16 @@ def test_compare_gives_expected_numbers_with_their_range(cli):
             "llama-3-70b", "--set", "batch=64", "--set", "context=4096")
     rows = json.loads(cli(*args, "--json").stdout)
     for r in rows:
-        v = r["values"]["cost_per_token_expected_layout"]
+        v = r["values"]["cost_per_token_expected"]   # keyed by the name asked, in the unit named beside it
+        assert v["answered_as"] == "cost_per_token_expected_layout" and v["unit"] == "USD/Mtoken"
         assert v["low"] < v["value"] < v["high"]
-        assert "low" not in r["values"]["step_time_layout"]     # a bound has none
+        assert "low" not in r["values"]["step_time"]     # a bound has none
         # the same number eval gives for the chip
         e = json.loads(cli("eval", "cost_per_token_expected", "--hardware", r["hardware"], "--model", "llama-3-70b",
                            "--set", "batch=64", "--set", "context=4096", "--json").stdout)
-        assert e["value"] == pytest.approx(v["value"], rel=1e-9)
+        assert e["unit"] == v["unit"] and e["value"] == pytest.approx(v["value"], rel=1e-9)
         assert e["range"]["low"] == pytest.approx(v["low"], rel=1e-9)
     text = cli(*args).stdout
     assert " (" in text.splitlines()[1] and "–" in text.splitlines()[1]
     head = cli(*args, "--csv").stdout.splitlines()[0]
-    assert "cost_per_token_expected_layout_low [USD/Mtoken]" in head
+    assert "cost_per_token_expected_low [USD/Mtoken]" in head
