@@ -70,16 +70,17 @@ def fitted(fig, medium: Medium, draw) -> str:
     if suptitle is not None:   # placed by the layout, not where it was put
         fig.suptitle(_original(suptitle), fontsize=suptitle.get_fontsize())
     fig.set_layout_engine(_Layout(h_pad=0.04, w_pad=0.04, hspace=0.03, wspace=0.03))
-    # each step measures the figure as the layout last placed it (one layout each: they are most
-    # of the time a figure takes)
+    # what follows measures the figure as the layout last placed it: one layout (most of the time
+    # a figure takes) before the one that draws it; a text broken or an axis thinned changes the
+    # sizes measured, not the places, which the drawing's own layout settles
     fig.draw_without_rendering()
-    changed = _thinned(fig) | _wrapped(fig, f)
-    if _rows_apart(fig, f):
+    _thinned(fig)
+    _wrapped(fig, f)
+    for _ in range(2):   # a figure of a chip a row: grown until its rows have room, as laid out
+        if not _rows_apart(fig, f):
+            break
         fig.draw_without_rendering()
         _wrapped(fig, f)
-        changed = True
-    if changed:
-        fig.draw_without_rendering()
     _placed(fig)
     limit = medium.width * SLACK   # wider than this, the text would be shown below the body size
     out = draw(fig)
@@ -89,9 +90,7 @@ def fitted(fig, medium: Medium, draw) -> str:
         if over <= 0 or w - over < 0.6 * width:
             break
         fig.set_size_inches(w - over - 0.05, h)
-        fig.draw_without_rendering()
-        if _wrapped(fig, f):
-            fig.draw_without_rendering()
+        _wrapped(fig, f)
         _placed(fig)
         out = draw(fig)
     return out
@@ -253,13 +252,12 @@ def _thinned(fig) -> bool:
     thinned = False
     for ax in fig.axes:
         axis = ax.xaxis
-        if (not isinstance(axis.get_major_locator(), mt.FixedLocator)
-                or isinstance(axis.get_major_formatter(), mt.FixedFormatter)):   # categories: each kept
+        if not isinstance(axis.get_major_locator(), mt.FixedLocator):
             continue
         low, high = sorted(axis.get_view_interval())
         labels = [t for t in axis.get_ticklabels() if t.get_visible() and t.get_text()]
-        if len(labels) < 2:
-            continue
+        if len(labels) < 2 or not all(re.fullmatch(r"[\d.,−×⁰¹²³⁴⁵⁶⁷⁸⁹⁻-]+", t.get_text()) for t in labels):
+            continue   # categories (named ticks): each kept
         need = sum(t.get_window_extent().width for t in labels) + 0.6 * labels[0].get_fontsize() * len(labels)
         if need <= ax.bbox.width:
             continue
