@@ -69,7 +69,8 @@ def fitted(fig, medium: Medium, draw) -> str:
     suptitle = getattr(fig, "_suptitle", None)
     if suptitle is not None:   # placed by the layout, not where it was put
         fig.suptitle(_original(suptitle), fontsize=suptitle.get_fontsize())
-    fig.set_layout_engine(_Layout(h_pad=0.04, w_pad=0.04, hspace=0.03, wspace=0.03))
+    room = _foot_room(fig)   # (the layout places a figure's legend only when matplotlib put it "outside")
+    fig.set_layout_engine(_Layout(h_pad=0.04, w_pad=0.04, hspace=0.03, wspace=0.03, rect=(0, room, 1, 1 - room)))
     # what follows measures the figure as the layout last placed it: one layout (most of the time
     # a figure takes) before the one that draws it; a text broken or an axis thinned changes the
     # sizes measured, not the places, which the drawing's own layout settles
@@ -79,6 +80,8 @@ def fitted(fig, medium: Medium, draw) -> str:
     for _ in range(2):   # a figure of a chip a row: grown until its rows have room, as laid out
         if not _rows_apart(fig, f):
             break
+        room = _foot_room(fig)
+        fig.get_layout_engine().set(rect=(0, room, 1, 1 - room))
         fig.draw_without_rendering()
         _wrapped(fig, f)
     _placed(fig)
@@ -206,7 +209,7 @@ def _legends(fig, medium: Medium, f: float) -> None:
             for _, leg in members:
                 leg.remove()
             _keep(labels, fig.legend(handles, _broken(labels, width_px / ncol - handle_px, f, fig.dpi),
-                                     loc="outside lower center", ncol=ncol, frameon=False, fontsize=f))
+                                     ncol=ncol, fontsize=f, **_FOOT))
             continue
         kw = {"loc": first._loc, "bbox_to_anchor": anchor, "frameon": first.get_frame_on()}
         if x is not None:
@@ -222,7 +225,7 @@ def _legends(fig, medium: Medium, f: float) -> None:
         ncol = 1 if medium.legends_below else _columns(leg, width_px)
         leg.remove()
         _keep(labels, fig.legend(handles, _broken(labels, width_px / ncol - handle_px, f, fig.dpi),
-                                 loc="outside lower center", ncol=ncol, frameon=False, fontsize=f))
+                                 ncol=ncol, fontsize=f, **_FOOT))
 
 
 def _under(ax) -> float:
@@ -266,6 +269,17 @@ def _thinned(fig) -> bool:
         axis.set_major_locator(mt.FixedLocator(locs[::step]))
         thinned = True
     return thinned
+
+
+# A figure's legend at the foot of the figure, where the layout keeps room for it (_Layout's rect):
+# matplotlib's "outside" placement lands a few points elsewhere when savefig crops.
+_FOOT = {"loc": "lower center", "bbox_to_anchor": (0.5, 0.0), "frameon": False}
+
+
+def _foot_room(fig) -> float:
+    """The share of the figure's height its legends at the foot take (with a little space)."""
+    height = sum(leg.get_window_extent().height for leg in fig.legends)
+    return min(0.6, (height + 6 * fig.dpi / 72) / fig.bbox.height) if fig.legends else 0.0
 
 
 def _original(t) -> str:

@@ -186,6 +186,26 @@ def test_every_figure_is_set_after_its_heading(pdf_pages):
     assert before == [], before
 
 
+def test_a_chip_id_is_not_broken_at_its_hyphen_in_running_text(built, data, tmp_path):
+    """The PDF's settings keep every chip's and model's id on one line: a paragraph of ids in a
+    column a few words wide, set with those settings, breaks between the ids, never inside one (it
+    set 'gb200-' at the end of a line and 'nvl72' at the start of the next)."""
+    import typst
+    from pypdf import PdfReader
+
+    settings = (built / "report.typ").read_text().split("// -- end of settings --")[0]
+    ids = [i for i in (*data.hardware, *data.models) if "-" in i]
+    assert len(ids) >= 10
+    (tmp_path / "p.typ").write_text(settings + "#set page(width: 7cm, height: auto)\n"
+                                    + " ".join(f"the {i}" for i in ids * 3) + "\n")
+    (tmp_path / "p.pdf").write_bytes(typst.compile(str(tmp_path / "p.typ")))
+    text = PdfReader(str(tmp_path / "p.pdf")).pages[0].extract_text()
+    assert text.count("\n") > 10   # set over many lines
+    broken = {m for m in re.findall(r"([\w.]+)-\s*\n\s*([\w.-]+)", text) if "-".join(m) in " ".join(ids)}
+    assert broken == set(), broken
+    assert all(text.count(i) == 3 for i in ids), [i for i in ids if text.count(i) != 3]
+
+
 # -- figures -----------------------------------------------------------------------------------------
 @needs_browser
 def test_plot_text_is_at_least_the_body_size_on_a_phone(phone):
