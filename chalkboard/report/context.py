@@ -6,6 +6,8 @@ the one checked path. No formula or number is typed into a template.
 """
 from __future__ import annotations
 
+import re
+
 import string
 
 from derivations import (ATTENTION_FLOPS_BY_ATTENTION, ATTENTION_PARAMS_BY_ATTENTION, KV_BYTES_BY_ATTENTION,
@@ -333,6 +335,13 @@ def shared_tables(data, model_id: str, kept=None) -> dict:
             "sources": kept.traced("table", "sources", sources)}
 
 
+def ids_pattern(data) -> str:
+    """A regular expression matching every chip's and model's id that has a hyphen, the longest
+    first: the PDF keeps each on one line ("gb200-" / "nvl72" read as two words)."""
+    ids = sorted((i for i in (*data.hardware, *data.models) if "-" in i), key=lambda i: (-len(i), i))
+    return r"\b(?:" + "|".join(re.sub(r"([.+])", r"\\\1", i) for i in ids) + r")\b"
+
+
 def context(data, sc: Scenario, figures: dict[str, str], audit=None, check=None, validation=None,
             shared: dict | None = None) -> dict:
     shared = shared if shared is not None else shared_tables(data, sc.model.id)
@@ -354,6 +363,7 @@ def context(data, sc: Scenario, figures: dict[str, str], audit=None, check=None,
         "check": check,
         "sources": shared["sources"],
         "hardware_count": len(data.hardware), "model_count": len(data.models),
+        "ids_pattern": ids_pattern(data),
         "rack_chips": fmt(sc.value("rack_chips")),
         "explorer": explorer.context(data, sc),
     }

@@ -125,15 +125,40 @@ def unmeasured_row_labels(ax) -> None:
     ax.yaxis.set_label_coords(0, 0.5)
 
 
-def svg(fig) -> str:
-    """The figure as SVG, drawn once and cropped to what is drawn (with savefig's padding).
+class Figure(str):
+    """A figure's SVG for paper and a wide screen, with ``phone``: its SVG for a phone's column
+    (media.py). A str, so whatever writes or compares a figure's SVG reads the one for paper."""
+    phone: str
+
+    def __new__(cls, svg: str, phone: str):
+        self = super().__new__(cls, svg)
+        self.phone = phone
+        return self
+
+    def __reduce__(self):   # kept in the figure cache and sent between processes whole
+        return (Figure, (str(self), self.phone))
+
+
+def svg(fig) -> Figure:
+    """The figure as SVG for each medium (media.py: paper, a phone), each drawn once and cropped
+    to what is drawn (with savefig's padding).
 
     savefig(bbox_inches="tight") draws a figure twice: once to measure what it covers, once to
     write it at that size. Here it is written at its own size, measured after the one draw, and
     the SVG's view box set to the measured area: the same picture (rendered, the same pixels but
     for anti-aliasing), one draw fewer. It relies on matplotlib's SVG writer as it is (3.8 to
     3.11); where that differs, savefig's two draws are used."""
+    from . import media
+
     plain_log_labels(fig)
+    try:
+        drawn = {m.name: media.fitted(fig, m, _drawn) for m in media.MEDIA}
+    finally:
+        plt.close(fig)
+    return Figure(drawn["print"], phone=_own_ids(drawn["phone"], "ph-"))
+
+
+def _drawn(fig) -> str:
     try:
         svg = svg_drawn_once(fig)
     except (ImportError, AttributeError, TypeError):
@@ -142,8 +167,14 @@ def svg(fig) -> str:
         buf = io.StringIO()
         fig.savefig(buf, format="svg", bbox_inches="tight", metadata={"Date": None})
         svg = buf.getvalue()
-    plt.close(fig)
     return svg
+
+
+def _own_ids(svg: str, prefix: str) -> str:
+    """The SVG's ids (and what refers to them) prefixed: a page that holds both of a figure's SVGs,
+    one of them hidden, resolves each reference within the one shown."""
+    svg = re.sub(r'\bid="', f'id="{prefix}', svg)
+    return re.sub(r'(href="#|url\(#)', rf"\1{prefix}", svg)
 
 
 def svg_drawn_once(fig) -> str | None:

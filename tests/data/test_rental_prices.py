@@ -13,7 +13,8 @@ PUBLISHED = {
     # Lambda on-demand per GPU (lambda.ai/instances): 8x A100 SXM 40 GB $1.99 (read 2026-09-20),
     # 8x A100 SXM 80 GB $2.79, 8x H100 SXM $3.99, 8x B200 SXM6 $6.69 (2026-07-26)
     "a100-40gb": 1.99, "a100-80gb": 2.79, "h100-sxm": 3.99, "b200": 6.69,
-    # Google Cloud on-demand per chip-hour: Trillium at GA $2.7000 (Neowin, December 2024);
+    # Google Cloud on-demand per chip-hour: Trillium $10.80 per hour for a 4-chip v6e slice in the US
+    # regions (Google's Cloud Billing Catalog API as SkyPilot's GCP catalog records it);
     # v5e $1.2 and v5p $4.2 (third-party TPU v5 guide, 2026-01-27)
     "tpu-v6e": 2.70, "tpu-v5e": 1.20, "tpu-v5p": 4.20,
     # DigitalOcean MI300X GPU Droplet list price, $2.59 per hour for 1 GPU (2026-10-07)

@@ -56,11 +56,26 @@ def phone(built):
                 const tables = [...document.querySelectorAll('table')].filter(shown);
                 const wideTables = tables.filter(t => t.getBoundingClientRect().width > column + 1)
                     .map(t => where(t) + ' ' + Math.round(t.getBoundingClientRect().width));
-                // text in a figure's SVG, as set on the screen: its glyphs' height in px
+                // text in a figure's SVG as set on the screen: matplotlib writes a text as glyph
+                // outlines 100 units to the em, placed by <use> (a group a text), so a glyph's type
+                // size in px is 100 times the scale from its units to the screen's; a text's size is
+                // its largest glyph's (a subscript is smaller)
                 const body = parseFloat(getComputedStyle(document.querySelector('p')).fontSize);
+                const plots = [];
+                for (const svg of document.querySelectorAll('figure svg')) {
+                    if (!shown(svg)) continue;
+                    const texts = [...svg.querySelectorAll('g[id*="text_"]')].filter(g => !g.parentElement.closest('g[id*="text_"]'));
+                    const sizes = texts.map(g => Math.max(0, ...[...g.querySelectorAll('use')].map(u => {
+                        const m = u.getScreenCTM();
+                        return 100 * Math.sqrt(Math.abs(m.a * m.d - m.b * m.c)); })))
+                        .filter(s => s > 0);
+                    const box = svg.getBoundingClientRect();
+                    plots.push({figure: where(svg), texts: sizes.length, smallest: Math.min(...sizes),
+                                inside: box.left >= -0.5 && box.right <= window.innerWidth + 0.5});
+                }
                 return {column, formulas: maths.length, wide: wide.length,
                         wideAt: wide.slice(0, 8).map(m => where(m) + ' ' + m.scrollWidth),
-                        tables: tables.length, wideTables, body,
+                        tables: tables.length, wideTables, body, plots,
                         pageWidth: document.scrollingElement.scrollWidth, viewport: window.innerWidth};
             }""")
         finally:
@@ -171,7 +186,94 @@ def test_every_figure_is_set_after_its_heading(pdf_pages):
     assert before == [], before
 
 
+def test_a_chip_id_is_not_broken_at_its_hyphen_in_running_text(built, data, tmp_path):
+    """The PDF's settings keep every chip's and model's id on one line: a paragraph of ids in a
+    column a few words wide, set with those settings, breaks between the ids, never inside one (it
+    set 'gb200-' at the end of a line and 'nvl72' at the start of the next)."""
+    import typst
+    from pypdf import PdfReader
+
+    settings = (built / "report.typ").read_text().split("// -- end of settings --")[0]
+    ids = [i for i in (*data.hardware, *data.models) if "-" in i]
+    assert len(ids) >= 10
+    (tmp_path / "p.typ").write_text(settings + "#set page(width: 7cm, height: auto)\n"
+                                    + " ".join(f"the {i}" for i in ids * 3) + "\n")
+    (tmp_path / "p.pdf").write_bytes(typst.compile(str(tmp_path / "p.typ")))
+    text = PdfReader(str(tmp_path / "p.pdf")).pages[0].extract_text()
+    assert text.count("\n") > 10   # set over many lines
+    broken = {m for m in re.findall(r"([\w.]+)-\s*\n\s*([\w.-]+)", text) if "-".join(m) in " ".join(ids)}
+    assert broken == set(), broken
+    assert all(text.count(i) == 3 for i in ids), [i for i in ids if text.count(i) != 3]
+
+
 # -- figures -----------------------------------------------------------------------------------------
+@needs_browser
+def test_plot_text_is_at_least_the_body_size_on_a_phone(phone):
+    """Every text of every figure (axis labels, ticks, legends, notes) is set at least at the body
+    text's size in a 390 px column, where the figures drawn for a desktop are scaled to about 60%
+    (their text was 4-7 px against 16 px)."""
+    plots = phone["plots"]
+    assert len(plots) >= 14 and sum(p["texts"] for p in plots) > 200
+    assert all(p["inside"] for p in plots), [p["figure"] for p in plots if not p["inside"]]
+    small = [(p["figure"], round(p["smallest"], 1)) for p in plots if p["smallest"] < phone["body"] - 0.05]
+    assert small == [], f"plot text smaller than the body's {phone['body']} px: {small}"
+
+
+def _svg_text_sizes(svg: str) -> tuple[float, list[float]]:
+    """An SVG figure's view box width and the type size of each of its texts, in its own units (pt),
+    read from the file: each <use> of a glyph (100 units to the em) scaled by the transforms above it."""
+    import math
+    import xml.etree.ElementTree as ET
+
+    def scale(transform: str) -> float:
+        k = 1.0
+        for op, args in re.findall(r"(\w+)\(([^)]*)\)", transform or ""):
+            v = [float(a) for a in re.split(r"[\s,]+", args.strip())]
+            if op == "scale":
+                k *= math.sqrt(abs(v[0] * (v[1] if len(v) > 1 else v[0])))
+            elif op == "matrix":
+                k *= math.sqrt(abs(v[0] * v[3] - v[1] * v[2]))
+        return k
+
+    root = ET.fromstring(svg)
+    sizes = []
+
+    def walk(el, k, text):
+        k *= scale(el.get("transform"))
+        tag = el.tag.rsplit("}", 1)[-1]
+        is_text = text is None and re.fullmatch(r"text_\d+", el.get("id") or "")
+        if is_text:
+            text = [0.0]
+        if tag == "use" and text is not None:
+            text[0] = max(text[0], 100 * k)
+        for child in el:
+            walk(child, k, text)
+        if is_text and text[0] > 0:
+            sizes.append(text[0])
+
+    walk(root, 1.0, None)
+    return float(root.get("viewBox").split()[2]), sizes
+
+
+def test_plot_text_is_at_least_the_body_size_in_the_pdf(built):
+    """A figure in the PDF is set the text's width wide (A4 less 2 cm margins: 170 mm); each of its
+    texts, at that scale, is at least the body text's size (it was 6-9 pt against 10 pt)."""
+    typ = (built / "report.typ").read_text()
+    body = float(re.search(r"#set text\([^)]*size: ([\d.]+)pt", typ).group(1))
+    assert re.search(r"#set page\(paper: \"a4\", margin: \(x: 2cm", typ)
+    width = (210 - 2 * 20) / 25.4 * 72   # pt
+    placed = re.findall(r'image\("(figures/[\w.]+\.svg)", width: ([\d.]+)%\)', typ)
+    assert len(placed) >= 14
+    small = []
+    for path, share in placed:
+        view, sizes = _svg_text_sizes((built / path).read_text())
+        assert len(sizes) >= 5, path
+        shown = min(sizes) * width * float(share) / 100 / view
+        if shown < body - 0.01:
+            small.append((path, round(shown, 2)))
+    assert small == [], f"plot text below the body's {body} pt: {small}"
+
+
 def test_captions_are_text_not_markdown(built, report_pdf_text):
     """A caption's `code` is set as code: no literal backtick in the page's or the PDF's captions."""
     page = (built / "report.html").read_text()
