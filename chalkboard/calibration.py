@@ -20,17 +20,41 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
+import sympy as sp
 
 BAND = (10, 90)      # percentiles of the cross-validated error an expected number's range spans
 WITHIN = 1.5         # the factor validate counts held-out runs within
 TERMS = ("θ0 (intercept)", "θ1 (memory-bound slope)", "θ2 (compute-bound slope)", "θ3 (mixture of experts)")
 
 
+# The fit written once, in SymPy: the design's columns, where a set-up sits and the capped
+# prediction are these expressions, evaluated here with numpy and printed as JavaScript for the
+# report's explorer (which evaluates an expected number in the page).
+X, MOE, COMPUTE, MEMORY, E, FACTOR = sp.symbols("x moe compute memory e factor", real=True)
+FEATURES = (sp.Integer(1), sp.Min(X, 0), sp.Max(X, 0), MOE)
+POSITION = sp.log(COMPUTE / MEMORY, 10)      # x: where a set-up sits on the roofline
+AT_END = sp.Min(1, E * FACTOR)               # the efficiency at one end of its range: e times a band factor, capped
+# the strict bound's terms (quantity names) that place a set-up: compute, and memory (summed)
+COMPUTE_TERMS = ("compute_time",)
+MEMORY_TERMS = ("weight_fetch_time_min", "kv_fetch_time")
+_NUMPY = [{"Min": np.minimum, "Max": np.maximum}, "numpy"]   # elementwise, for floats and arrays alike
+_columns = sp.lambdify([X, MOE], list(FEATURES), _NUMPY)
+position = sp.lambdify([COMPUTE, MEMORY], POSITION, _NUMPY)   # x of strict-bound terms (seconds)
+at_end = sp.lambdify([E, FACTOR], AT_END, _NUMPY)             # AT_END of floats or arrays
+
+
+@lru_cache(maxsize=8)
+def _predictor(model):
+    """``model.expression()`` as a numpy function of (x, moe), made once per fit."""
+    return sp.lambdify([X, MOE], model.expression(), _NUMPY)
+
+
 def _design(x, moe) -> np.ndarray:
     x, moe = np.asarray(x, float), np.asarray(moe, float)
-    return np.column_stack([np.ones_like(x), np.minimum(x, 0), np.maximum(x, 0), moe])
+    return np.column_stack([np.broadcast_to(np.asarray(c, float), x.shape) for c in _columns(x, moe)])
 
 
 @dataclass(frozen=True)
@@ -44,13 +68,16 @@ class Efficiency:
     cv_n: int                   # runs predicted held out (those whose source is not their only one)
     of: int = 0                 # published runs in all, the fitted ones among them
 
+    def expression(self):
+        """The prediction as a SymPy expression in ``X`` and ``MOE``: exp of the fitted line, capped at 1."""
+        return sp.Min(1, sp.exp(sum(sp.Float(t, precision=53) * f for t, f in zip(self.theta, FEATURES))))
+
     def predict(self, compute, memory, dense):
         """e for strict-bound terms ``compute`` and ``memory`` (seconds; floats or arrays)."""
-        x = np.log10(np.asarray(compute, float) / np.asarray(memory, float))
-        moe = 1.0 - np.asarray(dense, float)
-        e = np.exp(_design(np.atleast_1d(x), np.broadcast_to(moe, np.atleast_1d(x).shape)) @ np.array(self.theta))
-        e = np.minimum(e, 1.0)
-        return float(e[0]) if np.ndim(x) == 0 else e
+        x = position(np.asarray(compute, float), np.asarray(memory, float))
+        moe = np.broadcast_to(1.0 - np.asarray(dense, float), np.shape(x))
+        e = _predictor(self)(x, moe)
+        return float(e) if np.ndim(x) == 0 else np.asarray(e, float)
 
     def text(self) -> str:
         lo, hi = self.band

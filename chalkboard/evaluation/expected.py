@@ -6,6 +6,7 @@ from __future__ import annotations
 from derivations import REGISTRY
 from units import Quantity
 
+from .. import calibration
 from ..errors import NotGiven
 
 EVIDENCE_INPUTS = ("expected_mfu", "expected_mbu")   # the inputs whose default is the fitted efficiency
@@ -34,7 +35,7 @@ class Expected:
 
     def roofline_terms(self) -> tuple[float, float]:
         """The strict bound's compute and memory terms in seconds: where the set-up sits on the roofline."""
-        return (self._mag("compute_time"), self._mag("weight_fetch_time_min") + self._mag("kv_fetch_time"))
+        return (sum(self._mag(n) for n in calibration.COMPUTE_TERMS), sum(self._mag(n) for n in calibration.MEMORY_TERMS))
 
     def spread(self, name: str):
         """(low, high) of an expected quantity: its value with the fitted efficiency at the ends of its
@@ -45,7 +46,7 @@ class Expected:
             return None
         ends = []
         for f in self.evidence().band:
-            e = {n: min(1.0, self.mag(n) * f) for n in fitted}
+            e = {n: float(calibration.at_end(self.mag(n), f)) for n in fitted}
             other = type(self)(self.data, self.hw.id, self.model.id,
                              {**self.raw_overrides, **{n: repr(v) for n, v in e.items()}})
             ends.append(other.value(name).to(self.value(name).units))
