@@ -75,11 +75,12 @@ TABULATED = "chips"                 # the slider a layout rule reads: tabulated 
 SOLVED = {"dp_attention": ("layout_chips", "chips")}
 # The communication terms of a step under the layout, and the collective each runs: on a fabric
 # where every chip reaches every other (direct_collectives = 1) the faster of one-shot and two-shot,
-# else a ring, as derivations/layout.py defines tp_comm_time (and layouts.collectives names it).
+# else a ring, as derivations/layout.py defines tp_comm_time (and layouts.collectives names it); the
+# expert all-to-all always goes directly, one step each way.
 COMM = ({"term": "tp_comm_time", "label": "tensor-parallel all-reduces", "by": "direct_collectives",
          "algorithms": {"0": [["tp_allreduce_time_ring", "ring"]],
                         "1": [["tp_allreduce_time_one_shot", "one-shot"], ["tp_allreduce_time_two_shot", "two-shot"]]}},
-        {"term": "ep_comm_time", "label": "expert all-to-all", "by": None, "algorithms": {}})
+        {"term": "ep_comm_time", "label": "expert all-to-all", "by": None, "algorithms": {}, "fixed": "direct"})
 EFFICIENCY = "efficiency"           # the printed fitted efficiency's key (not a quantity's name)
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -524,8 +525,8 @@ def data(d, sc: Scenario) -> dict:
         # the layout: its degrees (eval's order), its chips, its communication, and how each degree
         # the page computes is found (in order): a rule's table, SymPy's solution, the fitted efficiency
         "layout": {
-            "degrees": list(layouts.DEGREES), "chips": SOLVED["dp_attention"][0], "comm": list(COMM),
-            "units": {c["term"]: _display_units(c["term"]) for c in COMM},
+            "degrees": list(layouts.DEGREES), "used": SOLVED["dp_attention"][0], "comm": list(COMM),
+            "units": {n: _display_units(n) for n in (*(c["term"] for c in COMM), SOLVED["dp_attention"][0], TABULATED)},
             "dynamic": [{"name": n, "kind": "table" if n in tables else "solved" if n in SOLVED else "evidence",
                          "args": _rule(n)[2] if n in tables else [],
                          "factors": {a: compiled.declared(a)[1] for a in (_rule(n)[2] if n in tables else [])},
