@@ -77,10 +77,10 @@ SOLVED = {"dp_attention": ("layout_chips", "chips")}
 # where every chip reaches every other (direct_collectives = 1) the faster of one-shot and two-shot,
 # else a ring, as derivations/layout.py defines tp_comm_time (and layouts.collectives names it); the
 # expert all-to-all always goes directly, one step each way.
-COMM = ({"term": "tp_comm_time", "label": "tensor-parallel all-reduces", "by": "direct_collectives",
+COMM = ({"term": "tp_comm_time", "label": "Tensor-parallel all-reduces", "by": "direct_collectives",
          "algorithms": {"0": [["tp_allreduce_time_ring", "ring"]],
                         "1": [["tp_allreduce_time_one_shot", "one-shot"], ["tp_allreduce_time_two_shot", "two-shot"]]}},
-        {"term": "ep_comm_time", "label": "expert all-to-all", "by": None, "algorithms": {}, "fixed": "direct"})
+        {"term": "ep_comm_time", "label": "Expert all-to-all", "by": None, "algorithms": {}, "fixed": "direct"})
 EFFICIENCY = "efficiency"           # the printed fitted efficiency's key (not a quantity's name)
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")

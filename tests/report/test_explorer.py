@@ -444,8 +444,8 @@ def test_a_box_takes_whole_numbers_as_the_command_line_does(report):
         assert page.input_value("#x-number-batch") == "64" and page.is_hidden("#x-note")
         assert page.text_content("#x-q-mfu").rstrip(" †").endswith("%")
         assert page.text_content("#x-q-hbm_fill").rstrip(" †").endswith("%")
-        for sel in ("#x-q-step_time", "#x-q-cost_per_token", "#x-q-hbm_fill", "#x-e-step_time",
-                    "#x-e-cost_per_token", "#x-layout", "#x-layout-text"):   # each inside the phone's width
+        for sel in ("#x-q-step_time", "#x-q-cost_per_token", "#x-q-hbm_fill", "#x-e-step_time", "#x-e-user_speed",
+                    "#x-e-throughput", "#x-e-cost_per_token", "#x-layout", "#x-layout-text"):   # each inside the phone's width
             box = page.locator(sel).bounding_box()
             assert box and box["x"] + box["width"] <= 390, (sel, box)
         # the step-time plot keeps its unit from chip to chip (it once changed with the chip)
