@@ -41,20 +41,35 @@ AT_END = sp.Min(1, E * FACTOR)               # the efficiency at one end of its 
 COMPUTE_TERMS = ("compute_time",)
 MEMORY_TERMS = ("weight_fetch_time_min", "kv_fetch_time")
 _NUMPY = [{"Min": np.minimum, "Max": np.maximum}, "numpy"]   # elementwise, for floats and arrays alike
-_columns = sp.lambdify([X, MOE], list(FEATURES), _NUMPY)
-position = sp.lambdify([COMPUTE, MEMORY], POSITION, _NUMPY)   # x of strict-bound terms (seconds)
-at_end = sp.lambdify([E, FACTOR], AT_END, _NUMPY)             # AT_END of floats or arrays
+
+
+@lru_cache(maxsize=None)
+def _numpy(args: tuple, expr):
+    """``expr`` as a numpy function of ``args``, made on first use (lambdify's numpy namespace
+    imports parts of numpy that read the environment: not at import)."""
+    return sp.lambdify(list(args), expr, _NUMPY)
+
+
+def position(compute, memory):
+    """``POSITION``, x, of strict-bound terms ``compute`` and ``memory`` (seconds; floats or arrays)."""
+    return _numpy((COMPUTE, MEMORY), POSITION)(compute, memory)
+
+
+def at_end(e, factor):
+    """``AT_END`` of floats or arrays."""
+    return _numpy((E, FACTOR), AT_END)(e, factor)
 
 
 @lru_cache(maxsize=8)
 def _predictor(model):
     """``model.expression()`` as a numpy function of (x, moe), made once per fit."""
-    return sp.lambdify([X, MOE], model.expression(), _NUMPY)
+    return _numpy((X, MOE), model.expression())
 
 
 def _design(x, moe) -> np.ndarray:
     x, moe = np.asarray(x, float), np.asarray(moe, float)
-    return np.column_stack([np.broadcast_to(np.asarray(c, float), x.shape) for c in _columns(x, moe)])
+    columns = _numpy((X, MOE), sp.Tuple(*FEATURES))(x, moe)
+    return np.column_stack([np.broadcast_to(np.asarray(c, float), x.shape) for c in columns])
 
 
 @dataclass(frozen=True)
