@@ -13,7 +13,7 @@
   drawing.py         what every figure draws with: the style, SVG drawn once and cropped, a swept
                      quantity, the hatch past what fits
   pdf.py             the PDF: formulas fitted to the text, the Typst compile, its date
-  explorer.py        the page's live explorer: each closed form printed as JavaScript by SymPy
+  explorer.py        the page's live explorer: each definition printed as JavaScript by SymPy
   chip_reports.py    one report per chip (--all-hardware)
 
 It reads the evaluation, the audit and the printers below it; only chalkboard/build.py and

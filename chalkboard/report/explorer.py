@@ -1,9 +1,21 @@
 """The report's live explorer: the featured quantities as JavaScript printed by SymPy.
 
-Each quantity the explorer shows is printed with SymPy's JavaScript code printer from its closed
-form (``REGISTRY.closed_form``), the expression ``chalkboard.compiled`` evaluates as floats, in
-the same base units (byte, FLOP, second, ...). No formula is written in JavaScript by hand: the
-page's own script only reads inputs, calls these printed functions and draws their values.
+Each quantity the explorer shows is printed with SymPy's JavaScript code printer from its
+definition (``REGISTRY[name].expr``, what ``chalkboard.compiled`` evaluates as floats), in the same
+base units (byte, FLOP, second, ...); a derived quantity inside a definition is a call of its own
+printed function. No formula is written in JavaScript by hand: the page's own script only reads
+inputs, calls these printed functions and draws their values.
+
+It answers as ``eval`` does: a name with a form under the deployed layout (``UNDER_LAYOUT``:
+step_time, cost_per_token, ...) under the layout (tp, dp_attention, ep, pp, with the collectives
+in the step), unless the reader picks the lecture's even spread; every other name is the
+lecture's. The layout's degrees follow the chips as ``eval``'s defaults do: a degree whose default
+is a rule (``derivations/rules.py``) is looked up in a table this module fills by calling that
+rule for every number of chips the page offers; dp_attention is the degree that makes the
+layout's chips the chips (SymPy solves ``layout_chips`` for it). Next to each number at the bound
+stands the expected number and its range: the expected quantity's own definition at the inputs
+of the engine model fitted to the published runs (``chalkboard/calibration.py``), and at the ends
+of its held-out range, as ``eval`` computes them.
 
 The inputs of every chip x model pair are evaluated here through ``Scenario`` with the default
 number formats (the model's weight and KV formats, the chip's rate for the weight format or the
@@ -12,28 +24,34 @@ model of one chip, or by every chip of one model are emitted once at that level;
 the levels. An input a pair does not publish is emitted as the reason (a string) instead of a
 number.
 
-The only change the printer makes to SymPy's JavaScript printer: each symbol reads the input
-object (``v.batch``), and ``floor`` allows the same 1e-9 as the compiled path (2.9999999999
-counts as 3).
+The only changes the printer makes to SymPy's JavaScript printer: each input reads the input
+object (``v.batch``), each derived quantity calls its function (``F.step_time(v)``), and
+``floor`` allows the same 1e-9 as the compiled path (2.9999999999 counts as 3).
 """
 from __future__ import annotations
 
+import json
 import re
+from functools import lru_cache
 
+import sympy as sp
 from sympy.printing.jscode import JavascriptCodePrinter
 
 from derivations import REGISTRY
 
-from ..evaluation import compiled
+from ..evaluation import compiled, layouts
 from ..errors import InputError, MissingInput
-from ..evaluation.evaluate import Scenario
-from ..evaluation.dependence import _derived_below, read_shared, setup_dependence
+from ..evaluation.evaluate import EVIDENCE_INPUTS, Scenario
+from ..evaluation.dependence import _derived_below, flag_kind, read_shared
+from ..evaluation.settings import WHOLE_NUMBERS
 from .drawing import chip_styles
 from ..typeset.fmt import SHARE_SYMBOL, _TIMES, _factor, _plan, _target, plural, share_factor
 
-# What the explorer shows, in this order: the numbers the report features for a set-up.
+# What the explorer shows, in this order: the numbers the report features for a set-up (the
+# lecture's names; each answered under the layout picked, as eval answers it).
 QUANTITIES = ("step_time", "latency_floor", "user_speed", "throughput", "throughput_per_chip", "cost_per_token",
               "cost_floor", "mfu", "balance_batch", "hbm_fill", "max_batch_capacity")
+LAYOUTS = layouts.CHOICES           # ("deployed", "even"): the first is what eval answers unless told
 # The workload inputs a reader moves (each a whole number: a count of sequences, tokens, chips),
 # with the range its slider spans on a log scale; any whole number from 1 can be typed.
 SLIDERS = {"batch": (1, 131072), "context": (128, 1048576), "chips": (1, 1024)}
@@ -46,25 +64,49 @@ FIGURES = ({"quantity": "step_time", "against": "batch", "vline": "balance_batch
 # speed as the batch grows (the model, context and chips as set; batches that do not fit left out),
 # the target speed a reader types marked, and the cheapest batch and chip that reach it named.
 FRONTIER = {"x": "user_speed", "y": "cost_per_token", "over": "batch", "target": 30.0}
-FIT = "hbm_fill"                    # the set-up fits when this is at most 1
+FIT = "hbm_fill"                    # the set-up fits when this (under the layout picked) is at most 1
 BATCH = "batch"                     # the input the fit is judged at ...
 ONE_BATCH = "one_sequence"          # ... or at one sequence, for a quantity of one sequence (the latency floor)
 FIGURE_POINTS = 121                 # points per curve, evenly spaced in log(batch)
+TABULATED = "chips"                 # the slider a layout rule reads: tabulated from 1 to its slider's end
+# The layout's degrees solved for, not looked up: dp_attention's rule gives the chips left after
+# tp · pp (derivations/rules.py attention_groups), the degree that makes the layout's chips the chips.
+SOLVED = {"dp_attention": ("layout_chips", "chips")}
+# The communication terms of a step under the layout, and the collective each runs: on a fabric
+# where every chip reaches every other (direct_collectives = 1) the faster of one-shot and two-shot,
+# else a ring, as derivations/layout.py defines tp_comm_time (and layouts.collectives names it); the
+# expert all-to-all always goes directly, one step each way.
+COMM = ({"term": "tp_comm_time", "label": "Tensor-parallel all-reduces", "by": "direct_collectives",
+         "algorithms": {"0": [["tp_allreduce_time_ring", "ring"]],
+                        "1": [["tp_allreduce_time_one_shot", "one-shot"], ["tp_allreduce_time_two_shot", "two-shot"]]}},
+        {"term": "ep_comm_time", "label": "Expert all-to-all", "by": None, "algorithms": {}, "fixed": "direct"})
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 class _Printer(JavascriptCodePrinter):
-    """SymPy's JavaScript printer; symbols read the input object, floor as in compiled.py."""
+    """SymPy's JavaScript printer; inputs read the input object, derived quantities call their
+    printed functions, floor as in compiled.py."""
 
     def _print_Symbol(self, expr):
-        name = REGISTRY.q(expr).name
-        if not _NAME.fullmatch(name):  # pragma: no cover - quantity names are identifiers
-            raise ValueError(f"{name!r} is not a JavaScript identifier")
-        return f"v.{name}"
+        q = REGISTRY.q(expr)
+        if not _NAME.fullmatch(q.name):  # pragma: no cover - quantity names are identifiers
+            raise ValueError(f"{q.name!r} is not a JavaScript identifier")
+        return f"v.{q.name}" if q.is_input else f"F.{q.name}(v)"
 
     def _print_floor(self, expr):
         return f"Math.floor({self._print(expr.args[0])} + {compiled._EPS!r})"
+
+
+def answer(name: str, layout: str) -> str:
+    """The quantity that answers ``name`` under ``layout`` (eval's choice, layouts.resolve)."""
+    return layouts.resolve(name, layout)
+
+
+def expected_of(name: str) -> str | None:
+    """The expected form of a lecture name (step_time: step_time_expected), where it has one."""
+    e = f"{name}_expected"
+    return e if e in REGISTRY and not REGISTRY[e].is_input else None
 
 
 def guards(name: str) -> list[str]:
@@ -73,45 +115,143 @@ def guards(name: str) -> list[str]:
     return sorted(d for d in _derived_below(name) if REGISTRY[d].valid)
 
 
-def function_names() -> list[str]:
-    """Every quantity printed as a JavaScript function: the explorer's, and their domain checks."""
-    names = list(QUANTITIES)
-    for f in FIGURES:
-        names += [n for n in (f["quantity"], f["vline"], f["hline"]) if n and n not in names]
-    names += [n for n in (FRONTIER["x"], FRONTIER["y"]) if n not in names]
-    names += [FIT] if FIT not in names else []
-    for n in list(names):
-        names += [g for g in guards(n) if g not in names]
+def shown_names() -> list[str]:
+    """Every quantity the page evaluates itself, under either layout: the rows, their expected
+    forms, the plots' marks, the frontier, the fit, the communication terms and the layout's chips."""
+    names: list[str] = []
+
+    def add(n):
+        if n and n not in names:
+            names.append(n)
+    for layout in LAYOUTS:
+        for n in QUANTITIES:
+            add(answer(n, layout))
+            add(expected_of(n) and answer(expected_of(n), layout))
+        for f in FIGURES:
+            for n in (f["quantity"], f["vline"], f["hline"]):
+                add(n and answer(n, layout))
+        add(answer(FRONTIER["x"], layout))
+        add(answer(FRONTIER["y"], layout))
+        add(answer(FIT, layout))
+    for c in COMM:
+        add(c["term"])
+        for algos in c["algorithms"].values():
+            for term, _ in algos:
+                add(term)
+    add(SOLVED["dp_attention"][0])
     return names
 
 
+def function_names() -> list[str]:
+    """Every quantity printed as a JavaScript function: those the page shows, their domain
+    checks, and every derived quantity their definitions read."""
+    names = shown_names()
+    for n in list(names):
+        names += [g for g in guards(n) if g not in names]
+    below = set()
+    for n in names:
+        below |= _derived_below(n)
+    return names + [n for n in REGISTRY.quantities if n in below and n not in names]
+
+
 def to_js(expr) -> str:
-    """A SymPy expression in the registry's symbols as a JavaScript expression reading ``v``."""
+    """A SymPy expression in the registry's symbols as a JavaScript expression reading ``v``
+    (an input) and calling ``F`` (a derived quantity)."""
     return _Printer().doprint(expr)
 
 
 def javascript(name: str) -> str:
-    """The closed form of ``name`` in JavaScript, as SymPy prints it (inputs read from ``v``)."""
-    return to_js(REGISTRY.closed_form(name))
+    """The definition of ``name`` in JavaScript, as SymPy prints it."""
+    return to_js(REGISTRY[name].expr)
 
 
-def functions_js() -> str:
-    """The script that defines every printed function, keyed by quantity name."""
-    lines = ["// Printed by SymPy's JavaScript code printer from each quantity's closed form",
+def _evidence(model, factor: float = 1.0) -> dict[str, sp.Expr]:
+    """The engine model's inputs (calibration.Efficiency.inputs), in base units, as SymPy numbers:
+    at the fit, or at a speed ``factor`` times its own (an end of its range)."""
+    return {n: sp.Float(v, precision=53) for n, v in model.inputs(factor).items()}
+
+
+def solved_js(name: str) -> str:
+    """SymPy's solution of ``SOLVED[name]`` (the quantity equal to the input) for ``name``."""
+    derived, equal = SOLVED[name]
+    sol = sp.solve(sp.Eq(REGISTRY.closed_form(derived), REGISTRY[equal].sym), REGISTRY[name].sym)
+    if len(sol) != 1:  # pragma: no cover - the layout's chips are a product of its degrees
+        raise ValueError(f"{derived} = {equal} has {len(sol)} solutions for {name}")
+    return to_js(sol[0])
+
+
+def functions_js(model=None) -> str:
+    """The script that defines every printed function (``CHALKBOARD_FUNCTIONS``, keyed by quantity
+    name), the solved degrees (``CHALKBOARD_SOLVED``) and, with a fitted engine ``model``, its
+    inputs and their values at the two ends of its range (``CHALKBOARD_FIT``)."""
+    lines = ["// Printed by SymPy's JavaScript code printer from each quantity's definition",
              "// (base units: byte, FLOP, second, ...). Not edited by hand.",
-             "const CHALKBOARD_FUNCTIONS = {"]
+             "const CHALKBOARD_FUNCTIONS = (function () {", "  const F = {};"]
     for n in function_names():
-        lines.append(f'  "{n}": function (v) {{ return {javascript(n)}; }},')
-    lines.append("};")
+        lines.append(f"  F.{n} = function (v) {{ return {javascript(n)}; }};")
+    lines += ["  return F;", "})();",
+              "const CHALKBOARD_SOLVED = (function (F) { return {"]
+    for n in SOLVED:
+        lines.append(f"  {n}: function (v) {{ return {solved_js(n)}; }},")
+    lines.append("}; })(CHALKBOARD_FUNCTIONS);")
+    if model is None:
+        lines.append("const CHALKBOARD_FIT = null;")
+    else:
+        def printed(values):
+            return "{" + ", ".join(f"{n}: function (v) {{ return {to_js(x)}; }}" for n, x in values.items()) + "}"
+        lines += ["const CHALKBOARD_FIT = (function (F) { return {",
+                  f"  inputs: {printed(_evidence(model))},",
+                  "  ends: [" + ", ".join(printed(_evidence(model, f)) for f in model.band) + "],",
+                  "}; })(CHALKBOARD_FUNCTIONS);"]
     return "\n".join(lines)
 
 
+@lru_cache(maxsize=None)
+def _is_dynamic_candidate(name: str) -> bool:
+    """An input whose default is a rule that reads a slider, or another such input."""
+    q = REGISTRY[name]
+    if not q.is_input or not str(q.default or "").startswith("=rule:"):
+        return False
+    return any(a in SLIDERS or _is_dynamic_candidate(a) for a in REGISTRY.rules[q.default[6:]][1])
+
+
+def _dynamic() -> list[str]:
+    """The inputs the page computes as the sliders move, each after those it reads: the rule
+    defaults the printed functions read that move with a slider (the layout's degrees, where its
+    groups run), then the fitted efficiencies."""
+    leaves = set()
+    for n in function_names():
+        leaves |= {q.name for q in REGISTRY.leaves(n)}
+    out: list[str] = []
+
+    def visit(n):
+        if n in out or not _is_dynamic_candidate(n):
+            return
+        for a in REGISTRY.rules[REGISTRY[n].default[6:]][1]:
+            visit(a)
+        out.append(n)
+    for n in REGISTRY.quantities:
+        if n in leaves:
+            visit(n)
+    return out + [n for n in EVIDENCE_INPUTS if n in leaves]
+
+
+def _dynamic_reads(name: str) -> list[str]:
+    """The inputs the page reads to compute ``name`` by SymPy's solution (the engine model's inputs read none)."""
+    if name in SOLVED:
+        derived, equal = SOLVED[name]
+        syms = REGISTRY.closed_form(derived).free_symbols | {REGISTRY[equal].sym}
+        return [q.name for q in REGISTRY.quantities.values() if q.sym in syms and q.name != name]
+    return []   # the engine model's inputs are numbers: they read nothing
+
+
 def inputs_read() -> list[str]:
-    """The inputs the printed functions read, in declaration order."""
+    """The inputs the printed functions read and the page does not compute, in declaration order."""
     names = set()
     for n in function_names():
         names |= {q.name for q in REGISTRY.leaves(n)}
     names |= set(SLIDERS) | {ONE_BATCH}
+    names -= set(_dynamic())
     return [n for n in REGISTRY.quantities if n in names]
 
 
@@ -163,6 +303,8 @@ def _levels(table: dict, names: list[str], hws: list[str], mids: list[str]) -> d
         else:
             for (h, m), v in vals.items():
                 out["pairs"][f"{h}|{m}"][n] = v
+    for level in ("hardware", "models", "pairs"):   # a chip, model or pair with nothing of its own: left out
+        out[level] = {k: v for k, v in out[level].items() if v}
     return out
 
 
@@ -170,10 +312,148 @@ def _moe_only_below(name: str) -> bool:
     return any(REGISTRY[d].moe_only for d in _derived_below(name))
 
 
+def _fit_on(name: str) -> str | None:
+    """Which fit flags ``name``, as eval flags it: at the workload's batch, at one sequence, or never."""
+    kind = flag_kind(name)
+    return {"batch": "at_batch", "layout": "at_batch", "chips": "at_one", "layout1": "at_one"}.get(kind)
+
+
+# -- the layout's rules as tables ----------------------------------------------------------------
+_CODES = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ-_"
+
+
+def _encoded(values: list) -> dict:
+    """A rule's value at each whole number of chips from 1: the distinct values and one character
+    a value (its index among them); a plain list where there are too many to code."""
+    distinct = list(dict.fromkeys(values))
+    if len(distinct) > len(_CODES):
+        return {"list": values}
+    return {"values": distinct, "codes": "".join(_CODES[distinct.index(v)] for v in values)}
+
+
+def _static_args(sc: Scenario, name: str, dynamic: list[str]):
+    """The magnitudes (declared units) of the arguments of ``name``'s rule that do not move with the
+    sliders, as the evaluation path reads them (an optional one missing: None), or the reason none
+    can be read."""
+    rule = REGISTRY[name].default[6:]
+    optional = REGISTRY.rule_optional.get(rule, ())
+    out = []
+    for a in REGISTRY.rules[rule][1]:
+        if a in SLIDERS or a in dynamic:
+            continue
+        try:
+            out.append(sc.input(a).to(REGISTRY[a].unit or "").magnitude)
+        except MissingInput as e:
+            if a not in optional:
+                return f"cannot choose {name} for {sc.hw.id} x {sc.model.id}: {e}"
+            out.append(None)
+        except InputError as e:
+            return str(e)
+    return out
+
+
+@lru_cache(maxsize=None)
+def _rule(name: str):
+    """(function, all its arguments, those that move with the sliders) of ``name``'s rule."""
+    fn, args, _ = REGISTRY.rules[REGISTRY[name].default[6:]]
+    return fn, tuple(args), [a for a in args if a in SLIDERS or _is_dynamic_candidate(a)]
+
+
+def _call_rule(name: str, static, moving: dict):
+    """``name``'s rule on its static arguments and the moving ones (declared units), or the reason
+    it cannot be chosen (as the evaluation path words it)."""
+    if isinstance(static, str):
+        return static
+    fn, args, _ = _rule(name)
+    it = iter(static)
+    mags = [moving[a] if a in moving else next(it) for a in args]
+    bad = [m for m in mags if isinstance(m, str)]
+    if bad:
+        return bad[0]
+    try:
+        return float(fn(*mags))
+    except ValueError as e:
+        return f"cannot choose {name}: {e}"
+
+
+def _rule_tables(scenarios: list, pairs: list, dynamic: list[str]):
+    """For each rule-defaulted degree the page looks up: its tables (keyed by its static arguments,
+    values in base units) and which table each pair reads. A rule of the chips alone is tabulated
+    at every whole number of chips from 1 to the slider's end; a rule of other degrees at every
+    combination of the values their tables hold for the pair."""
+    top = SLIDERS[TABULATED][1]
+    looked_up = [n for n in dynamic if n not in EVIDENCE_INPUTS and n not in SOLVED]
+    tables: dict = {n: {} for n in looked_up}
+    keys: dict = {p: {} for p in pairs}
+    ids: dict = {n: {} for n in looked_up}
+    for n in looked_up:
+        f = compiled.declared(n)[1]
+        moving = _rule(n)[2]
+        for p, sc in zip(pairs, scenarios):
+            static = _static_args(sc, n, dynamic)
+            key = keys[p][n] = ids[n].setdefault(json.dumps(static), f"k{len(ids[n])}")
+            if moving == [TABULATED]:
+                if key not in tables[n]:
+                    tables[n][key] = _encoded([_in_base(_call_rule(n, static, {TABULATED: float(c)}), f)
+                                               for c in range(1, top + 1)])
+                continue
+            if any(a not in tables for a in moving):  # pragma: no cover - no rule reads a solved degree
+                raise ValueError(f"{n}: its rule reads {moving}, not all of them tabulated")
+            # the values each moving degree takes for this pair (declared units), every combination
+            combos = [()]
+            for a in moving:
+                held = _table_values(tables[a][keys[p][a]]) / compiled.declared(a)[1]
+                combos = [c + (x,) for c in combos for x in held]
+            t = tables[n].setdefault(key, {"map": {}})["map"]
+            for c in combos:
+                k = "|".join(_key(x) for x in c)
+                if k not in t:
+                    t[k] = _in_base(_call_rule(n, static, dict(zip(moving, c))), f)
+    return _reasons_apart(tables), keys
+
+
+def _reasons_apart(tables: dict):
+    """(tables with each reason replaced by [its index], the reasons): a reason is long and repeats."""
+    reasons: list[str] = []
+
+    def ref(v):
+        if not isinstance(v, str):
+            return v
+        if v not in reasons:
+            reasons.append(v)
+        return [reasons.index(v)]
+    for by_key in tables.values():
+        for t in by_key.values():
+            for k in ("values", "list"):
+                if k in t:
+                    t[k] = [ref(v) for v in t[k]]
+            if "map" in t:
+                t["map"] = {k: ref(v) for k, v in t["map"].items()}
+    return tables, reasons
+
+
+def _in_base(v, factor: float):
+    return v if isinstance(v, str) else v * factor
+
+
+def _table_values(t: dict):
+    """The numbers a table holds (its reasons left out), as an array."""
+    import numpy as np
+    vals = t["values"] if "values" in t else t["list"] if "list" in t else list(t["map"].values())
+    return np.array(sorted({v for v in vals if isinstance(v, float)}), dtype=float)
+
+
+def _key(x) -> str:
+    """A moving argument as the page writes it in a table's key (a whole number as one)."""
+    return x if isinstance(x, str) else (str(int(x)) if float(x).is_integer() else repr(float(x)))
+
+
 def data(d, sc: Scenario) -> dict:
-    """What the page's script reads: the inputs of every pair, the quantities and the settings."""
+    """What the page's script reads: the inputs of every pair, the layout's rule tables, the
+    quantities and the settings."""
     hws, mids = list(d.hardware), list(d.models)
     names = inputs_read()
+    dynamic = _dynamic()
     formats, dense = {}, {}
     pairs = [(h, m) for h in hws for m in mids]
     scenarios = [Scenario(d, h, m) for h, m in pairs]
@@ -183,18 +463,26 @@ def data(d, sc: Scenario) -> dict:
     columns = {n: read_shared(scenarios, n, lambda s, n=n: _base(s, n)) for n in names}  # once per chip, model, ...
     table = {pair: {n: columns[n][i] for n in names} for i, pair in enumerate(pairs)}
     levels = _levels(table, names, hws, mids)
+    (tables, reasons), keys = _rule_tables(scenarios, pairs, dynamic)
+    ruled = [n for n in dynamic if n in tables]
+    model = sc.evidence() if sc.evidence is not None else None
     quantities = []
     for n in QUANTITIES:
-        q = REGISTRY[n]
-        on = None if q.fit_measure else {"batch": "at_batch", "chips": "at_one", None: None}[setup_dependence(n)]
-        quantities.append({"name": n, "meaning": q.meaning, "units": _display_units(n),
-                           "fit": on})  # flagged by the fit at the workload's batch, at one sequence, or never
+        e = expected_of(n)
+        quantities.append({
+            "name": n, "meaning": REGISTRY[n].meaning, "units": _display_units(n),
+            # what answers it under each layout, and which fit flags that (at the batch, at one sequence, never)
+            "answers": {lay: {"name": answer(n, lay), "meaning": REGISTRY[answer(n, lay)].meaning,
+                              "fit": _fit_on(answer(n, lay))} for lay in LAYOUTS},
+            "expected": {lay: {"name": answer(e, lay), "fit": _fit_on(answer(e, lay))} for lay in LAYOUTS} if e else None,
+        })
     sliders = []
     for n, (lo, hi) in SLIDERS.items():
         u, f = compiled.declared(n)
         sliders.append({"name": n, "label": REGISTRY[n].meaning, "unit": f"{u:~P}", "factor": f,
                         "min": lo, "max": hi, "start": sc.base_value(n) / f})
     ignored = sorted(k for k in sc.raw_overrides if k not in SLIDERS)
+    fnames = shown_names()   # the functions the page evaluates itself (the rest are called inside them)
     return {
         "hardware": [[h, d.hardware[h].name] for h in hws],
         "chip_styles": chip_styles(d.hardware),   # the figures' colour of each chip (drawing.py)
@@ -204,24 +492,47 @@ def data(d, sc: Scenario) -> dict:
         "ignored_overrides": ignored,
         "sliders": sliders,
         "quantities": quantities,
+        "layouts": list(LAYOUTS),
+        "answers": {lay: {n: answer(n, lay) for n in {FIT, FRONTIER["x"], FRONTIER["y"],
+                                                      *(x for f in FIGURES for x in (f["quantity"], f["vline"], f["hline"]) if x)}}
+                    for lay in LAYOUTS},
         "figures": [dict(f, units=_display_units(f["quantity"])) for f in FIGURES],
         "figure_points": FIGURE_POINTS,
         "frontier": dict(FRONTIER, x_units=_display_units(FRONTIER["x"]), y_units=_display_units(FRONTIER["y"]),
                          x_meaning=REGISTRY[FRONTIER["x"]].meaning, y_meaning=REGISTRY[FRONTIER["y"]].meaning),
         # what each printed function reads, and the refusals of the compiled path it must repeat
-        "reads": {n: [q.name for q in REGISTRY.leaves(n)] for n in function_names()},
-        "guards": {n: [[g, f"{g}: {REGISTRY[g].valid}"] for g in guards(n)] for n in function_names()},
-        "dense_na": {n: f"{n} is not applicable to a dense model" for n in function_names() if _moe_only_below(n)},
+        "reads": {n: [q.name for q in REGISTRY.leaves(n)] for n in fnames},
+        "guards": {n: [[g, f"{g}: {REGISTRY[g].valid}"] for g in guards(n)] for n in fnames},
+        "dense_na": {n: f"{n} is not applicable to a dense model" for n in fnames if _moe_only_below(n)},
         "fit": FIT, "one_batch": ONE_BATCH, "batch_input": BATCH,
         "formats": formats,
         "inputs": levels,
+        # the layout: its degrees (eval's order), its chips, its communication, and how each degree
+        # the page computes is found (in order): a rule's table, SymPy's solution, the engine model
+        "layout": {
+            "degrees": list(layouts.DEGREES), "used": SOLVED["dp_attention"][0], "comm": list(COMM),
+            "units": {n: _display_units(n) for n in (*(c["term"] for c in COMM), SOLVED["dp_attention"][0], TABULATED)},
+            "dynamic": [{"name": n, "kind": "table" if n in tables else "solved" if n in SOLVED else "evidence",
+                         "args": _rule(n)[2] if n in tables else [],
+                         "factors": {a: compiled.declared(a)[1] for a in (_rule(n)[2] if n in tables else [])},
+                         "whole": n in WHOLE_NUMBERS, "reads": _dynamic_reads(n),
+                         "why": (f"{n}: {REGISTRY.rules[REGISTRY[n].default[6:]][2]}"
+                                 if str(REGISTRY[n].default).startswith("=rule:") else "")}
+                        for n in dynamic],
+            "tables": tables, "reasons": reasons,   # a table's value [i] is reasons[i]: why none
+            "keys": _levels({p: keys[p] for p in pairs}, ruled, hws, mids),
+            "tabulated": TABULATED, "top": SLIDERS[TABULATED][1], "codes": _CODES,
+        },
+        "efficiency": None if model is None else {
+            "band": list(model.band), "fit": model.text(), "inputs": [n for n in dynamic if n in EVIDENCE_INPUTS]},
     }
 
 
 def context(d, sc: Scenario) -> dict:
     """The template's view: the printed functions (script text) and the data (JSON)."""
-    return {"functions": functions_js(), "data": data(d, sc)}
+    model = sc.evidence() if sc.evidence is not None else None
+    return {"functions": functions_js(model), "data": data(d, sc)}
 
 
-__all__ = ["FRONTIER", "QUANTITIES", "SLIDERS", "context", "data", "function_names", "functions_js", "guards",
-           "javascript", "to_js"]
+__all__ = ["FRONTIER", "LAYOUTS", "QUANTITIES", "SLIDERS", "answer", "context", "data", "expected_of",
+           "function_names", "functions_js", "guards", "javascript", "to_js"]
