@@ -62,9 +62,14 @@ R.derived("cost_per_token_colocated", price * S_layout / thr_co, "USD/Mtoken",
 ratio = R.derived("prefill_pool_ratio", B / B_1 * t_pre1 / (steps * t_step_layout), "",
                   "prefill chips per decoding chip: a decoding copy finishes B requests in output_tokens/δ steps, "
                   "each needing one prefill of prefill_time_one on a copy of the same layout", "r", "P/D")
-R.derived("cost_per_token_disaggregated", price * S_layout * (1 + ratio) * t_step_layout / (B * delta),
-          "USD/Mtoken", "rental cost of an answer token with a prefill pool beside the decoding copies",
-          "c", "disagg")
+# the pool's cost per answer token: a prompt's prefill on a copy's chips, spread over its answer
+# (the decoding cost times prefill_pool_ratio, written as a sum so that each part reads alone)
+c_pre = R.derived("prefill_cost_per_token", price * S_layout * t_pre1 / (B_1 * n_out), "USD/Mtoken",
+                  "rental cost per answer token of the prompt's prefill on a prefill pool of the same layout",
+                  "c", "pre")
+R.derived("cost_per_token_disaggregated", R["cost_per_token_layout"].sym + c_pre, "USD/Mtoken",
+          "rental cost of an answer token with a prefill pool beside the decoding copies: the decoding copy's "
+          "cost, and the prefill pool's beside it", "c", "disagg")
 t_kv = R.derived("kv_transfer_time", n_pass * B_1 * b_kv / (S_layout * W_out), "s",
                  "time to send one prompt's KV cache from the prefill pool to a decoding copy, every chip over "
                  "its own scale-out link", "t", "KV,xfer")
@@ -87,5 +92,7 @@ R.derived("cost_per_token_colocated_expected", price * S_layout / thr_co_e, "USD
           "expected rental cost of an answer token on colocated copies", "c", "coloc,exp")
 ratio_e = R.derived("prefill_pool_ratio_expected", B / B_1 * t_pre1_e / (steps * t_exp_l), "",
                     "expected prefill chips per decoding chip", "r", "P/D,exp")
-R.derived("cost_per_token_disaggregated_expected", price * S_layout * (1 + ratio_e) * t_exp_l / (B * delta),
+c_pre_e = R.derived("prefill_cost_per_token_expected", price * S_layout * t_pre1_e / (B_1 * n_out), "USD/Mtoken",
+                    "expected rental cost per answer token of the prompt's prefill on a prefill pool", "c", "pre,exp")
+R.derived("cost_per_token_disaggregated_expected", R["cost_per_token_expected_layout"].sym + c_pre_e,
           "USD/Mtoken", "expected rental cost of an answer token with a prefill pool", "c", "disagg,exp")

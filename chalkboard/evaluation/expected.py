@@ -39,6 +39,7 @@ class Expected:
         ends = []
         for end in self.evidence().ends():
             sets = {n: repr(end[n]) + (" s" if n == "expected_sync_time" else "") for n in fitted}
-            other = type(self)(self.data, self.hw.id, self.model.id, {**self.raw_overrides, **sets})
+            other = type(self)(self.data, self.hw.id, self.model.id, {**self.raw_overrides, **sets},
+                               defaults=self.defaults)   # the same set-up: the serving defaults too
             ends.append(other.value(name).to(self.value(name).units))
         return tuple(sorted(ends, key=lambda x: x.magnitude))
