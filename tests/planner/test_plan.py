@@ -74,9 +74,10 @@ def test_deepseek_is_planned_over_several_nodes_and_both_deployments():
     # H100's scale-up domain is 8 GPUs (640 GB): the fp8 weights alone (671 GB) need two nodes and more
     h100 = [r for r in rows if r["hardware"] == "h100-sxm"]
     assert h100 and min(r["chips"] for r in h100) >= 16 and all(r["ep"] == r["chips"] for r in h100)
-    assert {r["deployment"] for r in rows} == {"colocated", "disaggregated"}
+    # both deployments searched: at one batch they cost the same chip time per request, and the pool
+    # decodes uninterrupted, so the pick is disaggregated and the best colocated is named beside it
     assert d["best"] is not None and d["best_other"] is not None
-    assert d["best"]["deployment"] != d["best_other"]["deployment"]
+    assert (d["best"]["deployment"], d["best_other"]["deployment"]) == ("disaggregated", "colocated")
     assert d["best"]["expected"]["cost_per_mtoken"] <= d["best_other"]["expected"]["cost_per_mtoken"]
     # a disaggregated row states its pools
     assert all(r["prefill_pool_ratio"] > 0 for r in rows if r["deployment"] == "disaggregated")
