@@ -33,13 +33,24 @@ def _rows(index: str) -> dict:
     return rows
 
 
+def _lecture_setup(chip: str) -> list[str]:
+    """The set-up the index shows for a chip (the lecture's: its batch, context and a copy on the
+    chip's scale-up domain), as --set flags: eval's own defaults are a serving set-up."""
+    from chalkboard.data import load
+    from chalkboard.evaluation.evaluate import Scenario
+    sc = Scenario(load(ROOT), chip, "deepseek-v3")
+    return [x for n in ("batch", "context", "chips") for x in ("--set", f"{n}={sc.mag(n):g}")]
+
+
 def _eval(quantity: str, chip: str):
-    """What `build.py eval QUANTITY --hardware CHIP --json` prints (run in this process: the same
-    entry point as the command line, without starting Python 48 times): (status, JSON or stderr)."""
+    """What `build.py eval QUANTITY --hardware CHIP --json` prints for the index's set-up (run in
+    this process: the same entry point as the command line, without starting Python 48 times):
+    (status, JSON or stderr)."""
     import build
     out, err = io.StringIO(), io.StringIO()
     with redirect_stdout(out), redirect_stderr(err):
-        status = build.main(["eval", quantity, "--hardware", chip, "--json", "--layout", "even"])
+        status = build.main(["eval", quantity, "--hardware", chip, "--json", "--layout", "even",
+                             *_lecture_setup(chip)])
     return status, (json.loads(out.getvalue()) if status == 0 else err.getvalue())
 
 
@@ -108,7 +119,7 @@ def test_index_agrees_with_the_command_line(built):
     """The same two numbers through a real `build.py eval` process."""
     rows = _rows((built[0] / "hardware" / "index.html").read_text())
     for hid in ("gb200-nvl72", "tpu-v6e"):
-        r = run_cli("eval", "cost_floor", "--hardware", hid, "--json")
+        r = run_cli("eval", "cost_floor", "--hardware", hid, "--json", *_lecture_setup(hid))
         assert r.returncode == 0, r.stderr
         assert rows[hid]["cells"]["cost_floor"]["data-display"] == json.loads(r.stdout)["display"]
 
