@@ -41,7 +41,19 @@ CODE = ("chalkboard", "derivations", "units")   # what draws a figure (the templ
 MISS = object()        # lookup: not kept, or kept under entries that have changed since
 
 
-class _Traced(dict):
+class _WholeRead:
+    """A traced mapping's reads of all its items at once: recorded as the whole (``_whole``)."""
+
+    def copy(self):
+        self._whole()
+        return dict(dict.items(self))
+
+    def __or__(self, other):
+        self._whole()
+        return dict(dict.items(self)) | other
+
+
+class _Traced(_WholeRead, dict):
     """A table of the data that records what is read from it into ``log``: (table, id) for one
     entry looked up, present or not; (table, WHOLE) for anything that sees the whole table
     (iteration, its ids, its length, a copy). An entry with values (a chip, a model, a price) is
@@ -86,18 +98,11 @@ class _Traced(dict):
         self._log.add((self._name, key, PRESENT))
         return super().__contains__(key)
 
-    def copy(self):
-        self._whole()
-        return dict(super().items())
-
-    def __or__(self, other):
-        self._whole()
-        return dict(super().items()) | other
 
     __hash__ = None
 
 
-class _TracedValues(dict):
+class _TracedValues(_WholeRead, dict):
     """An entry's values, recording into ``log`` each one read (entry + (VALUE, name)), and the
     whole entry (``entry``) for anything that sees them all."""
 
@@ -123,13 +128,6 @@ class _TracedValues(dict):
         self._one(key)
         return super().__contains__(key)
 
-    def copy(self):
-        self._whole()
-        return dict(super().items())
-
-    def __or__(self, other):
-        self._whole()
-        return dict(super().items()) | other
 
     def __reduce__(self):   # pickled (kept with a result) as the plain values it holds
         return dict, (dict(super().items()),)

@@ -92,6 +92,15 @@ chips:
 """
 
 
+# the head of a test claims file: a transcript and the chip scopes the rules read
+CLAIMS_HEAD = """
+transcript: {page: "https://example.org/transcript", video: "https://video.example/watch?v=abc"}
+chips:
+  scopes: {all: {text: every chip}}
+  same_silicon: {gb200-nvl72: [b200]}
+  serving_formats: {default: [fp8, bf16]}
+"""
+
 def _claims(tmp_path, data, body, head=None):
     """The claims of a claims.yaml made of ``head`` (default: this file's CHIPS) and ``body``."""
     p = tmp_path / "claims.yaml"

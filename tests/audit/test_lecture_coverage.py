@@ -11,15 +11,8 @@ from chalkboard.audit import context
 from chalkboard.audit.rules import REASONABLE_SWEEPS
 from chalkboard.audit.text import Audit, survived
 from conftest import ROOT
-from test_audit import _claims as audit_claims, SEED_DIR
+from test_audit import CLAIMS_HEAD as HEAD, _claims as audit_claims, SEED_DIR
 
-HEAD = """
-transcript: {page: "https://example.org/transcript", video: "https://video.example/watch?v=abc"}
-chips:
-  scopes: {all: {text: every chip}}
-  same_silicon: {gb200-nvl72: [b200]}
-  serving_formats: {default: [fp8, bf16]}
-"""
 
 
 @pytest.fixture(scope="module")

@@ -14,15 +14,8 @@ from chalkboard.audit.rules import loose_text
 from chalkboard.audit.text import Audit, EVIDENCE_KINDS
 from chalkboard.data import DataError
 from conftest import ROOT
-from test_audit import _claims as audit_claims   # one writer of test claims files
+from test_audit import CLAIMS_HEAD as HEAD, _claims as audit_claims   # one writer of test claims files
 
-HEAD = """
-transcript: {page: "https://example.org/transcript", video: "https://video.example/watch?v=abc"}
-chips:
-  scopes: {all: {text: every chip}}
-  same_silicon: {gb200-nvl72: [b200]}
-  serving_formats: {default: [fp8, bf16]}
-"""
 W = '"004_c06f65e5a6f00c72.txt:81"'
 
 
