@@ -11,8 +11,9 @@ OutputError, InputError, DataError or MissingInput (one line for the user), anyt
 BuildError naming the job. ``stop()`` ends the child. Each child closes the parent's ends of
 every other job's pipe it inherits, so a parent that dies or stops reading breaks the pipes and
 no child blocks for ever; a job may start jobs of its own. SymPy work the child did that no earlier run kept (the audit's identity checks, generated
-code) comes back with the result, to be kept with the parent's. Where fork is not available,
-``fn`` runs when its result is asked for.
+code) comes back with the result, to be kept with the parent's, and so do the entries new in the
+child of every table named to ``carry`` (a process's own caches, such as the text sizes the
+figures measured). Where fork is not available, ``fn`` runs when its result is asked for.
 """
 from __future__ import annotations
 
@@ -23,6 +24,12 @@ from ..errors import BuildError, InputError, MissingInput, OutputError
 
 _KNOWN = (BuildError, OutputError, InputError, DataError, MissingInput)
 _LIVE: list = []   # the parent's ends of the jobs not yet collected (closed in every child forked later)
+_CARRIED: dict = {}   # name -> a table whose entries a child adds come back to its parent
+
+
+def carry(name: str, table: dict) -> None:
+    """What a forked child adds to ``table`` is added to the parent's when its result is received."""
+    _CARRIED[name] = table
 
 
 def can_fork() -> bool:
@@ -103,11 +110,16 @@ class Forked:
             raise payload
         if kind == "error":
             raise BuildError(f"{self.what} failed: {payload}")
-        payload, fresh = payload
+        payload, fresh, carried = payload
         registry = _registry()
         if registry is not None:   # SymPy work the child did: kept with this run's (chalkboard.symcache)
             for key, value in fresh.items():
                 registry.fresh.setdefault(key, value)
+        for name, entries in carried.items():
+            table = _CARRIED.get(name)
+            if table is not None:
+                for key, value in entries.items():
+                    table.setdefault(key, value)
         return payload
 
     def stop(self) -> None:
@@ -155,11 +167,14 @@ def _run(conn, fn, args, parent_ends):
     mp.current_process().daemon = False
     registry = _registry()
     before = set(registry.fresh) if registry is not None else set()
+    had = {name: set(table) for name, table in _CARRIED.items()}
     try:
         result = fn(*args)
         registry = _registry()
         fresh = {k: v for k, v in registry.fresh.items() if k not in before} if registry is not None else {}
-        reply = ("ok", (result, fresh))
+        carried = {name: {k: v for k, v in table.items() if k not in had.get(name, ())}
+                   for name, table in _CARRIED.items()}   # (a table named in the child is new whole)
+        reply = ("ok", (result, fresh, carried))
     except _KNOWN as e:
         reply = ("known", e)
     except BaseException as e:  # reported by the parent as one line

@@ -35,6 +35,9 @@ class _Pyplot:
             import matplotlib.pyplot
 
             matplotlib.pyplot.rcParams.update(_STYLE)
+            from . import textsizes
+
+            textsizes.install()   # each text measured once, not once a draw
             _Pyplot._module = matplotlib.pyplot
         return getattr(_Pyplot._module, name)
 
@@ -151,9 +154,14 @@ def svg(fig) -> Figure:
     from . import media
 
     plain_log_labels(fig)
+    axes = []
     try:
+        # the measuring passes of fitted() compute ticks as the SVG's draw does: once a state
+        ticks_made_once(fig, axes)
         drawn = {m.name: media.fitted(fig, m, _drawn) for m in media.MEDIA}
     finally:
+        for axis in axes:
+            del axis._update_ticks
         plt.close(fig)
     return Figure(drawn["print"], phone=_own_ids(drawn["phone"], "ph-"))
 
@@ -265,6 +273,8 @@ def ticks_made_once(fig, changed: list) -> None:
     ``_update_ticks`` restores it."""
     for ax in fig.axes:
         for axis in (ax.xaxis, ax.yaxis):
+            if "_update_ticks" in vars(axis):
+                continue   # made once already, by a caller (which restores it)
             compute, memo = axis._update_ticks, {}
 
             def update(axis=axis, compute=compute, memo=memo):

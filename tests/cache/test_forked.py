@@ -128,3 +128,27 @@ def test_a_job_forked_later_does_not_hold_an_earlier_jobs_orders_open():
     assert first.result() == "stopped before any order"
     later.order("done")
     assert later.result() == "done"
+
+
+_CARRIED_TABLE: dict = {}
+
+
+def _adds_to_table(key):
+    _CARRIED_TABLE[key] = "measured two forks down"
+    return "done"
+
+
+def test_entries_a_job_adds_to_a_carried_table_reach_the_parent():
+    """A process's own cache (the text sizes the figure processes measure) comes back from
+    the job, even from a job the job started; what the parent had stays as it was."""
+    from chalkboard.cache.forked import carry
+
+    carry("test table", _CARRIED_TABLE)
+    _CARRIED_TABLE.clear()
+    _CARRIED_TABLE["kept"] = "the parent's"
+    try:
+        got = Forked("the outer job", lambda: results([Forked("the inner job", _adds_to_table, "new")])).result()
+        assert got == ["done"]
+        assert _CARRIED_TABLE == {"kept": "the parent's", "new": "measured two forks down"}
+    finally:
+        _CARRIED_TABLE.clear()
