@@ -205,9 +205,12 @@ class Registry:
         return eq
 
     def kept(self, key, compute):
-        """``compute()``, or its result from an earlier run of the same derivation sources."""
+        """``compute()``, or its result from an earlier run of the same derivation sources, or from
+        earlier in this one (a long-running process: `build.py watch`)."""
         if key in self.saved:
             return self.saved[key]
+        if key in self.fresh:
+            return self.fresh[key]
         value = compute()
         self.fresh[key] = value
         return value

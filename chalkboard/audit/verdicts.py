@@ -103,6 +103,16 @@ def _mark(ctx, entries: list[Entry], vals: dict) -> None:
 
 
 def _value(ctx, claim: Claim, part: Part, e: Entry, extra=None, tweak=None) -> float:
+    if ctx.values is None:
+        return _computed(ctx, claim, part, e, extra, tweak)
+    # kept by the edit loop under what it read: after an edit to one chip, a rule of thumb over
+    # every chip evaluates that chip's entries again, not every entry (chalkboard/cache/incremental.py)
+    key = (claim.parts.index(part), e.hardware, e.model, e.reference, repr(sorted((extra or {}).items())),
+           None if tweak is None else tweak.__qualname__)
+    return ctx.values(key, lambda data: _computed(_Ctx(data, ctx.chips), claim, part, e, extra, tweak))
+
+
+def _computed(ctx, claim: Claim, part: Part, e: Entry, extra=None, tweak=None) -> float:
     sc = _scenario(ctx, claim, e.hardware, e.model, extra, tweak)
     q = _eval(sc, part.expr)
     if e.reference is not None:
@@ -114,9 +124,10 @@ def _value(ctx, claim: Claim, part: Part, e: Entry, extra=None, tweak=None) -> f
 
 
 class _Ctx:
-    def __init__(self, data, chips):
+    def __init__(self, data, chips, values=None):
         self.data, self.chips = data, chips
         self.unfit = {}     # entry key -> why its set-up does not fit in HBM (while judging the base case)
+        self.values = values   # (key, compute(data)) -> a value kept under what it read, or None
 
 
 def _judge_entries(claim: Claim, part: Part, vals: dict, entries: list[Entry]):
@@ -319,8 +330,9 @@ def _sweep(ctx, claim: Claim, entries: list[Entry], verdict: str, base_vals: lis
     return flips, moves, turns
 
 
-def evaluate_claim(data, claim: Claim, chips: Chips | None = None) -> Verdict:
-    ctx = _Ctx(data, chips or _default_chips(data))
+def evaluate_claim(data, claim: Claim, chips: Chips | None = None, values=None) -> Verdict:
+    """The claim's verdict. ``values``: the edit loop's keeper of each evaluated entry (see _value)."""
+    ctx = _Ctx(data, chips or _default_chips(data), values)
     if claim.kind == "qualitative":
         why = claim.why + (f" Source: {claim.source}" if claim.source else "")
         v = Verdict(claim, ND, detail=why, scope=_scope_text(ctx, claim, _entries(ctx, claim)) if claim.parts else "")

@@ -92,7 +92,8 @@ def audit(kept: Kept, claims_):
         got = kept.get("verdict", key)
         if got is MISS:
             log: set = set()
-            got = pickle.dumps(evaluate_claim(traced(kept.data, log), c, claims_.chips), protocol=5)
+            got = pickle.dumps(evaluate_claim(traced(kept.data, log), c, claims_.chips, _values(kept, key, log)),
+                               protocol=5)
             kept.put("verdict", key, log, got)
         verdicts.append(pickle.loads(got))   # a copy: the steps below and Audit add to it
     inherit_rejections(verdicts)
@@ -100,6 +101,34 @@ def audit(kept: Kept, claims_):
         if v.inherited_from:
             v.decision = decision(v)
     return Audit(verdicts), kept.fresh
+
+
+def _values(kept: Kept, claim_key, log: set):
+    """The keeper of a claim's evaluated entries (audit/verdicts.py, _value): each value (or the
+    reason it has none) kept under the claim and what that value read; what it read is also what
+    the claim read (``log``)."""
+    from ..errors import InputError, MissingInput
+
+    def value(key, compute):
+        got = kept.get("value", (claim_key, key))
+        reads = kept.parts.get(("value", kept.settings, (claim_key, key)), ({},))[0]
+        if got is MISS:
+            reads = set()
+            try:
+                got = ("value", compute(traced(kept.data, reads)))
+            except MissingInput as e:
+                got = ("missing", str(e))
+            except InputError as e:
+                got = ("error", str(e))
+            kept.put("value", (claim_key, key), reads, got)
+        log.update(reads)
+        kind, v = got
+        if kind == "missing":
+            raise MissingInput(v)
+        if kind == "error":
+            raise InputError(v)
+        return v
+    return value
 
 
 def take(kept: Kept, new: dict) -> None:
