@@ -13,7 +13,8 @@ decides what a chip holds, what it reads and what it sends:
   dp_attention groups inside the copy, each serving B / dp_attention of the sequences with their
   KV cache (DeepSeek-style serving);
 * expert parallelism (ep): the routed experts of a layer are spread over ep chips, each token
-  sent to its k experts and back (dispatch and combine, moe_rack.py);
+  sent to its k experts and back (dispatch and combine, moe_rack.py), save the 1/ep that its own
+  chip holds (at ep = 1 nothing is sent);
 * pipeline parallelism (pp): the layers are cut into pp stages, one after the other, each
   passing its tokens' residual vectors to the next (pipeline.py).
 
