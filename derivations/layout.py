@@ -13,7 +13,8 @@ decides what a chip holds, what it reads and what it sends:
   dp_attention groups inside the copy, each serving B / dp_attention of the sequences with their
   KV cache (DeepSeek-style serving);
 * expert parallelism (ep): the routed experts of a layer are spread over ep chips, each token
-  sent to its k experts and back (dispatch and combine, moe_rack.py);
+  sent to its k experts and back (dispatch and combine, moe_rack.py), save the 1/ep that its own
+  chip holds (at ep = 1 nothing is sent);
 * pipeline parallelism (pp): the layers are cut into pp stages, one after the other, each
   passing its tokens' residual vectors to the next (pipeline.py).
 
@@ -181,7 +182,10 @@ CHOICE_INPUTS["direct_collectives"] = ("scaleup_topology", {
 
 # seconds per byte a chip sends: the in-domain and off-domain shares go out in parallel
 s_tp = sp.Max((1 - f_tp_x) / W_up, f_tp_x / W_x)
-s_ep = sp.Max((1 - f_ep_x) / W_up, f_ep_x / W_x)
+# Of a chip's dispatch, the 1/ep routed to its own experts crosses no link (an all-to-all copies a rank's
+# split for itself in place; Megatron-Core's all_to_all returns its input on an expert group of one,
+# tensor_parallel/mappings.py), so the scale-up link carries 1 − f_out − 1/ep and the scale-out network f_out.
+s_ep = sp.Max((1 - f_ep_x - 1 / ep) / W_up, f_ep_x / W_x)
 
 # -- communication ------------------------------------------------------------------------------
 # (the all-to-all bytes per token are read through their definition, not the moe_only quantity:
@@ -189,6 +193,7 @@ s_ep = sp.Max((1 - f_ep_x) / W_up, f_ep_x / W_x)
 n_ar = c_tp * tau                          # all-reduces per layer
 v_tp = B / dp * delta * b_tp * s_tp / c_1  # seconds to send one layer's all-reduce buffers once
 lat = sp.Min(1, tp - 1)                    # no all-reduce, and no latency, at tp = 1
+lat_ep = sp.Min(1, ep - 1)                 # no dispatch or combine leaves the chip, so no hop, at ep = 1
 t_ring = c_AR * (tp - 1) * (n_ar * alpha + v_tp / tp)
 t_one = lat * n_ar * alpha + (tp - 1) * v_tp
 t_two = c_AR * (lat * n_ar * alpha + (tp - 1) * v_tp / tp)
@@ -214,10 +219,11 @@ t_tp_min = R.derived(
     "and two (two-shot) on any fabric", "t", "TP,min")
 t_ep = R.derived(
     "ep_comm_time",
-    n_moe / pp * (c_a2a * tau * alpha + B * delta * R.expand(a2a_tok) * s_ep / (ep * c_1)), "s",
+    n_moe / pp * (lat_ep * c_a2a * tau * alpha + B * delta * R.expand(a2a_tok) * s_ep / (ep * c_1)), "s",
     "expert dispatch and combine of one stage: each MoE layer sends every token's k activations to its "
     "experts and back, spread over ep chips' links (scale-up within the domain, scale-out to the chips of "
-    "other domains, in parallel), with one hop of latency each way",
+    "other domains, in parallel), with one hop of latency each way; the 1/ep routed to the sender's own "
+    "experts stays on the chip (at ep = 1 nothing is sent)",
     "t", "EP")
 t_pp = R.derived(
     "pp_comm_time", (pp - 1) * (alpha + B * delta * b_stage / (dp * W_out * c_1)), "s",

@@ -102,12 +102,14 @@ def collectives(sc, name: str) -> list[dict]:
             out.append({"term": "tp_comm_time", "collective": "all-reduce", "algorithm": algo,
                         "text": f"tensor-parallel all-reduces over {tp:g} chips: {algo}, {net}"})
         if "ep_offdomain_share" in leaves and ep > 1 and sc.mag("moe_layers") > 0:
-            f = sc.mag("ep_offdomain_share")
-            net = (f"{1 - f:.0%} of its bytes within the scale-up domain at {fmt(sc.value('scaleup_bandwidth'))}, "
-                   f"{f:.0%} over the scale-out network at {fmt(sc.value('offdomain_bandwidth'))}" if f > 0 else
-                   f"within one scale-up domain at {fmt(sc.value('scaleup_bandwidth'))}")
+            # the shares of a chip's dispatch as ep_comm_time has them: 1/ep to its own experts, on no link
+            f, own = sc.mag("ep_offdomain_share"), 1 / ep
+            up = f"{max(0.0, 1 - f - own):.0%} of its bytes over the scale-up link at {fmt(sc.value('scaleup_bandwidth'))}"
+            net = (f"{up}, {f:.0%} over the scale-out network at {fmt(sc.value('offdomain_bandwidth'))}" if f > 0 else
+                   f"within one scale-up domain: {up}")
             out.append({"term": "ep_comm_time", "collective": "all-to-all", "algorithm": "direct (1 step each way)",
-                        "text": f"expert all-to-all over {ep:g} chips: direct, one step each way, {net}"})
+                        "text": f"expert all-to-all over {ep:g} chips: direct, one step each way, {net}, and the "
+                                f"{own:.0%} for the chip's own experts stays on it"})
         reads = _reads(name)
         if "pp_comm_time" in reads and sc.mag("pp") > 1:
             out.append({"term": "pp_comm_time", "collective": "send/receive", "algorithm": "point to point (1 hop)",

@@ -50,20 +50,20 @@ DEFAULTS = ("serving", "lecture")
 EVIDENCE = "=evidence"
 # Quantities one input settles without the rest of their definition: (the input, the value at which
 # it settles them, their value there: a number in base units or the input it equals). At tp = 1 no
-# all-reduce runs, at pp = 1 no stage passes to another, a dense model sends nothing to experts: the
-# definition gives the same number there, but reads inputs that cannot matter (a one-chip set-up
-# never needs the scale-up bandwidth, a dense one at tp = 1 never needs d_model or the KV heads), so
-# they are neither read nor asked for (tests/evaluation/test_short_circuits.py: each equals its
-# definition wherever both evaluate).
+# all-reduce runs, at pp = 1 no stage passes to another, at ep = 1 (every dense model) no token leaves
+# its chip for an expert: the definition gives the same number there, but reads inputs that cannot
+# matter (a one-chip set-up never needs the scale-up bandwidth, a dense one at tp = 1 never needs
+# d_model or the KV heads), so they are neither read nor asked for
+# (tests/evaluation/test_short_circuits.py: each equals its definition wherever both evaluate).
 SETTLED_BY = {
     "tp_comm_time": ("tp", 1.0, 0.0), "tp_comm_time_min": ("tp", 1.0, 0.0),
     "tp_allreduce_time_ring": ("tp", 1.0, 0.0), "tp_allreduce_time_one_shot": ("tp", 1.0, 0.0),
     "tp_allreduce_time_two_shot": ("tp", 1.0, 0.0), "kv_share_per_rank": ("tp", 1.0, 1.0),
     "experts_read_per_chip": ("moe_layers", 0.0, 1.0),
     "pp_comm_time": ("pp", 1.0, 0.0),
-    "ep_comm_time": ("moe_layers", 0.0, 0.0), "routed_params": ("moe_layers", 0.0, 0.0),
+    "ep_comm_time": ("ep", 1.0, 0.0), "routed_params": ("moe_layers", 0.0, 0.0),
     "always_read_params": ("moe_layers", 0.0, "params_active"),
-    "prefill_tp_comm_time": ("tp", 1.0, 0.0), "prefill_ep_comm_time": ("moe_layers", 0.0, 0.0),
+    "prefill_tp_comm_time": ("tp", 1.0, 0.0), "prefill_ep_comm_time": ("ep", 1.0, 0.0),
 }
 # a quantity defined as another at one sequence (R.at, batch = 1): where a term below it is settled,
 # it is that quantity evaluated with the batch set to one sequence, which reads what that one reads

@@ -265,17 +265,19 @@ def test_a_two_node_expert_group_sends_its_offnode_share_over_the_network(data, 
     # DeepSeek-V3 expert-parallel over 16 H100s on two 8-GPU NVLink nodes (ep 16, dp_attention 16), batch
     # 256: each MoE layer sends every token's 8 activations (7168 bf16 numbers) out and back, spread over
     # 16 GPUs; uniform routing sends half of them to the other node, over one 400 Gb/s ConnectX-7 NIC per
-    # GPU (50 GB/s), in parallel with the NVLink half (450 GB/s), one 1 µs step each way.
+    # GPU (50 GB/s), in parallel with the 7/16 for the other GPUs of its node over NVLink (450 GB/s; the
+    # 1/16 for its own experts stays on it), one 1 µs step each way.
     sc = _sc(data, "h100-sxm", "deepseek-v3", "ep=16", "dp_attention=16", "batch=256", "context=4096")
     per_chip = 256 * 2 * 8 * 7168 * 2 / 16                  # bytes a GPU sends per MoE layer
-    by_hand = 58 * (2 * 1e-6 + max(0.5 * per_chip / 450e9, 0.5 * per_chip / 50e9))
+    by_hand = 58 * (2 * 1e-6 + max(7 / 16 * per_chip / 450e9, 0.5 * per_chip / 50e9))
     assert sc.mag("ep_offdomain_share") == 0.5
     assert sc.mag("ep_comm_time", "s") == pytest.approx(by_hand, rel=1e-9)
     # charged at NVLink speed, as if one node held the group, it would be 3.8 times shorter
     assert sc.mag("ep_comm_time", "s") > 3.5 * 58 * (2 * 1e-6 + per_chip / 450e9)
     r = cli("eval", "ep_comm_time", "--hardware", "h100-sxm", "--model", "deepseek-v3", "--set", "ep=16",
             "--set", "dp_attention=16", "--set", "batch=256")
-    assert "50% over the scale-out network" in r.stdout, r.stdout
+    assert "44% of its bytes over the scale-up link" in r.stdout and "50% over the scale-out network" in r.stdout
+    assert "the 6% for the chip's own experts stays on it" in r.stdout, r.stdout
 
 
 def test_a_group_that_spans_domains_needs_the_network_bandwidth(cli):
