@@ -359,11 +359,24 @@ def _rule(name: str):
     return fn, tuple(args), [a for a in args if a in SLIDERS or _is_dynamic_candidate(a)]
 
 
+_RULED: dict = {}   # (name, static, moving) -> _call_rule's answer: a rule is a function of its arguments
+
+
 def _call_rule(name: str, static, moving: dict):
     """``name``'s rule on its static arguments and the moving ones (declared units), or the reason
-    it cannot be chosen (as the evaluation path words it)."""
+    it cannot be chosen (as the evaluation path words it). Kept for the process (the rules are
+    pure functions of their arguments): a rebuild under `build.py watch` asks again only for the
+    pairs an edit changed."""
     if isinstance(static, str):
         return static
+    key = (name, tuple(static), tuple(moving.items()))
+    got = _RULED.get(key)
+    if got is None:
+        got = _RULED[key] = _ruled(name, static, moving)
+    return got
+
+
+def _ruled(name: str, static, moving: dict):
     fn, args, _ = _rule(name)
     it = iter(static)
     mags = [moving[a] if a in moving else next(it) for a in args]
