@@ -3,7 +3,9 @@
 ``walk`` evaluates an expression tree with Pint arithmetic, so adding seconds to bytes,
 or taking the max of a time and a size, raises DimensionMismatch naming the terms. The
 dimension check (chalkboard.check) runs the same walk on unit-valued placeholders;
-``Scenario`` runs it on the numbers of one hardware x model x workload.
+``Scenario`` runs it on the numbers of one hardware x model x workload. What a Scenario is given
+before it evaluates (its settings checked, the serving defaults, the held layout, what one input
+settles) is defaults.py's; it mixes that in with fit.py and expected.py.
 """
 from __future__ import annotations
 
