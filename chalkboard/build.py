@@ -19,7 +19,8 @@ from pathlib import Path
 import jinja2
 
 from .cache import pdfcache
-from .data import CONTROL_CHARS, SAFE_URL, visible  # noqa: F401  (re-exported)
+from .data import SAFE_URL
+from .safety import CONTROL_CHARS, visible  # noqa: F401  (re-exported)
 from .report.chip_reports import chip_reports
 from .report.reader import cite_lecture, code_html, code_typst, linked
 from .errors import BuildError  # noqa: F401  (re-exported)

@@ -10,7 +10,8 @@ from pathlib import Path
 
 from units import parse
 
-from .data import Data, DataError, Source, Value, _check_model, escaped
+from .data import Data, DataError, Source, Value, _check_model
+from .safety import escaped
 from .errors import InputError, MissingInput, NotApplicable
 from .evaluation.evaluate import Scenario
 from .hfconfig import UNDATED, read_config

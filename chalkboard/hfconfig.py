@@ -19,7 +19,8 @@ from pathlib import Path
 
 from units import parse
 
-from .data import ID_RE, DataError, Entry, Source, Value, escaped, read_text, too_large
+from .data import ID_RE, DataError, Entry, Source, Value, read_text, too_large
+from .safety import escaped
 
 DENSE, MIXTRAL, QWEN_MOE, DEEPSEEK = "dense", "mixtral", "qwen-moe", "deepseek"
 FAMILIES = {"llama": DENSE, "mistral": DENSE, "qwen2": DENSE, "qwen3": DENSE,

@@ -104,7 +104,7 @@ def audit(kept: Kept, claims_):
 
 
 def _values(kept: Kept, claim_key, log: set):
-    """The keeper of a claim's evaluated entries (audit/verdicts.py, _value): each value (or the
+    """The keeper of a claim's evaluated entries (audit/setups.py, _value): each value (or the
     reason it has none) kept under the claim and what that value read; what it read is also what
     the claim read (``log``)."""
     from ..errors import InputError, MissingInput

@@ -5,6 +5,8 @@
   check.py         the dimension check of every definition and equation (kept with SymPy's work)
   evaluate.py      Scenario: one chip x model x workload, its inputs with their sources, values,
                    sweeps; MissingInput and NotApplicable
+  defaults.py      what a Scenario is given: --set checked, the serving defaults, the layout a stated
+                   degree holds, the quantities one input settles (one chip: no all-reduce)
   compiled.py      each definition lambdified once: floats in base units, Pint only at the edges
   settings.py      what --set accepts and what a set-up keeps coherent
   fit.py           does a set-up fit its HBM (even, pipelined, laid out)

@@ -3,7 +3,9 @@
 ``walk`` evaluates an expression tree with Pint arithmetic, so adding seconds to bytes,
 or taking the max of a time and a size, raises DimensionMismatch naming the terms. The
 dimension check (chalkboard.check) runs the same walk on unit-valued placeholders;
-``Scenario`` runs it on the numbers of one hardware x model x workload.
+``Scenario`` runs it on the numbers of one hardware x model x workload. What a Scenario is given
+before it evaluates (its settings checked, the serving defaults, the held layout, what one input
+settles) is defaults.py's; it mixes that in with fit.py and expected.py.
 """
 from __future__ import annotations
 
@@ -14,17 +16,16 @@ import math
 import sympy as sp
 
 from derivations import CHOICE_INPUTS, NUMBER_FORMATS, REGISTRY
-from units import Quantity, UnitParseError, conform, fmt_unit, is_count, magnitude_problem, parse, unit as parse_unit
-
-from derivations import rules
+from units import Quantity, UnitParseError, conform, parse, unit as parse_unit
 
 from . import compiled
-from ..data import MAY_BE_ZERO, RATE_FORMATS, Data, is_whole
-from .dependence import FUSE_FROM, _depends_on, _derived_below, _fields_to_inputs, _inputs_below, _joined
+from ..data import Data
+from .defaults import Defaults
+from .dependence import FUSE_FROM, _depends_on, _derived_below, _inputs_below, _joined
 from .expected import EVIDENCE_INPUTS, Expected  # noqa: F401  (EVIDENCE_INPUTS re-exported)
 from .fit import Fit
-from .settings import (AT_MOST, AT_ONE_SEQUENCE, DEFAULTS, SERVING_WORKLOAD, BELOW, BY_ATTENTION, DENSE_MOE_DEFAULTS, DIVIDES, EVIDENCE, FORMAT_KEYS, INLINE_ID,
-                       LAYOUT_DEGREES, ORDERED, SELECT_KEYS, SETTLED_BY, WHOLE_NUMBERS, _compute_format, _with_inline)
+from .settings import (AT_ONE_SEQUENCE, DEFAULTS, BY_ATTENTION, DENSE_MOE_DEFAULTS, EVIDENCE, INLINE_ID,
+                       LAYOUT_DEGREES, SETTLED_BY, _compute_format, _with_inline)
 from ..errors import InputError, MissingInput, NotApplicable, NotGiven, short  # noqa: F401  (re-exported)
 from .regimes import REGIMES, regime_index
 from .walk import walk
@@ -40,12 +41,7 @@ class InputRecord:
     note: str | None = None
 
 
-# (name, text) of a setting -> (input, quantity), as _parse_overrides checks and converts it: the
-# audit, the figures and the measurements make thousands of scenarios from a few dozen settings
-_SET_PARSED: dict = {}
-
-
-class Scenario(Fit, Expected):
+class Scenario(Defaults, Fit, Expected):
     """One hardware entry x one model entry x workload settings, evaluated lazily."""
 
     def __init__(self, data: Data, hardware_id: str, model_id: str, overrides: dict[str, str] | None = None,
@@ -106,197 +102,6 @@ class Scenario(Fit, Expected):
         c = self.compute_format or f"none ({self.compute_request or self.format} rate not published)"
         text = f"weights {self.format}, KV {self.kv_format}, compute {c}"
         return f"{text} ({self.compute_note})" if self.compute_note else text
-
-    # -- overrides ------------------------------------------------------------------------
-    def _parse_overrides(self, raw: dict[str, str]) -> dict:
-        out = {}
-        field_to_q = _fields_to_inputs(len(REGISTRY.quantities)) if raw else {}
-        for name, text in raw.items():
-            if name in SELECT_KEYS:
-                if not text:
-                    raise InputError(f"--set {name}=: give a price id of prices.yaml")
-                out[name] = text
-                continue
-            if name in FORMAT_KEYS:
-                allowed = RATE_FORMATS if name == "compute_format" else tuple(NUMBER_FORMATS)
-                if text not in allowed:
-                    raise InputError(f"--set {name}={short(text)}: expected one of {', '.join(allowed)}")
-                out[name] = text
-                continue
-            try:
-                hit = _SET_PARSED.get((name, text))
-            except TypeError:   # (not a text: parsed below, and its error said)
-                hit = None
-            if hit is not None:
-                out[hit[0]] = hit[1]
-                continue
-            key = name
-            if name.startswith("flops_") and name[6:] in RATE_FORMATS:
-                key = name
-                unit = "FLOP/s/chip"
-            elif name in REGISTRY:
-                q = REGISTRY[name]
-                if not q.is_input:
-                    raise InputError(f"--set {name}: {name} is derived; set the inputs it is computed from")
-                unit = q.unit
-            elif name in field_to_q:
-                key = field_to_q[name]
-                unit = REGISTRY[key].unit
-            else:
-                raise InputError(f"--set {short(name)}: unknown input (see `python build.py list quantities`)")
-            try:   # a Pint quantity (a sweep's point, the library) as it is; text as --set writes it
-                v = text if isinstance(text, Quantity) else parse(text)
-            except UnitParseError as e:
-                raise InputError(f"--set {name}: {e}") from None
-            if v.dimensionless and v.magnitude != 0 and not is_count(unit):   # never read in base units (B/s, s)
-                raise InputError(f"--set {name}={short(str(text))}: {name} needs a unit, e.g. "
-                                 f"--set {name}=\"{self._example_unit(key, unit, v.magnitude)}\"")
-            try:
-                v = conform(v, unit, per_chip=unit.endswith("/chip"), bare=True)
-            except UnitParseError as e:
-                raise InputError(f"--set {name}={short(str(text))}: {e}") from None
-            problem = magnitude_problem(v, allow_zero=key in MAY_BE_ZERO)
-            if problem:
-                raise InputError(f"--set {name}={short(text)}: {problem} (it divides, or counts something)"
-                                 if problem == "must be positive" else f"--set {name}={short(text)}: {problem}")
-            if key in AT_MOST and v.magnitude > AT_MOST[key][0]:
-                raise InputError(f"--set {name}={short(text)}: at most {AT_MOST[key][0]:,} ({AT_MOST[key][1]})")
-            if key in BELOW and v.magnitude >= BELOW[key][0]:
-                raise InputError(f"--set {name}={short(text)}: must be below {BELOW[key][0]:g} ({BELOW[key][1]})")
-            out[key] = v
-            if isinstance(text, str) and len(_SET_PARSED) < 10_000:
-                _SET_PARSED[(name, text)] = (key, v)
-        return out
-
-    def _example_unit(self, key: str, unit: str, number: float) -> str:
-        """``number`` written with a unit for ``key``: the unit the data files write it in (TB/s, from
-        this chip's or model's entry, else any that has it) where the number reads well in it, else
-        the declared unit (per chip left implicit, as spec sheets write it)."""
-        q = REGISTRY[key] if key in REGISTRY else None
-        fld = q.field if q is not None else key
-        entries = [*self.data.hardware.values(), *self.data.models.values()]
-        if q is not None and q.origin in ("hardware", "model"):
-            entries.insert(0, self.hw if q.origin == "hardware" else self.model)
-        val = next((v for e in entries if fld and (v := e.get(fld)) is not None), None)
-        if val is not None and 1e-2 <= number < 1e5:
-            return f"{number:g} {fmt_unit(parse(val.text).units)}"
-        return f"{number:g} {fmt_unit(unit.removesuffix('/chip') if unit.endswith('/chip') else unit)}"
-
-    def _given(self, name: str):
-        """An input's magnitude in its declared unit, from --set or the model or hardware entry, if any."""
-        q = REGISTRY[name]
-        if name in self.overrides:
-            v = self.overrides[name]
-        else:
-            entry, fld = self._entry_of(q)
-            val = entry.get(fld) if entry is not None and fld else None
-            if val is None:
-                return None
-            v = val.quantity
-        return v.to(q.unit or "").magnitude
-
-    def _coherent(self) -> None:
-        """--set values that contradict each other or the model are errors naming the conflict."""
-        if not self.overrides:
-            return
-        for name in WHOLE_NUMBERS:
-            if name in self.overrides:
-                v = self._given(name)
-                if abs(v - round(v)) > 1e-9:
-                    raise InputError(f"--set {name}={v:g}: must be a whole number (it counts something)")
-        for small, large, why in ORDERED:
-            if small not in self.overrides and large not in self.overrides:
-                continue
-            a, b = self._given(small), self._given(large)
-            if a is not None and b is not None and a > b * (1 + 1e-12):
-                set_ = small if small in self.overrides else large
-                raise InputError(f"--set {set_}: {small} ({a:g}) exceeds {large} ({b:g}) "
-                                 f"for {self.model.id}: {why}")
-        for part, whole, why in DIVIDES:
-            if part not in self.overrides and whole not in self.overrides:
-                continue
-            a, b = self._given(part), self._given(whole)
-            # exact for whole numbers: b / a rounds a tiny quotient (64 / 10^12) to 0, a multiple
-            if a is not None and b is not None and a >= 1 and (
-                    round(b) % round(a) if is_whole(a) and is_whole(b) else abs(b / a - round(b / a)) > 1e-9):
-                raise InputError(f"--set {part}={a:g}: {self.model.id}'s {whole} ({b:g}) is not a multiple of "
-                                 f"it: {why}")
-
-    def _serving_defaults(self) -> None:
-        """The serving workload (settings.SERVING_WORKLOAD) where the user gave none, and the copy on
-        the fewest chips that hold the model and its KV cache under the default layout, up to one
-        scale-up domain (all of it where none fewer do); held, so every quantity reads them."""
-        o = self.overrides
-        pins = {n: (parse(text), why) for n, (text, why) in SERVING_WORKLOAD.items() if n not in o}
-        if "chips" not in o and not any(n in o for n in LAYOUT_DEGREES):
-            try:
-                chips = self._fewest_chips({**{n: v for n, (v, _) in pins.items()}})
-            except (MissingInput, InputError):
-                chips = None
-            if chips is not None:
-                pins["chips"] = chips
-        self._cache.clear()
-        self._mags.clear()
-        self.records.clear()
-        self.used.clear()
-        self.pinned.update(pins)
-
-    def _fewest_chips(self, workload: dict):
-        """(chips, why): the fewest chips whose default layout holds the weights and the KV cache of
-        ``workload`` (the pinned batch and context), from the counts that layout fills (divisors of
-        the query heads for a dense model, of the experts for a mixture of experts) up to the
-        scale-up domain (``chips``' declared default); the domain where none fewer fit."""
-        most = self.mag("chips")
-        per = "n_heads" if self.is_dense else "experts"
-        try:
-            n = int(round(self.mag(per)))
-            counts = [c for c in range(1, int(most) + 1) if n % c == 0]
-        except MissingInput:
-            counts = [c for c in (2 ** k for k in range(0, 12)) if c <= most]
-        counts = [*counts, most] if most not in counts else counts
-        for c in counts:
-            probe = Scenario(self.data, self.hw.id, self.model.id,
-                             {**self.raw_overrides, **workload, "chips": Quantity(c, "chip")})
-            fill = probe.fill_layout()
-            if fill is None:
-                return None
-            if fill <= 1:
-                return (Quantity(c, "chip"), f"serving default: the fewest chips (of the {most:g} of one scale-up "
-                                             f"domain) that hold the weights and the KV cache under the default "
-                                             f"layout (--set chips=...)")
-        return (Quantity(most, "chip"), f"serving default: the whole scale-up domain; no fewer chips hold the "
-                                        f"weights and the KV cache (nor does it: see feasible) (--set chips=...)")
-
-    def _follow_layout(self) -> None:
-        """Setting any of tp, dp_attention, pp states a layout: the chips follow from it (tp ·
-        dp_attention · pp), and the degrees not set are chosen for the chips the set-up would
-        otherwise have (its scale-up domain), then held, so every quantity reads one layout."""
-        o = self.overrides
-        if "chips" in o or not any(n in o for n in LAYOUT_DEGREES):
-            return
-        chips0 = self.mag("chips")
-        pp, tp = self.mag("pp"), self.mag("tp")
-        if "dp_attention" in o:
-            dp = self.mag("dp_attention")
-        elif self.defaults == "serving":   # the layout stated is the copy: no further groups unless set
-            dp = 1
-        else:   # the chips left after tp · pp serve further groups (the rule); none left: one group
-            try:
-                dp = rules.attention_groups(chips0, tp, pp)
-            except ValueError:
-                dp = 1
-        given = ", ".join(f"{n} = {self.mag(n):g}" for n in LAYOUT_DEGREES if n in o)
-        held = {"chips": (tp * dp * pp, f"the layout: tp · dp_attention · pp (set by {given})")}
-        for n, v in (("tp", tp), ("dp_attention", dp), ("pp", pp)):
-            if n not in o:
-                held[n] = (v, f"workload default for the layout set by {given}: "
-                              f"{self.records[n].source.removeprefix('workload default: ')}"
-                           if n in self.records else f"the layout set by {given}")
-        self._cache.clear()
-        self._mags.clear()
-        self.records.clear()
-        self.used.clear()
-        self.pinned.update({n: (Quantity(v, REGISTRY[n].unit or ""), why) for n, (v, why) in held.items()})
 
     # -- inputs ---------------------------------------------------------------------------
     def _entry_of(self, q):
@@ -562,37 +367,6 @@ class Scenario(Fit, Expected):
         self._mags[name] = m
         return m
 
-    def settled(self, name: str) -> float | None:
-        """``name``'s value in base units where one input settles it (settings.SETTLED_BY: no
-        all-reduce at tp = 1), its definition's other inputs unread; None where it does not (or
-        that input cannot be read: the definition then says what is missing)."""
-        if name in AT_ONE_SEQUENCE:
-            one = self._at_one_sequence(name)
-            return None if one is None else one._mag(AT_ONE_SEQUENCE[name])
-        rule = SETTLED_BY.get(name)
-        if rule is None or name in self._fixed:
-            return None
-        by, at, value = rule
-        try:
-            if self._mag(by) != at:
-                return None
-            return self._mag(value) if isinstance(value, str) else value
-        except (MissingInput, InputError):
-            return None
-
-    def _at_one_sequence(self, name: str):
-        """For a quantity of AT_ONE_SEQUENCE with a settled term below it: this set-up at a batch of
-        one sequence (kept), which evaluates it term by term; else None (its closed form applies)."""
-        if self._fixed:
-            return None
-        if self._one_sequence is False:
-            one = Scenario(self.data, self.hw.id, self.model.id,
-                           {**self.raw_overrides, "batch": Quantity(1, "sequence")})
-            one.evidence = self.evidence
-            below = _derived_below(AT_ONE_SEQUENCE[name])
-            self._one_sequence = one if any(one.settled(d) is not None for d in SETTLED_BY if d in below) else None
-        return self._one_sequence
-
     def reads(self, name: str) -> set[str]:
         """The inputs evaluating ``name`` reads here: its definition's, all the way down, except
         below a quantity an input settles (``settled``), where that input alone."""
@@ -745,13 +519,6 @@ class Scenario(Fit, Expected):
                 self.input(q.name)
                 out.append(self.records[q.name])
         return out
-
-    def one_chip(self) -> bool:
-        """Whether the copy is on one chip (chips = 1): no layout to choose, nothing crosses a link."""
-        try:
-            return self.mag("chips") == 1
-        except (MissingInput, InputError):
-            return False
 
     def bound(self) -> str:
         """'compute' or 'memory': which side of the roofline sets the step time."""
