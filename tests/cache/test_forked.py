@@ -128,3 +128,16 @@ def test_a_job_forked_later_does_not_hold_an_earlier_jobs_orders_open():
     assert first.result() == "stopped before any order"
     later.order("done")
     assert later.result() == "done"
+
+
+def test_a_sympy_result_comes_back_as_the_job_built_it():
+    """A form SymPy keeps unevaluated (factor_terms' 3*(L*a/2 + 2*N)) comes back as it was made, not
+    evaluated again into 3*L*a/2 + 6*N: the report prints a formula the same whether the figures'
+    or the audit's process or the build's own computed it, and .cache/ keeps what was computed."""
+    import sympy as sp
+
+    L, a, N = sp.symbols("L a N")
+    made = sp.factor_terms(sp.cancel(3 * L * a / 2 + 6 * N))
+    assert made.args == (3, L * a / 2 + 2 * N)   # unevaluated: a Mul of 3 and a sum
+    got = Forked("the job", lambda: sp.factor_terms(sp.cancel(3 * L * a / 2 + 6 * N))).result()
+    assert sp.srepr(got) == sp.srepr(made)
