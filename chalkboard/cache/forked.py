@@ -18,6 +18,7 @@ figures measured). Where fork is not available, ``fn`` runs when its result is a
 from __future__ import annotations
 
 import multiprocessing as mp
+from multiprocessing.reduction import ForkingPickler
 
 from ..data import DataError
 from ..errors import BuildError, InputError, MissingInput, OutputError
@@ -95,7 +96,9 @@ class Forked:
             return
         try:
             try:
-                self.outcome = self.receive.recv()
+                raw = self.receive.recv_bytes()
+                with _as_built():
+                    self.outcome = ForkingPickler.loads(raw)
             except EOFError:
                 self.outcome = ("error", "the process ended without a result")
         finally:  # also on an interruption: no child is left behind
@@ -133,6 +136,21 @@ class Forked:
             self.child.terminate()
         self.child.join()
         self.child = None
+
+
+def _as_built():
+    """A context in which the child's reply is unpickled: SymPy objects rebuilt as the child built
+    them, not evaluated again. An unevaluated form the child kept (factor_terms' 3*(L*a/2 + 2*N))
+    would otherwise come back distributed, printed otherwise than where it was computed here, and
+    kept so in .cache/ (symcache reads its files the same way). Without SymPy loaded, nothing."""
+    import contextlib
+    import sys
+
+    if "sympy" not in sys.modules:
+        return contextlib.nullcontext()
+    from sympy.core.parameters import evaluate
+
+    return evaluate(False)
 
 
 def _roomy(conn) -> None:

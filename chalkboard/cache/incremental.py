@@ -82,6 +82,8 @@ def audit(kept: Kept, claims_):
     """The audit, as run_audit makes it, each claim's verdict kept under the claim and what it
     read; and the parts new in this call (the audit runs in a forked process: they are sent back
     with it, for ``take``)."""
+    from sympy.core.parameters import evaluate as sympy_evaluate
+
     from ..audit import Audit, decision, evaluate_claim, inherit_rejections
 
     kept.fresh = {}
@@ -95,7 +97,10 @@ def audit(kept: Kept, claims_):
             got = pickle.dumps(evaluate_claim(traced(kept.data, log), c, claims_.chips, _values(kept, key, log)),
                                protocol=5)
             kept.put("verdict", key, log, got)
-        verdicts.append(pickle.loads(got))   # a copy: the steps below and Audit add to it
+        # a copy, its SymPy objects rebuilt as they were built: evaluated again, an unevaluated
+        # form (factor_terms' 3*(x/2 + 2*y)) would come back distributed, printed otherwise
+        with sympy_evaluate(False):
+            verdicts.append(pickle.loads(got))   # a copy: the steps below and Audit add to it
     inherit_rejections(verdicts)
     for v in verdicts:
         if v.inherited_from:

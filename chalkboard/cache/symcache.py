@@ -147,6 +147,12 @@ def ship(root: Path) -> Path:
     cache = root / FOLDER
     for old in cache.glob("sympy-*.pickle"):
         old.unlink()
+    # the runs compute everything: the previous SHIPPED, made under the same key (what changed is
+    # outside the key, this module say), would hand them its results, shipped again as they were
+    shipped = root / SHIPPED
+    aside = shipped.with_name(".solved-previous.pickle")
+    if shipped.exists():
+        os.replace(shipped, aside)
     out = Path(tempfile.mkdtemp(prefix="chalkboard-ship-"))
     try:
         for args in SHIP_COMMANDS:
@@ -155,17 +161,28 @@ def ship(root: Path) -> Path:
                                cwd=root, capture_output=True, text=True)
             if r.returncode != 0:
                 raise SystemExit(f"build.py {' '.join(args)} failed:\n{r.stderr[-2000:]}")
+        made = path(root)
+        from sympy.core.parameters import evaluate
+
+        # read as a build reads it (_read): unpickled with evaluation on, a kept form such as
+        # 3*(L*a/2 + 2*N) (factor_terms' unevaluated product) would come back distributed, and a
+        # first build from the shipped file would print formulas otherwise than one that computed them
+        kept = _read(made, evaluate, sealed=True)
+        if not isinstance(kept, dict):
+            raise SystemExit(f"{made}: the results just computed could not be read back")
+        results = {k: v for k, v in kept.items() if k[0] not in NOT_SHIPPED}
+        fd, tmp = tempfile.mkstemp(prefix=".solved-", dir=shipped.parent)
+        with os.fdopen(fd, "wb") as f:
+            pickle.dump({"key": made.name, "results": results}, f, protocol=pickle.HIGHEST_PROTOCOL)
+        os.replace(tmp, shipped)
     finally:
         shutil.rmtree(out, ignore_errors=True)
-    made = path(root)
-    from . import sealed
-
-    results = {k: v for k, v in sealed.read(made).items() if k[0] not in NOT_SHIPPED}
-    fd, tmp = tempfile.mkstemp(prefix=".solved-", dir=(root / SHIPPED).parent)
-    with os.fdopen(fd, "wb") as f:
-        pickle.dump({"key": made.name, "results": results}, f, protocol=pickle.HIGHEST_PROTOCOL)
-    os.replace(tmp, root / SHIPPED)
-    return root / SHIPPED
+        if aside.exists():   # the previous file back if no new one was written
+            if shipped.exists():
+                aside.unlink()
+            else:
+                os.replace(aside, shipped)
+    return shipped
 
 
 if __name__ == "__main__":

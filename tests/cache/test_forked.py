@@ -152,3 +152,16 @@ def test_entries_a_job_adds_to_a_carried_table_reach_the_parent():
         assert _CARRIED_TABLE == {"kept": "the parent's", "new": "measured two forks down"}
     finally:
         _CARRIED_TABLE.clear()
+
+
+def test_a_sympy_result_comes_back_as_the_job_built_it():
+    """A form SymPy keeps unevaluated (factor_terms' 3*(L*a/2 + 2*N)) comes back as it was made, not
+    evaluated again into 3*L*a/2 + 6*N: the report prints a formula the same whether the figures'
+    or the audit's process or the build's own computed it, and .cache/ keeps what was computed."""
+    import sympy as sp
+
+    L, a, N = sp.symbols("L a N")
+    made = sp.factor_terms(sp.cancel(3 * L * a / 2 + 6 * N))
+    assert made.args == (3, L * a / 2 + 2 * N)   # unevaluated: a Mul of 3 and a sum
+    got = Forked("the job", lambda: sp.factor_terms(sp.cancel(3 * L * a / 2 + 6 * N))).result()
+    assert sp.srepr(got) == sp.srepr(made)

@@ -240,3 +240,32 @@ def test_what_is_kept_of_the_report_equals_what_is_computed_again():
         finally:
             del REGISTRY.saved[key]
         assert got == (text, mathml, typst) and got[2].em == typst.em, (kind, name)
+
+
+def test_the_shipped_forms_are_the_ones_computed_now_term_for_term():
+    """A fresh clone's first build prints the closed and board forms shipped in
+    derivations/solved.pickle; a build that computes them (another SymPy, an emptied .cache/ after an
+    edit undone) prints what the code gives. Both must be the same expression tree, not merely equal:
+    3*(L*a/2 + 2*N) and 3*L*a/2 + 6*N are equal and print differently (the shipped file was once
+    read back with SymPy evaluating, which distributes such a product)."""
+    import pickle
+    import sys
+
+    import sympy
+    from chalkboard.cache import symcache
+    from derivations import REGISTRY
+    from derivations._core import _tidy
+    from sympy.core.parameters import evaluate
+
+    if sympy.__version__ != _pinned("sympy") or sys.version_info[:2] != (3, 11):
+        pytest.skip("the shipped results are made with the pinned SymPy on Python 3.11")
+    with open(ROOT / symcache.SHIPPED, "rb") as f, evaluate(False):   # as symcache.load reads it
+        shipped = pickle.load(f)["results"]
+    compared = 0
+    for q in REGISTRY.derived_quantities():
+        closed = _tidy(REGISTRY.expand(q.expr))      # what closed_form and board_form compute, not kept
+        for key, now in ((("closed", q.name, ()), closed), (("board", q.name), REGISTRY.with_constants(closed))):
+            if key in shipped:
+                compared += 1
+                assert sympy.srepr(shipped[key]) == sympy.srepr(now), (key, str(shipped[key]), str(now))
+    assert compared > 2 * 100
