@@ -202,15 +202,17 @@ def plan_rate(model: str = "deepseek-v3") -> tuple[float, int]:
 
 def numpy_csv_script(points: int, where: Path) -> Path:
     """A numpy script that writes what `eval step_time --sweep batch=1:POINTS --csv` writes for
-    the featured pair (the batch, the step time in ms as the table shows it, whether it fits): the inputs are read
-    once by chalkboard and written into the script as numbers, as a hand-written script holds them."""
+    the featured pair (the batch, the step time in s as eval writes it at this many points, whether
+    it fits), at eval's serving set-up:
+    the inputs are read once by chalkboard and written into the script as numbers, as a
+    hand-written script holds them."""
     sys.path.insert(0, str(ROOT))
     from chalkboard.cache import symcache
     symcache.load(ROOT)
     from chalkboard.data import load
     from chalkboard.evaluation.evaluate import Scenario
 
-    sc = Scenario(load(ROOT), "gb200-nvl72", "deepseek-v3")
+    sc = Scenario(load(ROOT), "gb200-nvl72", "deepseek-v3", defaults="serving")   # as eval's
     g = {n: sc._mag(n) for n in ("peak_flops", "hbm_bandwidth", "params_active", "context",
                                   "kv_bytes_per_token", "attention_flops_per_token", "bytes_per_weight",
                                   "chips", "experts", "experts_per_token", "routed_params",
@@ -227,8 +229,8 @@ kv = b * g["context"] * g["kv_bytes_per_token"] / (g["chips"] * g["hbm_bandwidth
 t = np.maximum(compute, weights + kv)
 fill = (g["params_total"] * g["bytes_per_weight"] + b * g["context"] * g["kv_bytes_per_token"]) / (g["chips"] * g["hbm_capacity"])
 table = np.empty(b.size, dtype=[("b", "f8"), ("t", "f8"), ("fits", "U5")])
-table["b"], table["t"], table["fits"] = b, t * 1e3, np.where(fill <= 1, "yes", "no")
-np.savetxt(sys.stdout, table, fmt=("%.17g", "%.17g", "%s"), delimiter=",", header="batch [sequence],step_time [ms],fits", comments="")
+table["b"], table["t"], table["fits"] = b, t, np.where(fill <= 1, "true", "false")
+np.savetxt(sys.stdout, table, fmt=("%.17g", "%.17g", "%s"), delimiter=",", header="batch [sequence],step_time [s],feasible", comments="")
 """)
     return script
 
