@@ -10,7 +10,7 @@ from derivations import REGISTRY
 from ..typeset import printers
 from ..typeset.fmt import sig
 
-from .rules import (_unit_suffix, band_text, DEFINITION, FAILS, HOLDS, judge, judge_rule, loose_text, miss_text,
+from .rules import (_unit_suffix, band_text, listed, DEFINITION, FAILS, HOLDS, judge, judge_rule, loose_text, miss_text,
                     RECOMPUTED, ROUGHLY, Verdict)
 from .claims import _expand, Claim
 
@@ -139,10 +139,10 @@ def _sourced(claim: Claim) -> Verdict:
         wrong = [k for k, x in values.items() if x["verdict"] == FAILS]
         out = [k for k, x in values.items() if x["verdict"] != HOLDS]
         side = "on the claimed side" if part.compare else f"within ×/÷{sig(part.tolerance)}"
-        miss = (f"the median is {side}, but {', '.join(wrong)} {'is' if len(wrong) == 1 else 'are'} "
+        miss = (f"the median is {side}, but {listed(wrong)} {'is' if len(wrong) == 1 else 'are'} "
                 + ("not" if part.compare else f"outside ×/÷{sig(part.band)}") if wrong else
                 f"the median is {side}, but only {len(vals) - len(out)} of {len(vals)} figures are "
-                f"(fewer than two thirds: {', '.join(out)} not)")
+                f"(fewer than two thirds: {listed(out)} not)")
     elif verdict == FAILS or (verdict == ROUGHLY and part.compare):
         miss = miss_text(shown, part.low, part.high, part.compare)
     return Verdict(claim, verdict, summary, text, f"claimed {part.claimed_text} against the cited "

@@ -49,6 +49,17 @@ _PLACEHOLDER = re.compile(r"\{([a-z0-9_]+)\}")
 
 
 # -- judging ------------------------------------------------------------------------------------
+LISTED = 60   # names a verdict's text lists at most: a longer list is read by no one (and Typst
+              # cannot set a paragraph of over 512 ids, each kept from breaking by a show rule)
+
+
+def listed(names: list[str]) -> str:
+    """``names`` joined with commas, the first LISTED of them and how many more."""
+    if len(names) <= LISTED:
+        return ", ".join(names)
+    return ", ".join(names[:LISTED]) + f" and {len(names) - LISTED} more"
+
+
 def judge(value: float, low: float, high: float, tolerance: float = DEFAULT_TOLERANCE,
           band: float = DEFAULT_BAND, compare: str | None = None) -> str:
     """One number against a claim. ``tolerance`` and ``band`` are factors (×/÷), both > 1.

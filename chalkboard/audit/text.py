@@ -5,7 +5,7 @@ from dataclasses import dataclass
 
 from ..typeset.fmt import counted, sig, unit_words
 
-from .rules import (CSS, DEFINITION, DEPENDS, FAILS, HOLDS, INCONCLUSIVE, KIND_TEXT, KINDS, ND, RECOMPUTED, ROUGHLY,
+from .rules import (LISTED, CSS, DEFINITION, DEPENDS, FAILS, HOLDS, INCONCLUSIVE, KIND_TEXT, KINDS, ND, RECOMPUTED, ROUGHLY,
                     rule_of_thumb, Verdict, VERDICTS)
 
 EVIDENCE_KINDS = ("derived", "spec", "input", "sourced")   # judged against data the lecture did not supply
@@ -176,6 +176,7 @@ class Audit:
                 "detail": v.detail, "band": v.band, "scope": v.scope, "miss": v.miss,
                 "per_chip": [{"key": k, "value": _vshow(x), "verdict": x["verdict"], "mark": x.get("mark") or "",
                             "format": x.get("format") or ""} for k, x in v.values.items()],
+                "per_chip_more": max(0, len(v.values) - LISTED),   # the PDF lists the first LISTED
                 "inputs": v.inputs, "flips_if": v.flips_if, "sensitivity": v.sensitivity, "fit": v.fit,
                 "formula_text": v.formula[0] if v.formula else None,
                 "mathml": v.formula[1] if v.formula else None, "typst": v.formula[2] if v.formula else None,

@@ -16,7 +16,7 @@ from ..typeset.fmt import fmt, fmt_named, sig
 from units import parse
 from ..featured import FEATURED_HARDWARE as DEFAULT_HARDWARE, FEATURED_MODEL as DEFAULT_MODEL
 
-from .rules import (_unit_suffix, Verdict, _EDGE, _PLACEHOLDER, AGREES, band_text, DEFINITION, DEPENDS, FAILS,
+from .rules import (_unit_suffix, listed, LISTED, Verdict, _EDGE, _PLACEHOLDER, AGREES, band_text, DEFINITION, DEPENDS, FAILS,
                     HOLDS, INCONCLUSIVE, judge, loose_text, miss_text, ND, RECOMPUTED, REASONABLE_SWEEPS, ROUGHLY,
                     TWO_THIRDS)
 from .scope import _default_chips, Chips
@@ -196,15 +196,15 @@ def _scope_text(ctx, claim: Claim, entries: list[Entry], evaluated: int | None =
     grouped = [f"{e.key} ({e.mark})" for e in entries
                if not e.counted and e.mark and e.mark.startswith("same silicon")]
     if grouped:
-        bits.append("not counted again: " + ", ".join(grouped))
+        bits.append("not counted again: " + listed(grouped))
     unfit = [e.key for e in entries if not e.counted and (e.mark or "").startswith("does not fit")]
     if unfit:
-        bits.append("not counted (the set-up does not fit in HBM): " + ", ".join(unfit))
+        bits.append("not counted (the set-up does not fit in HBM): " + listed(unfit))
     ann = [e.key for e in entries if (e.mark or "").startswith("announced")]
     if ann:
         shown = all(e.counted for e in entries if e.key in ann)
         bits.append(("announced, not shipping: " if shown else "announced, not shipping (shown, not counted): ")
-                    + ", ".join(ann))
+                    + listed(ann))
     if claim.relative_to:
         r = claim.relative_to
         ref = "the previous chip in the list" if r.get("hardware") == "previous" else " × ".join(
@@ -297,11 +297,11 @@ def _numeric_fitting(ctx, claim: Claim, entries: list, fit: list) -> Verdict:
             out = [k for k in mine if judge(vals[k], *args) != HOLDS]
             side = "on the claimed side" if part.compare else f"within ×/÷{sig(part.tolerance)}"
             if wrong:
-                misses.append(f"the median is {side}, but {', '.join(wrong)} {'is' if len(wrong) == 1 else 'are'} "
+                misses.append(f"the median is {side}, but {listed(wrong)} {'is' if len(wrong) == 1 else 'are'} "
                               + ("not" if part.compare else f"outside ×/÷{sig(part.band)}"))
             else:
                 misses.append(f"the median is {side}, but only {len(mine) - len(out)} of {len(mine)} values are "
-                              f"(fewer than two thirds: {', '.join(out)} not)")
+                              f"(fewer than two thirds: {listed(out)} not)")
         elif v == FAILS or (v == ROUGHLY and part.compare):   # a bound missed, within its tolerance or not
             misses.append(miss_text(summ, part.low, part.high, part.compare))
         elif v == HOLDS and loose_text(summ, part.low, part.compare):   # a bound that holds: how loose
@@ -310,7 +310,9 @@ def _numeric_fitting(ctx, claim: Claim, entries: list, fit: list) -> Verdict:
             if rec["name"] not in {r["name"] for r in inputs}:
                 inputs.append(rec)
     if all_skipped:
-        details.append("not evaluated: " + "; ".join(f"{k} ({m})" for k, m in all_skipped.items()))
+        skipped = [f"{k} ({m})" for k, m in all_skipped.items()]
+        details.append("not evaluated: " + "; ".join(skipped[:LISTED])
+                       + (f"; and {len(skipped) - LISTED} more" if len(skipped) > LISTED else ""))
     formula, derivation = None, []
     try:
         formula = _formula(sc0, claim.parts[0])
