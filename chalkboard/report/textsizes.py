@@ -37,8 +37,9 @@ def install() -> None:
     import matplotlib
     import matplotlib.text as mtext
 
-    if getattr(mtext._get_text_metrics_with_cache, "per_process", False):
-        return
+    kept = getattr(mtext, "_get_text_metrics_with_cache", None)
+    if kept is None or getattr(kept, "per_process", False):
+        return   # a matplotlib without that internal measures as it does (the figures are the same)
     from ..cache.forked import carry
 
     carry("text sizes", SIZES)
