@@ -116,8 +116,9 @@ def _values(kept: Kept, claim_key, log: set):
 
     def value(key, compute):
         got = kept.get("value", (claim_key, key))
-        reads = kept.parts.get(("value", kept.settings, (claim_key, key)), ({},))[0]
-        if got is MISS:
+        if got is not MISS:
+            reads = kept.parts["value", kept.settings, (claim_key, key)][0]   # what it read, digested
+        else:
             reads = set()
             try:
                 got = ("value", compute(traced(kept.data, reads)))

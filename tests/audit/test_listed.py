@@ -8,7 +8,7 @@ import dataclasses
 import re
 from pathlib import Path
 
-from chalkboard.audit import read_claims
+from chalkboard.audit import Audit, read_claims
 from chalkboard.audit.rules import LISTED, listed
 from chalkboard.audit.verdicts import evaluate_claim
 from chalkboard.data import load
@@ -36,3 +36,7 @@ def test_a_rule_over_many_chips_names_at_most_listed_of_them():
     for t in texts:
         for part in t.split(";"):
             assert len(ids.findall(part)) <= LISTED + 3, part[:300]
+    # the PDF's card lists the first LISTED values and says how many more (the page lists them all)
+    card = Audit([v]).for_report()["claims"][0]
+    assert len(card["per_chip"]) == len(v.values) > LISTED
+    assert card["per_chip_more"] == len(v.values) - LISTED
