@@ -36,7 +36,8 @@ def test_sweep_compare_audit_plan_are_tables_and_dicts():
     kv = rows[0]["values"]["kv_per_chip"]
     assert kv["answered_as"] == "kv_per_chip_layout" and kv["unit"] == "GB/chip"
     assert kv["value"] == pytest.approx(16 * 4096 * 61 * 576 * 2 / 1e9, rel=1e-9)
-    assert rows.to_csv().splitlines()[0] == "hardware,model,kv_per_chip [GB/chip],feasible,formats"
+    assert rows.to_csv().splitlines()[0] == ("hardware,model,chips [chip],layout,batch [sequence],kv_per_chip [GB/chip],"
+                                            "feasible,formats")
     claims = cb.verdicts()
     assert len(claims) > 100 and {"id", "verdict"} <= set(claims[0])
     best = cb.plan("llama-3-70b", min_tokens_per_user=30)["best"]

@@ -46,33 +46,36 @@ def cmd_eval(args) -> int:
     for n, d in enumerate(answers):
         if n:
             print()
-        _print_one(d, sc, layouts)
+        _print_one(d, sc, layouts, args.explain)
     return 0
 
 
-def _print_one(d: dict, sc, layouts) -> None:
-    """One evaluated quantity as text: the value, the set-up, the fit, the formula and its inputs."""
+def _print_one(d: dict, sc, layouts, explain: bool = False) -> None:
+    """One evaluated quantity as text: the value and its range, the set-up, the layout, the fit, the
+    defaults it read, its terms and collectives; ``explain`` adds the definition, the closed and
+    board forms and every input with its source."""
     from derivations import REGISTRY
 
     print(f"{d['quantity']} = {d['display']}   ({d['meaning']})")
     if "range" in d:
         print(f"  range      : {d['range']['display']} ({d['range']['why']})")
-    print(f"  on {d['hardware']} x {d['model']}; {sc.formats_text()}")
+    print(f"  set-up     : {d['hardware']} x {d['model']}; {sc.formats_text()}")
     if d["layout"] and d["layout"].get("chips") == 1:
         print("  layout     : one chip (nothing split, nothing crosses a link)")
     elif d["layout"]:
         print(f"  layout     : {layouts.text(d['layout'])}")
     else:   # the chips the answer spreads over, said up front where they were not given
         chips = next((i for i in d["inputs"] if i["name"] == "chips"), None)
-        if chips is not None and chips["source"] != "--set":
-            print(f"  chips      : {chips['display']} ({chips['source']})")
+        if chips is not None and chips["source"] != "--set" and "chips" not in d.get("defaults", {}):
+            print(f"  chips      : {chips['display']}")
     if "asked" in d:
         e = d["even_spread"]
-        n = sc.mag("chips")
-        print(f"  asked      : {d['asked']}, answered under the deployed layout; the lecture's even spread "
-              f"over {n:g} chip{'s' if n != 1 else ''} (--layout even): {e.get('display') or e['not_applicable']}")
-    fit = {True: "yes", False: "NO", None: "n/a"}[d["feasible"]]
-    print(f"  feasible   : {fit} ({d['feasibility']})")
+        print(f"  asked      : {d['asked']}, answered under the deployed layout (--layout even, the lecture's "
+              f"even spread: {e.get('display') or e['not_applicable']})")
+    if d["feasible"] is not None:
+        print(f"  fits       : {'yes' if d['feasible'] else 'NO'} ({d['feasibility']})")
+    if d.get("context_raised"):
+        print(f"  context    : {d['context_raised']['display']}, {d['context_raised']['why']}")
     if d.get("defaults"):
         told = ", ".join(f"{n} = {v}" for n, v in d["defaults"].items())
         print(f"  defaults   : {told} (not given: the serving defaults"
@@ -85,6 +88,11 @@ def _print_one(d: dict, sc, layouts) -> None:
     if evidence:   # an expected number: the efficiencies it assumed, and the measurements behind them
         assumed = ", ".join(e["name"] + " = " + e["display"] for e in evidence)
         print(f"  assumed    : {assumed}; {evidence[0]['source']}")
+    if not explain:
+        n = len(d["inputs"])
+        print("  (--explain: its source)" if REGISTRY[d["quantity"]].is_input else
+              f"  (--explain: the definition, closed form and the {n} input{'s' if n != 1 else ''} with their sources)")
+        return
     if not REGISTRY[d["quantity"]].is_input:   # an input has no definition: never "N_total = N_total"
         print(f"  definition : {d['symbol']} = {d['definition']}")
         print(f"  closed form: {d['symbol']} = {d['expression']}")
@@ -195,7 +203,12 @@ def cmd_compare(args) -> int:
     if (ROOT / "measurements.yaml").exists():   # the fitted engine model, read if an expected number asks
         from chalkboard.validation import evidence
         fitted = evidence(ROOT, data)
-    rows = sw.compare(data, hardware, models, names, parse_sets(args.set), fitted, asked, defaults="serving")
+    sets = parse_sets(args.set)
+    if args.chips is not None:
+        if "chips" in sets:
+            raise UserError("--chips and --set chips=... both given: give one")
+        sets["chips"] = args.chips
+    rows = sw.compare(data, hardware, models, names, sets, fitted, asked, defaults="serving")
     if args.json:
         print(sw.as_json(rows))
     elif args.csv:
@@ -203,7 +216,10 @@ def cmd_compare(args) -> int:
     else:
         print(sw.aligned(sw.compare_table(rows, asked)))
         if any(not r["feasible"] for r in rows):
-            print("† the set-up does not fit in the chips' HBM (see `eval ... ` for the reason)")
+            print("† the set-up does not fit in the engine's share of the chips' HBM (see `eval ...` for the reason)")
+        if args.chips is None and "chips" not in sets and len({r["chips"] for r in rows}) > 1:
+            print("note: each row is on the fewest chips that hold its model (the chips column); --chips N "
+                  "compares them on the same number", file=sys.stderr)
     if note:
         print(note, file=sys.stderr)
     return 0

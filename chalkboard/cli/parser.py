@@ -151,7 +151,10 @@ def make_parser() -> argparse.ArgumentParser:
     e.add_argument("--model", help=f"model id (default: the --model-config model, else {DEFAULT_MODEL})")
     e.add_argument("--set", action="append", metavar="NAME=VALUE",
                    help='override an input, e.g. --set hbm_bandwidth="8.1e11 B/s" --set batch=128')
-    e.add_argument("--json", action="store_true", help="print one JSON object")
+    e.add_argument("--json", action="store_true", help="print one JSON object (everything --explain prints)")
+    e.add_argument("--explain", action="store_true",
+                   help="also print the definition, the closed form with every quantity expanded to the inputs, "
+                        "the board form, and each input with its value and source")
     e.add_argument("--sweep", action="append", metavar="NAME=SPEC",
                    help="sweep an input over a grid (up to three, crossed): a,b,c | start:stop:log (every "
                         "doubling) | start:stop:N[:log] | start:stop (whole numbers); e.g. --sweep batch=1:65536:log")
@@ -163,12 +166,17 @@ def make_parser() -> argparse.ArgumentParser:
     cp = sub.add_parser(
         "compare", parents=[common], help="one table of quantities across chips and models",
         description="Evaluate quantities for several chips and models side by side, with their number "
-                    "formats, and flag set-ups whose weights and KV cache do not fit in HBM. Each column "
-                    "keeps the name asked, in the unit its header names; the workload not given is eval's "
-                    "(64 sequences of 4,096 tokens on the fewest chips that hold the model).")
+                    "formats, and flag set-ups whose weights and KV cache do not fit in the engine's share of "
+                    "HBM (engine_memory_share, 90%%). Each row names its deployment (chips, layout, batch); "
+                    "each column keeps the name asked, in the unit its header names. The workload not given "
+                    "is eval's: 64 sequences of 4,096 tokens on the fewest chips that hold the model, which "
+                    "differs from chip to chip (--chips N holds it the same for every row).")
     cp.add_argument("quantity", nargs="+", help="quantity names (see `build.py list quantities`)")
     cp.add_argument("--hardware", help="comma-separated hardware ids (default: every chip)")
     cp.add_argument("--model", help=f"comma-separated model ids (default: {DEFAULT_MODEL})")
+    cp.add_argument("--chips", metavar="N",
+                    help="the same number of chips for every row (as --set chips=N); not given, each row takes the "
+                         "fewest chips that hold its model, and the table names them")
     cp.add_argument("--set", action="append", metavar="NAME=VALUE", help="override an input for every row")
     cp.add_argument("--json", action="store_true", help="print JSON")
     cp.add_argument("--csv", action="store_true", help="print CSV")

@@ -16,6 +16,9 @@ from .dependence import _derived_below, _fields_to_inputs
 from .settings import (AT_MOST, AT_ONE_SEQUENCE, BELOW, DIVIDES, FORMAT_KEYS, LAYOUT_DEGREES, ORDERED, SELECT_KEYS,
                        SERVING_WORKLOAD, SETTLED_BY, WHOLE_NUMBERS)
 
+# why a context was raised (eval names it beside the defaults it took)
+CONTEXT_RAISED = ("raised to hold the prompt and its answer, pass_tokens + output_tokens, which each sequence's KV "
+                  "cache keeps (--set context=... to choose)")
 # (name, text) of a setting -> (input, quantity), as _parse_overrides checks and converts it: the
 # audit, the figures and the measurements make thousands of scenarios from a few dozen settings
 _SET_PARSED: dict = {}
@@ -139,12 +142,44 @@ class Defaults:
                 raise InputError(f"--set {part}={a:g}: {self.model.id}'s {whole} ({b:g}) is not a multiple of "
                                  f"it: {why}")
 
+    def _prompt_within_context(self) -> None:
+        """A prompt (pass_tokens) longer than the context cannot fit in it: each sequence's KV cache
+        holds its whole prompt and then its answer. Both given and the prompt longer: refused. The
+        context not given: raised to the prompt and its answer (pass_tokens + output_tokens) where
+        they are longer than the default, held and said, so the fit and every KV term count the
+        tokens the prompt caches."""
+        o = self.overrides
+        if "pass_tokens" not in o:
+            return
+        unit = "token/sequence"
+        prompt = o["pass_tokens"].to(unit).magnitude
+        if "context" in o:
+            ctx = o["context"].to(unit).magnitude
+            if prompt > ctx * (1 + 1e-12):
+                raise InputError(f"--set pass_tokens={prompt:,.0f}: the prompt is longer than the context of "
+                                 f"{ctx:,.0f} tokens each sequence's KV cache holds: raise --set context to at least "
+                                 f"{prompt:,.0f} (or leave it out: then it is the prompt and its answer)")
+            return
+        if self.defaults == "serving":
+            ctx = parse(SERVING_WORKLOAD["context"][0]).to(unit).magnitude
+        else:
+            ctx = parse(REGISTRY["context"].default).to(unit).magnitude
+        need = prompt + self.mag("output_tokens", unit)
+        self._cache.clear()
+        self._mags.clear()
+        self.records.clear()
+        self.used.clear()
+        if need > ctx:
+            self.pinned["context"] = (Quantity(need, unit), CONTEXT_RAISED)
+
     def _serving_defaults(self) -> None:
         """The serving workload (settings.SERVING_WORKLOAD) where the user gave none, and the copy on
         the fewest chips that hold the model and its KV cache under the default layout, up to one
         scale-up domain (all of it where none fewer do); held, so every quantity reads them."""
         o = self.overrides
-        pins = {n: (parse(text), why) for n, (text, why) in SERVING_WORKLOAD.items() if n not in o}
+        pins = {n: (parse(text), why) for n, (text, why) in SERVING_WORKLOAD.items()
+                if n not in o and n not in self.pinned}
+        pins.update({n: self.pinned[n] for n in SERVING_WORKLOAD if n in self.pinned})
         if "chips" not in o and not any(n in o for n in LAYOUT_DEGREES):
             try:
                 chips = self._fewest_chips({**{n: v for n, (v, _) in pins.items()}})
@@ -177,7 +212,7 @@ class Defaults:
             fill = probe.fill_layout()
             if fill is None:
                 return None
-            if fill <= 1:
+            if probe.fits_within(fill):
                 return (Quantity(c, "chip"), f"serving default: the fewest chips (of the {most:g} of one scale-up "
                                              f"domain) that hold the weights and the KV cache under the default "
                                              f"layout (--set chips=...)")

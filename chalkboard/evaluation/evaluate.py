@@ -90,6 +90,7 @@ class Scenario(Defaults, Fit, Expected):
             raise InputError(f"defaults={defaults!r}: expected one of {', '.join(DEFAULTS)}")
         self.defaults = defaults
         self._coherent()
+        self._prompt_within_context()
         if defaults == "serving":
             self._serving_defaults()
         self._follow_layout()

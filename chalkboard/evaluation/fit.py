@@ -1,6 +1,9 @@
-"""Does a set-up fit? Each chip's weights and KV cache against its HBM: evenly spread, pipelined,
-or laid out by tp, dp_attention, ep and pp; and which fit judges which quantity (Scenario mixes
-this in)."""
+"""Does a set-up fit? Each chip's weights and KV cache against the serving engine's share of its
+HBM (engine_memory_share, 0.9 by default: the rest holds activations, workspace and the runtime):
+evenly spread, pipelined, or laid out by tp, dp_attention, ep and pp; and which fit judges which
+quantity (Scenario mixes this in). One rule for every command: eval, compare, sweeps, plan, the
+explorer and the library all call a set-up that needs more than the engine's share unfit, and show
+the physical fill (the share of the whole HBM) beside it."""
 from __future__ import annotations
 
 from . import compiled
@@ -42,20 +45,33 @@ class Fit:
             self._fits[batch] = None
             return None
         reason = None
-        if w > cap:
+        if not self.fits_within(w / cap):
             reason = (f"does not fit: the weights alone need {self._shown('weights_per_chip', w)} on "
-                      f"{chips:g} chips, more than the {self._shown('hbm_capacity')} of HBM each has")
-        elif w + kv > cap:
+                      f"{chips:g} chips, more than {self._budget()} of HBM each has ({w / cap:.0%} of it)")
+        elif not self.fits_within((w + kv) / cap):
             try:
-                most = f"; at most {self._shown('max_batch_capacity')} fit"
+                most = f"; at most {self._shown('max_batch_engine')} fit"
             except MissingInput:
                 most = "; not one sequence fits beside the weights"
             reason = (f"does not fit: weights and the KV cache of {batch:,.0f} sequences of "
-                      f"{self._shown('context')} need {self._shown('weights_per_chip', w + kv)}, more than the "
-                      f"{self._shown('hbm_capacity')} of HBM ({(w + kv) / cap:.0%}){most}, so a step would read "
-                      f"more than the whole HBM")
+                      f"{self._shown('context')} need {self._shown('weights_per_chip', w + kv)}, more than "
+                      f"{self._budget()} of HBM ({(w + kv) / cap:.0%} of it){most}")
         self._fits[batch] = reason
         return reason
+
+    def memory_share(self) -> float:
+        """The share of each chip's HBM a set-up may fill and still fit (engine_memory_share)."""
+        return self.mag("engine_memory_share", "")
+
+    def _budget(self) -> str:
+        """"the engine's 90% of the 80 GB": the budget a reason names."""
+        share = self.memory_share()
+        whole = self._shown("hbm_capacity")
+        return f"all {whole}" if share == 1 else f"the engine's {share:.0%} of the {whole}"
+
+    def fits_within(self, fill: float | None) -> bool | None:
+        """Whether a physical fill (share of the whole HBM) is within the engine's share; None if unknown."""
+        return None if fill is None else fill <= self.memory_share() * (1 + 1e-12)
 
     def fill_pipelined(self) -> float | None:
         """Share of each chip's HBM a pipelined set-up needs (hbm_fill_pipelined); None if unknown."""
@@ -74,14 +90,14 @@ class Fit:
 
     def _fit_pipelined(self) -> str | None:
         fill = self.fill_pipelined()
-        if fill is None or fill <= 1:
+        if fill is None or self.fits_within(fill):
             return None
         stages = self.mag("pipeline_stages", "")
         return (f"does not fit: with {stages:g} pipeline stage{'s' if stages != 1 else ''} of "
                 f"{self._shown('chips')} and one micro-batch of {self._shown('balance_batch')} per "
                 f"stage in flight, each chip needs {self._shown('weights_per_chip_pipelined')} of weights "
-                f"and {self._shown('kv_per_chip_pipelined')} of KV cache, more than its "
-                f"{self._shown('hbm_capacity')} of HBM ({fill:.0%}); more stages shrink only the weights")
+                f"and {self._shown('kv_per_chip_pipelined')} of KV cache, more than {self._budget()} of HBM "
+                f"({fill:.0%} of it); more stages shrink only the weights")
 
     def fit_layout(self, batch: float | None = None) -> str | None:
         """None if, under the layout (tp, dp_attention, ep, pp), each chip's weights and KV cache of
@@ -114,15 +130,15 @@ class Fit:
         except (MissingInput, NotApplicable):
             return None
         b = self.mag("batch", "sequence") if batch is None else batch
-        if w > cap:
+        if not self.fits_within(w / cap):
             return (f"does not fit: under the layout ({layout}) each chip holds "
-                    f"{self._shown('weights_per_chip_layout', w)} of weights, more than its "
-                    f"{self._shown('hbm_capacity')} of HBM")
-        if need > cap:
+                    f"{self._shown('weights_per_chip_layout', w)} of weights, more than {self._budget()} of "
+                    f"HBM ({w / cap:.0%} of it)")
+        if not self.fits_within(need / cap):
             return (f"does not fit: under the layout ({layout}) each chip needs "
                     f"{self._shown('memory_per_chip_layout', need)} for its weights and the KV cache of "
-                    f"{b:,.0f} sequence{'s' if b != 1 else ''} of {self._shown('context')}, more than its "
-                    f"{self._shown('hbm_capacity')} of HBM ({need / cap:.0%})")
+                    f"{b:,.0f} sequence{'s' if b != 1 else ''} of {self._shown('context')}, more than "
+                    f"{self._budget()} of HBM ({need / cap:.0%} of it)")
         return None
 
     def _shown(self, name: str, base_mag: float | None = None) -> str:

@@ -86,21 +86,23 @@ def collectives(sc, name: str) -> list[dict]:
     """Each communication term ``name`` reads under the layout, with the algorithm it runs and the
     network it crosses (eval's "collectives" line): [] where the quantity reads none."""
     leaves = {l.name for l in REGISTRY.leaves(name)}
+    reads = _reads(name) | {name}
     out = []
     try:
         tp, ep = sc.mag("tp"), sc.mag("ep")
         if "tp_offdomain_share" in leaves and tp > 1:
-            if sc.mag("direct_collectives") == 0:   # a reduce-scatter and an all-gather, tp − 1 steps each
-                algo = f"ring ({sc.mag('allreduce_phases') * (tp - 1):g} steps each)"
-            else:
-                one, two = sc.mag("tp_allreduce_time_one_shot"), sc.mag("tp_allreduce_time_two_shot")
-                algo = "one-shot (1 step each)" if one <= two else "two-shot (2 steps each)"
             off = sc.mag("tp_offdomain_share") > 0
             net = (f"over the scale-out network at {fmt(sc.value('offdomain_bandwidth'))} (the group of {tp:g} "
                    f"spans scale-up domains of {sc.mag('scaleup_domain'):g})" if off else
                    f"within one scale-up domain at {fmt(sc.value('scaleup_bandwidth'))}")
-            out.append({"term": "tp_comm_time", "collective": "all-reduce", "algorithm": algo,
-                        "text": f"tensor-parallel all-reduces over {tp:g} chips: {algo}, {net}"})
+            # the algorithm as the term that costs it chose it: a prefill's all-reduces carry every
+            # prompt token, so the faster of one- and two-shot can differ from a decode step's
+            passes = [(t, w) for t, w in (("tp_comm_time", ""), ("prefill_tp_comm_time", "prefill "))
+                      if t in reads] or [("tp_comm_time", "")]
+            for term, what in passes:
+                algo = _allreduce_algorithm(sc, tp, prefill=term.startswith("prefill"))
+                out.append({"term": term, "collective": "all-reduce", "algorithm": algo,
+                            "text": f"{what}tensor-parallel all-reduces over {tp:g} chips: {algo}, {net}"})
         if "ep_offdomain_share" in leaves and ep > 1 and sc.mag("moe_layers") > 0:
             # the shares of a chip's dispatch as ep_comm_time has them: 1/ep to its own experts, on no link
             f, own = sc.mag("ep_offdomain_share"), 1 / ep
@@ -110,7 +112,6 @@ def collectives(sc, name: str) -> list[dict]:
             out.append({"term": "ep_comm_time", "collective": "all-to-all", "algorithm": "direct (1 step each way)",
                         "text": f"expert all-to-all over {ep:g} chips: direct, one step each way, {net}, and the "
                                 f"{own:.0%} for the chip's own experts stays on it"})
-        reads = _reads(name)
         if "pp_comm_time" in reads and sc.mag("pp") > 1:
             out.append({"term": "pp_comm_time", "collective": "send/receive", "algorithm": "point to point (1 hop)",
                         "text": f"pipeline hops between {sc.mag('pp'):g} stages: point to point, one hop each, over "
@@ -122,6 +123,24 @@ def collectives(sc, name: str) -> list[dict]:
     except (MissingInput, InputError):
         return out
     return out
+
+
+def _allreduce_algorithm(sc, tp: float, prefill: bool) -> str:
+    """The all-reduce the step's (or, ``prefill``, the prefill's) tensor-parallel term costs: a ring
+    where chips do not all reach each other in one hop, else the faster of one- and two-shot at the
+    bytes that term sends (a prefill's are a decode step's with every new prompt token in place of
+    the one new token: the batch scaled by them, as prefill_tp_comm_time is tp_comm_time at them)."""
+    if sc.mag("direct_collectives") == 0:   # a reduce-scatter and an all-gather, tp − 1 steps each
+        return f"ring ({sc.mag('allreduce_phases') * (tp - 1):g} steps each)"
+    names = ["tp_allreduce_time_one_shot", "tp_allreduce_time_two_shot"]
+    if prefill:
+        tokens = sc.mag("pass_tokens", "token/sequence") * (1 - sc.mag("prefix_cache_share", ""))
+        batch = sc.mag("batch", "sequence") * tokens / sc.mag("tokens_per_step", "token/sequence")
+        at = sc.sweep_many(names, {"batch": ([batch], "sequence")})
+        one, two = float(at[names[0]][0]), float(at[names[1]][0])
+    else:
+        one, two = sc.mag(names[0]), sc.mag(names[1])
+    return "one-shot (1 step each)" if one <= two else "two-shot (2 steps each)"
 
 
 def _reads(name: str) -> set[str]:

@@ -17,6 +17,7 @@ from ..data import Data
 from .evaluate import MissingInput, Scenario
 from .dependence import (MEASURED_SECTIONS, TRAINING_CHAPTERS, _derived_below, flag_kind, read_shared,
                          setup_dependence)
+from .defaults import CONTEXT_RAISED
 from .settings import AT_ONE_SEQUENCE, SETTLED_BY
 from .walk import DimensionMismatch
 from ..typeset.fmt import fmt, fmt_named, split, split_named
@@ -299,7 +300,8 @@ def feasibility(sc: Scenario, name: str | None = None) -> dict:
             if fill is None:
                 return {"feasible": None, "reason": "unknown: an input of the memory fit is not published"}
             return {"feasible": True, "reason": f"pipelined: each chip's share of the weights and of one "
-                                                f"micro-batch's KV cache per stage fills {fill:.0%} of its HBM"}
+                                                f"micro-batch's KV cache per stage fills {fill:.0%} of its HBM"
+                                                f"{_within(sc)}"}
         if on in ("layout", "layout1"):
             why, fill = sc.fit_for(on), sc.fill_layout(None if on == "layout" else 1.0)
             if why is not None:
@@ -308,7 +310,8 @@ def feasibility(sc: Scenario, name: str | None = None) -> dict:
                 return {"feasible": None, "reason": "unknown: an input of the memory fit is not published"}
             b = 1.0 if on == "layout1" else sc.mag("batch", "sequence")
             return {"feasible": True, "reason": f"under the layout, each chip's weights and the KV cache of "
-                                                f"{b:,.0f} sequence{'s' if b != 1 else ''} fill {fill:.0%} of its HBM"}
+                                                f"{b:,.0f} sequence{'s' if b != 1 else ''} fill {fill:.0%} of its HBM"
+                                                f"{_within(sc)}"}
         if on == "chips":
             batch = 1.0
     why = sc.fit(batch)
@@ -318,7 +321,14 @@ def feasibility(sc: Scenario, name: str | None = None) -> dict:
     if fill is None:
         return {"feasible": None, "reason": "unknown: an input of the memory fit is not published"}
     b = batch or sc.value("batch").to("sequence").magnitude
-    return {"feasible": True, "reason": f"weights and the KV cache of {b:,.0f} sequence{'s' if b != 1 else ''} fill {fill:.0%} of each chip's HBM"}
+    return {"feasible": True, "reason": f"weights and the KV cache of {b:,.0f} sequence{'s' if b != 1 else ''} "
+                                        f"fill {fill:.0%} of each chip's HBM{_within(sc)}"}
+
+
+def _within(sc: Scenario) -> str:
+    """", within the engine's 90%": the rule a "fits" was judged by (evaluation/fit.py)."""
+    share = sc.memory_share()
+    return "" if share == 1 else f", within the engine's {share:.0%} (engine_memory_share)"
 
 
 def board_form(name: str):
@@ -379,8 +389,13 @@ def describe_as_asked(sc: Scenario, asked: str, layout: str = "deployed") -> dic
         except MissingInput as e:
             d["even_spread"] = {"quantity": asked, "not_applicable": str(e)}
     d["layout"] = layouts.degrees(sc) if setup_dependence(name) in ("layout", "layout1") else {}
-    # the serving defaults the set-up took (eval names them: a default can be why it does not fit)
-    d["defaults"] = {n: fmt_named(n, v) for n, (v, why) in sc.pinned.items() if why.startswith("serving default")}
+    # the serving defaults the set-up took and this quantity reads (eval names them: a default can be
+    # why it does not fit); the chips wherever a layout is shown, since its degrees follow from them
+    read = {i["name"] for i in d["inputs"]} | ({"chips"} if d["layout"] else set())
+    d["defaults"] = {n: fmt_named(n, v) for n, (v, why) in sc.pinned.items()
+                     if why.startswith("serving default") and n in read}
+    if "context" in sc.pinned and sc.pinned["context"][1] == CONTEXT_RAISED and "context" in read:
+        d["context_raised"] = {"display": fmt_named("context", sc.pinned["context"][0]), "why": CONTEXT_RAISED}
     d["breakdown"] = layouts.breakdown(sc, name)
     d["collectives"] = layouts.collectives(sc, name) if d["layout"] else []
     ends = sc.spread(name)

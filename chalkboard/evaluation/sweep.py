@@ -104,7 +104,8 @@ def sweep(sc: Scenario, quantities: list[str], axes: list[tuple[str, np.ndarray]
     want = list(dict.fromkeys(quantities + [fill]))
     if _rechosen(names, want):
         out = _point_by_point(sc, want, flat)
-        return {"axes": flat, "columns": {q: out[q] for q in quantities}, "fill": out.get(fill)}
+        return {"axes": flat, "columns": {q: out[q] for q in quantities}, "fill": out.get(fill),
+                "share": _share(sc, flat)}
     fitted = _fitted_efficiency(sc, want, flat)
     at = {**flat, **(fitted[0] if fitted else {})}   # the engine model's inputs at each point, held
     try:
@@ -119,7 +120,28 @@ def sweep(sc: Scenario, quantities: list[str], axes: list[tuple[str, np.ndarray]
         for q in reading:
             lo, hi = np.minimum(ends[0][q], ends[1][q]), np.maximum(ends[0][q], ends[1][q])
             columns[q + RANGE_SUFFIXES[0]], columns[q + RANGE_SUFFIXES[1]] = lo, hi
-    return {"axes": flat, "columns": columns, "fill": out.get(fill)}
+    return {"axes": flat, "columns": columns, "fill": out.get(fill), "share": _share(sc, flat)}
+
+
+def _share(sc: Scenario, flat: dict):
+    """The engine's share of the HBM a point may fill and still fit (evaluation/fit.py), swept or held."""
+    if "engine_memory_share" in flat:
+        return flat["engine_memory_share"]
+    try:
+        return sc.memory_share()
+    except MissingInput:
+        return 1.0
+
+
+def fits(result: dict) -> np.ndarray:
+    """Each point's fit as 1.0 (fits), 0.0 (does not) or NaN (unknown): its physical fill within the
+    engine's share of the HBM, the rule eval states."""
+    fill = result["fill"]
+    size = next(iter(result["axes"].values())).size
+    if fill is None:
+        return np.full(size, np.nan)
+    share = np.broadcast_to(np.asarray(result.get("share", 1.0), dtype=float), fill.shape)
+    return np.where(np.isnan(fill), np.nan, (fill <= share * (1 + 1e-12)).astype(float))
 
 
 RANGE_SUFFIXES = ("_low", "_high")   # an expected number's range, as columns beside it
@@ -277,12 +299,12 @@ def sweep_table(result: dict, quantities: list[str]) -> list[list[str]]:
     heads = [f"{n} [{unit_of(n)}]" for n in result["axes"]] + [f"{q} [{shown[q][0]}]" for q in quantities] + ["fits"]
     rows = [heads]
     size = next(iter(result["axes"].values())).size
+    ok = fits(result)
     for i in range(size):
-        fill = result["fill"][i] if result["fill"] is not None else float("nan")
-        fits = "n/a" if math.isnan(fill) else "yes" if fill <= 1 else "NO †"
+        fits_ = "n/a" if math.isnan(ok[i]) else "yes" if ok[i] else "NO †"
         rows.append([sig(v[i]) for v in result["axes"].values()]
                     + [("n/a" if math.isnan(result["columns"][q][i]) else sig(result["columns"][q][i] * shown[q][1]))
-                       for q in quantities] + [fits])
+                       for q in quantities] + [fits_])
     return rows
 
 
@@ -301,12 +323,12 @@ def sweep_records(result: dict, quantities: list[str]) -> list[dict]:
     size = next(iter(result["axes"].values())).size
     units = column_units(result, quantities)
     recs = []
+    ok = fits(result)
     for i in range(size):
-        fill = result["fill"][i] if result["fill"] is not None else float("nan")
         r = {n: (int(v[i]) if n in WHOLE_NUMBERS else float(v[i])) for n, v in result["axes"].items()}
         r.update({q: (None if math.isnan(result["columns"][q][i]) else float(result["columns"][q][i]) * units[q][1])
                   for q in quantities})
-        r["feasible"] = None if math.isnan(fill) else bool(fill <= 1)
+        r["feasible"] = None if math.isnan(ok[i]) else bool(ok[i])
         recs.append(r)
     return recs
 
@@ -340,11 +362,8 @@ def sweep_csv(result: dict, quantities: list[str], chunk: int = 65_536):
             text[i] = ""
         cols.append(text)
     size = next(iter(result["axes"].values())).size
-    fill = result["fill"]
-    if fill is None:
-        cols.append([""] * size)
-    else:
-        cols.append(np.where(np.isnan(fill), "", np.where(fill <= 1, CSV_TRUE, CSV_FALSE)).tolist())
+    ok = fits(result)
+    cols.append(np.where(np.isnan(ok), "", np.where(ok == 1, CSV_TRUE, CSV_FALSE)).tolist())
     yield ",".join([*(f"{n} [{unit_of(n)}]" for n in result["axes"]), *(f"{q} [{shown[q][0]}]" for q in quantities),
                     "feasible"]) + "\n"
     for start in range(0, size, chunk):
@@ -376,7 +395,8 @@ def compare(data, hardware: list[str], models: list[str], quantities: list[str],
         for mid in models:
             sc = Scenario(data, hid, mid, dict(overrides), defaults=defaults)
             sc.evidence = evidence
-            row = {"hardware": hid, "model": mid, "formats": sc.formats_text(), "values": {}}
+            row = {"hardware": hid, "model": mid, **deployment(sc, laid_out), "formats": sc.formats_text(),
+                   "values": {}}
             for a, q in zip(asked, quantities):
                 named = {"answered_as": q} if q != a else {}
                 try:
@@ -401,16 +421,46 @@ def compare(data, hardware: list[str], models: list[str], quantities: list[str],
     return rows
 
 
+def deployment(sc: Scenario, laid_out: bool) -> dict:
+    """The deployment a row describes: its chips, its layout's degrees (where the quantities are
+    answered under one) and its batch, so rows on different chip counts are never read as alike."""
+    from .layouts import DEGREES, degrees
+
+    def whole(v):
+        return int(v) if float(v).is_integer() else v
+
+    out = {}
+    for name, unit in (("chips", "chip"), ("batch", "sequence")):
+        try:
+            out[name] = whole(sc.mag(name, unit))
+        except (MissingInput, InputError):
+            out[name] = None
+    lay = degrees(sc) if laid_out else {}
+    out["layout"] = {n: lay[n] for n in DEGREES} if lay else None
+    if lay:
+        out["chips"] = lay["chips"]
+    return out
+
+
+def layout_short(layout: dict | None) -> str:
+    """"tp4·dp1·ep1·pp1": a row's layout in a table cell ("even" for the lecture's even spread)."""
+    if not layout:
+        return "even"
+    return "·".join(f"{k.split('_')[0]}{v:g}" for k, v in layout.items())
+
+
 def compare_table(rows: list[dict], quantities: list[str]) -> list[list[str]]:
     units = {q: rows[0]["values"][q]["unit"] if rows else unit_of(q) for q in quantities}
-    out = [["hardware", "model"] + [f"{q} [{units[q]}]" for q in quantities] + ["fits", "formats (weights, KV, compute)"]]
+    out = [["hardware", "model", "chips", "layout", "batch"] + [f"{q} [{units[q]}]" for q in quantities]
+           + ["fits", "formats (weights, KV, compute)"]]
     for r in rows:
         cells = []
         for q in quantities:
             v = r["values"][q]
             rng = f" ({sig(v['low'])}–{sig(v['high'])})" if "low" in v else ""
             cells.append("n/a" if v["value"] is None else sig(v["value"]) + rng + (" †" if v.get("flag") else ""))
-        out.append([r["hardware"], r["model"], *cells, "yes" if r["feasible"] else "NO †", r["formats"]])
+        out.append([r["hardware"], r["model"], _cell(r["chips"]), layout_short(r["layout"]), _cell(r["batch"]),
+                    *cells, "yes" if r["feasible"] else "NO †", r["formats"]])
     return out
 
 
@@ -420,11 +470,16 @@ def compare_csv(rows: list[dict], quantities: list[str]) -> str:
     ranged = [q for q in quantities if any("low" in r["values"][q] for r in rows)]
     cols = [(q, k) for q in quantities for k in ("value", *(("low", "high") if q in ranged else ()))]
     units = {q: rows[0]["values"][q]["unit"] if rows else unit_of(q) for q in quantities}
-    head = ["hardware", "model", *[f"{q}{'' if k == 'value' else '_' + k} [{units[q]}]" for q, k in cols],
-            "feasible", "formats"]
-    body = [[r["hardware"], r["model"], *[("" if r["values"][q].get(k) is None else repr(r["values"][q][k]))
-                                          for q, k in cols], csv_bool(r["feasible"]), r["formats"]] for r in rows]
+    head = ["hardware", "model", "chips [chip]", "layout", "batch [sequence]",
+            *[f"{q}{'' if k == 'value' else '_' + k} [{units[q]}]" for q, k in cols], "feasible", "formats"]
+    body = [[r["hardware"], r["model"], _cell(r["chips"]), layout_short(r["layout"]), _cell(r["batch"]),
+             *[("" if r["values"][q].get(k) is None else repr(r["values"][q][k])) for q, k in cols],
+             csv_bool(r["feasible"]), r["formats"]] for r in rows]
     return as_csv([head, *body])
+
+
+def _cell(v) -> str:
+    return "" if v is None else f"{v:g}"
 
 
 def aligned(rows: list[list[str]]) -> str:

@@ -116,7 +116,7 @@ def as_json(s: Search, data_args: str = "") -> dict:
                                 and v["best"]["expected"]["cost_per_mtoken"] is not None
                                 and v["best"]["expected"]["cost_per_mtoken"] <= top]
     return {
-        "model": s.model, "context": t.context, "prompt": t.prompt or t.context,
+        "model": s.model, "context": t.context, "context_raised": t.context_raised, "prompt": t.prompt or t.context,
         "targets": {"min_tokens_per_user": t.min_tokens_per_user, "max_ttft_s": t.max_ttft},
         "judged_by": t.by,
         "efficiencies": s.efficiencies if t.by == "expected" else None,
@@ -182,21 +182,26 @@ def _why(d: dict, by: str) -> str | None:
         return (f"only {b['deployment']} deployments meet the targets" if d["targets"]["max_ttft_s"] is None
                 else f"only {b['deployment']} deployments meet the targets (the first token within the limit)")
     ratio = o[by]["cost_per_mtoken"] / b[by]["cost_per_mtoken"]
+    other = f"{o['hardware']}, {_layout(o)} chips, batch {o['batch']:,}"
     if b["deployment"] == "disaggregated":
-        return (f"disaggregated wins, {sig(ratio)}x cheaper than the best colocated ({o['hardware']}, batch "
-                f"{o['batch']:,}): colocated, every prompt a copy admits stops all its sequences' decode steps, so at "
-                f"{sig(d['targets']['min_tokens_per_user'])} token/s per user its batch must stay smaller; a prefill "
-                f"pool costs the same chip-time per request and lets the decoding copies run batch {b['batch']:,}")
-    return (f"colocated wins, {sig(ratio)}x cheaper than the best disaggregated ({o['hardware']}, batch "
-            f"{o['batch']:,}): the prefills a copy runs are few enough that they barely slow its decoding, and no KV "
-            f"cache crosses the network")
+        if o["batch"] < b["batch"]:
+            how = (f"colocated, every prompt a copy admits stops all its sequences' decode steps, so at "
+                   f"{sig(d['targets']['min_tokens_per_user'])} token/s per user its batch must stay smaller; a "
+                   f"prefill pool lets the decoding copies run batch {b['batch']:,}")
+        else:
+            how = ("colocated, every prompt a copy admits stops all its sequences' decode steps; a prefill pool "
+                   "prefills beside them, so each decoding copy turns out more answer tokens in its chip-time")
+        return f"disaggregated wins, {sig(ratio)}x cheaper than the best colocated ({other}): {how}"
+    return (f"colocated wins, {sig(ratio)}x cheaper than the best disaggregated ({other}): the prefills a copy "
+            f"runs are few enough that they barely slow its decoding, and no KV cache crosses the network")
 
 
 def text(s: Search, data_args: str = "") -> str:
     """A report a person reads: the question, the answer, the frontier, and each chip's verdict."""
     d = as_json(s, data_args)
     t, by = s.targets, s.targets.by
-    lines = [f"plan: {s.model}, context {t.context:,.0f} tokens, answers of {t.output:,.0f} tokens, at least {sig(t.min_tokens_per_user)} token/s "
+    raised = " (raised to hold the prompt and its answer)" if t.context_raised else ""
+    lines = [f"plan: {s.model}, context {t.context:,.0f} tokens{raised}, answers of {t.output:,.0f} tokens, at least {sig(t.min_tokens_per_user)} token/s "
              f"per user" + (f", first token within {sig(t.max_ttft)} s (prompt {d['prompt']:,.0f})"
                              if t.max_ttft is not None else "")
              + f"; judged by the {by} numbers; {d['searched']:,} candidates searched"]
@@ -230,7 +235,7 @@ def text(s: Search, data_args: str = "") -> str:
              sig(r[by]["tokens_per_user"]) + _range(r, by, "tokens_per_user"),
              sig(r[by]["cost_per_mtoken"]) + _range(r, by, "cost_per_mtoken"), sig(r[by]["step_time_ms"]),
              f"{r['hbm_fill']:.0%}")
-            for r in _thin(d["frontier"])]
+            for r in _thin(d["frontier"], b)]
     lines += _aligned([head, *body])
     lines.append("")
     lines.append("by chip:")
@@ -250,12 +255,14 @@ def _range(r: dict, by: str, key: str) -> str:
     return f" ({sig(rng[0])}–{sig(rng[1])})"
 
 
-def _thin(rows: list[dict], most: int = 24) -> list[dict]:
-    """At most ``most`` frontier rows for the text, evenly through it (JSON and CSV carry all)."""
+def _thin(rows: list[dict], pick: dict | None = None, most: int = 24) -> list[dict]:
+    """At most ``most`` frontier rows for the text, evenly through it and always with the row picked
+    (JSON and CSV carry all)."""
     if len(rows) <= most:
         return rows
-    keep = np.unique(np.linspace(0, len(rows) - 1, most).round().astype(int))
-    return [rows[i] for i in keep]
+    keep = set(np.linspace(0, len(rows) - 1, most).round().astype(int).tolist())
+    keep |= {i for i, r in enumerate(rows) if pick is not None and r["command"] == pick["command"]}
+    return [rows[i] for i in sorted(keep)]
 
 
 def _aligned(rows: list[tuple]) -> list[str]:

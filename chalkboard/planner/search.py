@@ -60,6 +60,7 @@ class Targets:
     prompt: float | None = None        # tokens of a request's prompt (default: the context)
     by: str = "expected"
     output: float | None = None        # tokens a request decodes; None: the workload's default
+    context_raised: bool = False       # the default context raised to hold the prompt and its answer
 
 
 @dataclass
@@ -145,9 +146,20 @@ def plan(data, model: str, hardware: list[str], targets: Targets, formats: list[
                          "give --by bound to judge by the bound alone")
     fitted = evidence() if evidence is not None else None   # chalkboard/calibration.py: the engine model
     res = Search(model, targets, efficiencies={"fit": fitted.text(), "range": list(fitted.band)} if fitted else {})
-    if targets.context is None:   # the workload's default, as eval would take it
+    given = targets.context is not None
+    if not given:   # the workload's default, as eval would take it
         targets.context = float(Scenario(data, hardware[0], model, dict(sets or {}), defaults="serving").mag("context"))
     prompt = targets.prompt or targets.context
+    if targets.prompt is not None:   # each sequence's KV cache holds its prompt, then its answer
+        answer = targets.output if targets.output is not None else float(
+            Scenario(data, hardware[0], model, dict(sets or {})).mag("output_tokens"))
+        if given and prompt > targets.context:
+            raise InputError(f"--prompt {prompt:,.0f}: longer than --context {targets.context:,.0f}, the tokens each "
+                             f"sequence's KV cache holds; give --context of at least {prompt:,.0f}, or leave it out "
+                             f"(then it is the prompt and its answer)")
+        if not given and prompt + answer > targets.context:
+            targets.context = prompt + answer
+            targets.context_raised = True
 
     def inputs(fmt):
         base = {**(sets or {}), "context": repr(float(targets.context)), "pass_tokens": repr(float(prompt))}

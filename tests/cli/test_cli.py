@@ -78,10 +78,26 @@ def test_unused_override_is_reported(cli):
 
 
 def test_eval_text_shows_closed_form_and_sources(cli):
-    r = cli("eval", "drain_time", "--hardware", "h100-sxm", "--model", "llama-3-8b")
+    r = cli("eval", "drain_time", "--hardware", "h100-sxm", "--model", "llama-3-8b", "--explain")
     assert r.returncode == 0
     assert "t_drain = C_HBM/W" in r.stdout
     assert "hardware.yaml: h100-sxm.hbm_capacity" in r.stdout
+
+
+def test_eval_is_brief_unless_asked_to_explain(cli):
+    """One number reads in a few lines: the value, the set-up, the layout, the fit, the defaults it
+    took and its terms; the forms and the sources of its 30 inputs come with --explain."""
+    at = ("--hardware", "h100-sxm", "--model", "llama-3-70b")
+    brief = cli("eval", "step_time", *at).stdout.splitlines()
+    assert len(brief) <= 12, brief
+    assert brief[0].startswith("step_time_layout = ") and not any("closed form:" in ln for ln in brief)
+    assert any(ln.startswith("  fits       : yes") for ln in brief)
+    assert any(ln.startswith("  layout     : tp 4") for ln in brief)
+    full = cli("eval", "step_time", *at, "--explain").stdout
+    assert "  closed form: " in full and "  board form : " in full and "hardware.yaml: h100-sxm.hbm_bandwidth" in full
+    # the defaults named are those the quantity reads: a training time reads no batch and no context
+    train = cli("eval", "training_time", *at).stdout
+    assert "batch" not in train and "context" not in train
 
 
 def test_eval_of_an_input_prints_no_equation_of_itself(cli):
@@ -238,11 +254,13 @@ def test_eval_says_the_default_chips_up_front(cli):
     # a 7B-class model on H100 is served by the fewest GPUs that hold it and the default workload's KV
     # cache (one), unless told otherwise: the header says so, not only the inputs list
     r = cli("eval", "step_time", "--hardware", "h100-sxm", "--model", "llama-3-8b", "--layout", "even")
-    line = next(ln for ln in r.stdout.splitlines() if ln.strip().startswith("chips "))
-    assert "1 chip (serving default: the fewest chips (of the 8 of one scale-up domain)" in line
+    line = next(ln for ln in r.stdout.splitlines() if ln.strip().startswith("defaults "))
+    assert "chips = 1 chip" in line and "serving defaults" in line
+    full = cli("eval", "step_time", "--hardware", "h100-sxm", "--model", "llama-3-8b", "--layout", "even", "--explain")
+    assert "serving default: the fewest chips (of the 8 of one scale-up domain)" in full.stdout
     r = cli("eval", "step_time", "--hardware", "h100-sxm", "--model", "llama-3-8b", "--layout", "even",
             "--set", "chips=1")
-    assert not any(ln.strip().startswith("chips ") and ":" in ln[:14] for ln in r.stdout.splitlines()[:4])
+    assert not any("chips" in ln for ln in r.stdout.splitlines()[:5])
 
 
 def test_the_command_ends_with_all_its_output_written_and_its_status():

@@ -102,14 +102,38 @@ def test_compare_csv_names_its_units_and_writes_true_false(cli):
     args = ("compare", "step_time", "cost_per_token", "--hardware", "h100-sxm,b200", "--model", "llama-3-8b",
             "--set", "batch=8")
     rows = list(csv.reader(io.StringIO(cli(*args, "--csv").stdout)))
-    assert rows[0] == ["hardware", "model", "step_time [ms]", "cost_per_token [USD/Mtoken]", "feasible", "formats"]
-    assert {r[4] for r in rows[1:]} <= {"true", "false"}
+    assert rows[0] == ["hardware", "model", "chips [chip]", "layout", "batch [sequence]", "step_time [ms]",
+                       "cost_per_token [USD/Mtoken]", "feasible", "formats"]
+    assert {r[7] for r in rows[1:]} <= {"true", "false"}
     js = {r["hardware"]: r for r in json.loads(cli(*args, "--json").stdout)}
     for r in rows[1:]:
         v = js[r[0]]["values"]
         assert v["step_time"]["unit"] == "ms" and v["cost_per_token"]["unit"] == "USD/Mtoken"
-        assert float(r[2]) == v["step_time"]["value"] and float(r[3]) == v["cost_per_token"]["value"]
-        assert r[4] == str(js[r[0]]["feasible"]).lower()
+        assert float(r[5]) == v["step_time"]["value"] and float(r[6]) == v["cost_per_token"]["value"]
+        assert r[7] == str(js[r[0]]["feasible"]).lower()
+        # each row names its deployment, the same in CSV and JSON
+        assert int(r[2]) == js[r[0]]["chips"] and int(r[4]) == js[r[0]]["batch"] == 8
+        lay = js[r[0]]["layout"]
+        assert r[3] == f"tp{lay['tp']}·dp{lay['dp_attention']}·ep{lay['ep']}·pp{lay['pp']}"
+
+
+def test_compare_names_each_rows_chips_and_holds_them_with_chips(cli):
+    """The README's recipe (which chip is cheapest, which fastest): each chip is on the fewest chips
+    that hold Llama 3 70B and the 64 x 4,096 tokens of KV within the engine's 90% of HBM (H100: 4 of
+    80 GB; H200: 2 of 141 GB), which the table says; --chips 8 puts every row on 8."""
+    args = ("compare", "cost_per_token", "user_speed", "--hardware", "h100-sxm,h200", "--model", "llama-3-70b")
+    rows = {r["hardware"]: r for r in json.loads(cli(*args, "--json").stdout)}
+    assert rows["h100-sxm"]["chips"] == 4 and rows["h200"]["chips"] == 2
+    text = cli(*args)
+    assert text.stdout.splitlines()[0].split()[:5] == ["hardware", "model", "chips", "layout", "batch"]
+    assert "--chips N" in text.stderr
+    held = {r["hardware"]: r for r in json.loads(cli(*args, "--chips", "8", "--json").stdout)}
+    assert {r["chips"] for r in held.values()} == {8}
+    assert {r["layout"]["tp"] for r in held.values()} == {8}
+    # with the chips held equal, the faster memory is the faster chip: H200 (4.8 TB/s) beats H100 (3.35 TB/s)
+    assert held["h200"]["values"]["user_speed"]["value"] > held["h100-sxm"]["values"]["user_speed"]["value"]
+    bad = cli(*args, "--chips", "8", "--set", "chips=4")
+    assert bad.returncode == 2 and "--chips" in bad.stderr
 
 
 # -- inputs asked only where they matter -------------------------------------------------------
@@ -157,10 +181,11 @@ def test_the_default_copy_is_the_fewest_chips_that_hold_the_model(cli):
     hbm = json.loads(cli("eval", "hbm_fill", *at, "--model", "llama-3-70b").stdout)
     assert hbm["value"] == pytest.approx(100 * fill, rel=1e-9)
     # what the user gives is kept: a batch (512 x 4,096 x 131,072 B = 275 GB of KV beside 16 GB of
-    # weights: 3.6 chips' worth, 4 the fewest that split the 32 heads evenly), or the chips
-    assert json.loads(cli("eval", "chips", *at, "--model", "llama-3-8b", "--set", "batch=512").stdout)["value"] == 4
-    assert json.loads(cli("eval", "chips", *at, "--model", "llama-3-8b", "--set", "chips=8").stdout)["defaults"] == {
-        "batch": "64 sequences", "context": "4,096 tokens/sequence"}
+    # weights: on 4 chips 91% of each one's 80 GB, over the engine's 90%; 8 the next that splits the
+    # 32 heads evenly), or the chips
+    assert json.loads(cli("eval", "chips", *at, "--model", "llama-3-8b", "--set", "batch=512").stdout)["value"] == 8
+    held = json.loads(cli("eval", "chips", *at, "--model", "llama-3-8b", "--set", "chips=8").stdout)
+    assert held["value"] == 8 and held["defaults"] == {}   # the chips read nothing the serving defaults give
     help_text = cli("eval", "--help").stdout
     assert "64" in help_text and "4,096" in help_text and "fewest chips" in help_text
 
@@ -168,4 +193,4 @@ def test_the_default_copy_is_the_fewest_chips_that_hold_the_model(cli):
 def test_a_default_that_does_not_fit_is_named(cli):
     r = cli("eval", "step_time", "--hardware", "h100-sxm", "--model", "deepseek-v3")   # 671 GB > 8 x 80 GB
     assert r.returncode == 0
-    assert "feasible   : NO" in r.stdout and "they do not fit, --set them" in r.stdout and "chips = 8 chips" in r.stdout
+    assert "fits       : NO" in r.stdout and "they do not fit, --set them" in r.stdout and "chips = 8 chips" in r.stdout
