@@ -39,6 +39,8 @@ from sympy.printing.jscode import JavascriptCodePrinter
 
 from derivations import REGISTRY
 
+from units import parse
+
 from ..evaluation import compiled, layouts
 from ..errors import InputError, MissingInput
 from ..evaluation.evaluate import EVIDENCE_INPUTS, Scenario
@@ -64,7 +66,8 @@ FIGURES = ({"quantity": "step_time", "against": "batch", "vline": "balance_batch
 # speed as the batch grows (the model, context and chips as set; batches that do not fit left out),
 # the target speed a reader types marked, and the cheapest batch and chip that reach it named.
 FRONTIER = {"x": "user_speed", "y": "cost_per_token", "over": "batch", "target": 30.0}
-FIT = "hbm_fill"                    # the set-up fits when this (under the layout picked) is at most 1
+FIT = "hbm_fill"                    # the set-up fits when this (under the layout picked) is at most ...
+SHARE = "engine_memory_share"       # ... the engine's share of the HBM, as eval, compare and plan judge it
 BATCH = "batch"                     # the input the fit is judged at ...
 ONE_BATCH = "one_sequence"          # ... or at one sequence, for a quantity of one sequence (the latency floor)
 FIGURE_POINTS = 121                 # points per curve, evenly spaced in log(batch)
@@ -518,6 +521,7 @@ def data(d, sc: Scenario) -> dict:
         "guards": {n: [[g, f"{g}: {REGISTRY[g].valid}"] for g in guards(n)] for n in fnames},
         "dense_na": {n: f"{n} is not applicable to a dense model" for n in fnames if _moe_only_below(n)},
         "fit": FIT, "one_batch": ONE_BATCH, "batch_input": BATCH,
+        "memory_share": parse(REGISTRY[SHARE].default).to("").magnitude,
         "formats": formats,
         "inputs": levels,
         # the layout: its degrees (eval's order), its chips, its communication, and how each degree
