@@ -394,7 +394,7 @@ def describe_as_asked(sc: Scenario, asked: str, layout: str = "deployed") -> dic
     read = {i["name"] for i in d["inputs"]} | ({"chips"} if d["layout"] else set())
     d["defaults"] = {n: fmt_named(n, v) for n, (v, why) in sc.pinned.items()
                      if why.startswith("serving default") and n in read}
-    if "context" in sc.pinned and sc.pinned["context"][1] == CONTEXT_RAISED and "context" in read:
+    if "context" in sc.pinned and sc.pinned["context"][1] == CONTEXT_RAISED:   # the fit reads it, always
         d["context_raised"] = {"display": fmt_named("context", sc.pinned["context"][0]), "why": CONTEXT_RAISED}
     d["breakdown"] = layouts.breakdown(sc, name)
     d["collectives"] = layouts.collectives(sc, name) if d["layout"] else []
