@@ -30,6 +30,10 @@ from .report.pdf import (compile_pdf, compile_pdf_background, fit_formulas, pdf_
 from .results_json import results_json_parts
 from .staging import Staging, output_folder, shown_path
 
+# the documents a build writes, each as NAME.html, NAME.typ and NAME.pdf: the report, which reads
+# like the lecture, and the reference beside it (every closed form, claim card, table and source)
+DOCUMENTS = ("report", "reference")
+
 
 # -- text that reaches the reader -------------------------------------------------------------
 def unfitted(typ_src: str) -> str:
@@ -268,40 +272,56 @@ def build(root: Path, args, process=None, watch=None) -> int:
             validation["svg"] = figures["validation"][0]
         t = stage("figures", t)  # the wait for the figures drawn beside the stages before
         attach_figures(ctx, figures, sc)
-        typ_src = typ_env.get_template("report.typ.j2").render(**ctx)   # its formulas fitted when written
-        chips = html = None
+        from .report.svgpage import lighten
+        ctx["sprite"] = lighten(ctx["sections"]).sprite()   # the page's figures share one set of glyphs
+        # two documents: the report, which reads like the lecture, and the reference beside it
+        typ_srcs = {doc: typ_env.get_template(f"{doc}.typ.j2").render(**ctx) for doc in DOCUMENTS}
+        chips = None
         if getattr(args, "all_hardware", False):
-            html = html_env.get_template("report.html.j2").render(**ctx)
-            chips = chip_reports(data, sc, overrides, refs, figures, (html, typ_src), html_env, typ_env,
-                                 lambda chip_sc: context(data, chip_sc, {}, audit=audit_ctx, check=check_ctx,
-                                                         validation=validation, shared=shared))
+            def chip_context(chip_sc=None):   # a chip's report links to the reference two folders up
+                c = dict(ctx) if chip_sc is None else context(data, chip_sc, {}, audit=audit_ctx, check=check_ctx,
+                                                              validation=validation, shared=shared)
+                c.update({k: "../../" + ctx[k] for k in ("ref", "main", "ref_pdf", "main_pdf")})
+                return c
+            featured_chip = chip_context()
+            chips = chip_reports(data, sc, overrides, refs, figures,
+                                 (html_env.get_template("report.html.j2").render(**featured_chip),
+                                  typ_env.get_template("report.typ.j2").render(**featured_chip)),
+                                 html_env, typ_env, chip_context)
             t = stage("hardware", t)
         for n, (svg, _) in figures.items():
             put(f"figures/{n}.svg", svg)
         # the formulas are fitted and the PDF compiled (with the staged figures) on the other
         # core while this one writes the page and what is left of results.json
         # (unless a PDF made from the same source, figures, date, fonts and Typst is kept)
-        pdf_key = kept_pdf = pdf = None
+        svgs = {n: svg for n, (svg, _) in figures.items()}
+        kept_pdfs, compiling, keys = {}, {}, {}
         if timestamp is not None:
-            pdf_key = pdfcache.key(typ_src, {n: svg for n, (svg, _) in figures.items()}, timestamp)
-            kept_pdf = pdfcache.get(root, pdf_key)
-            if kept_pdf is None and watch is not None:   # compiled by the loop's Typst, after the page
-                watch.compile(typ_src, {n: svg for n, (svg, _) in figures.items()}, timestamp, pdf_key)
-            elif kept_pdf is None:
-                pdf = compile_pdf_background(staged.path, timestamp, typ_src)
-        later = watch is not None and timestamp is not None and kept_pdf is None
-        put("report.html", html or html_env.get_template("report.html.j2").render(**ctx))
+            for doc, src in typ_srcs.items():
+                keys[doc] = pdfcache.key(src, svgs, timestamp)
+                got = pdfcache.get(root, keys[doc])
+                if got is not None:
+                    kept_pdfs[doc] = got
+                elif watch is not None and doc == "report":   # compiled by the loop's Typst, after the page
+                    watch.compile(src, svgs, timestamp, keys[doc])
+                else:
+                    compiling[doc] = compile_pdf_background(staged.path, timestamp, src)
+        later = watch is not None and timestamp is not None and "report" not in kept_pdfs
+        for doc in DOCUMENTS:
+            put(f"{doc}.html", html_env.get_template(f"{doc}.html.j2").render(ctx))
         written["results.json"] = results.finish()
-        if timestamp is None:
-            put("report.typ", unfitted(typ_src))   # no PDF: Typst is never imported
-        elif later:
-            watch.keep_pdf(staged.path)   # the previous PDF stays until the new one is written
-        else:
-            fitted, pdf_bytes = kept_pdf or pdf.result()
-            put("report.typ", fitted)
-            put("report.pdf", pdf_bytes)
-            if kept_pdf is None:
-                pdfcache.put(root, pdf_key, fitted, pdf_bytes)
+        for doc, src in typ_srcs.items():
+            if timestamp is None:
+                put(f"{doc}.typ", unfitted(src))   # no PDF: Typst is never imported
+            elif later and doc == "report":
+                watch.keep_pdf(staged.path)   # the previous PDF stays until the new one is written
+            else:
+                fitted, pdf_bytes = kept_pdfs.get(doc) or compiling[doc].result()
+                put(f"{doc}.typ", fitted)
+                put(f"{doc}.pdf", pdf_bytes)
+                if doc not in kept_pdfs:
+                    pdfcache.put(root, keys[doc], fitted, pdf_bytes)
+        kept_pdf = "report" in kept_pdfs
         t = stage("pdf", t)
         if chips is not None:
             for chip in chips["pages"]:
@@ -334,8 +354,8 @@ def build(root: Path, args, process=None, watch=None) -> int:
                     pdf=None if timestamp is None else "later" if later else "kept", stages=timings)
         return 0
     kept_note = f" ({reused} kept from an earlier build: what they read is unchanged)" if reused else ""
-    print(f"wrote {shown_path(out / 'report.html')}"
-          + ("" if timestamp is None else f", {shown_path(out / 'report.pdf')}"
+    print(f"wrote {shown_path(out / 'report.html')}, {shown_path(out / 'reference.html')}"
+          + ("" if timestamp is None else f", {shown_path(out / 'report.pdf')}, {shown_path(out / 'reference.pdf')}"
              + (" (kept from an earlier build: its source and figures are unchanged)" if kept_pdf else ""))
           + f", {len(figures)} figures{kept_note}, {shown_path(out / 'results.json')}"
           + ("" if chips is None else f", {shown_path(out / 'hardware' / 'index.html')} and "

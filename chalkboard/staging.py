@@ -18,8 +18,8 @@ from .errors import OutputError
 
 
 # -- the output folder: built beside, exchanged in one step ------------------------------------
-OUTPUT_NAMES = frozenset({"report.html", "report.pdf", "report.typ", "results.json", "figures",
-                          "hardware", ".chalkboard-stamp"})
+OUTPUT_NAMES = frozenset({"report.html", "report.pdf", "report.typ", "reference.html", "reference.pdf",
+                          "reference.typ", "results.json", "figures", "hardware", ".chalkboard-stamp"})
 # temp files that earlier versions of this program left inside the output folder
 LEGACY_TEMP = re.compile(r"^\.(figures|report\.(html|pdf|typ)|results\.json)\.")
 

@@ -23,6 +23,8 @@ from ..evaluation.walk import DimensionMismatch
 from ..typeset.fmt import fmt, fmt_named, sig, split
 from ..featured import DENSE_REFERENCE_MODEL
 from .figures import FIGURES
+from .terms import by_terms
+from .lecture import shape
 
 
 
@@ -98,6 +100,9 @@ def _step(sc: Scenario, q) -> dict:
         _, d["closed_mathml"], d["closed_typst"] = kept_formula("closed form", q.name)
     if board != closed:
         _, d["board_mathml"], d["board_typst"] = kept_formula("board form", q.name)
+    # a form longer than a page is shown by its named terms (report/terms.py)
+    d["closed_terms"] = by_terms(q.name, "closed form") if d["closed_mathml"] else None
+    d["board_terms"] = by_terms(q.name, "board form") if d["board_mathml"] else None
     d["aside"] = None
     attention = sc.model.tags.get("attention")
     for table, what in ((KV_BYTES_BY_ATTENTION, "cache"), (ATTENTION_FLOPS_BY_ATTENTION, "compute"),
@@ -347,8 +352,10 @@ def context(data, sc: Scenario, figures: dict[str, str], audit=None, check=None,
     shared = shared if shared is not None else shared_tables(data, sc.model.id)
     secs = sections(sc, figures)
     shown = [a for a in APPENDICES if a not in ("validation", "audit") or {"validation": validation, "audit": audit}[a]]
-    return {
+    ctx = {
         "title": "chalkboard: the math behind how LLMs are trained and served",
+        # the two documents' names, as each links to the other (a chip's report: --all-hardware)
+        "ref": "reference.html", "main": "report.html", "ref_pdf": "reference.pdf", "main_pdf": "report.pdf",
         "featured": featured(sc),
         "notation": shared["notation"],
         "sections": secs,
@@ -366,7 +373,9 @@ def context(data, sc: Scenario, figures: dict[str, str], audit=None, check=None,
         "ids_pattern": ids_pattern(data),
         "rack_chips": fmt(sc.value("rack_chips")),
         "explorer": explorer.context(data, sc),
+        "sprite": "",   # the glyphs the page's figures share, once they are drawn (report/svgpage.py)
     }
+    return shape(ctx, data, sc)
 
 
 __all__ = ["attach_figures", "context", "shared_tables", "substituted"]
