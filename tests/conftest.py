@@ -38,8 +38,20 @@ def report_build(tmp_path_factory):
     return out, r
 
 
+def pdf_text(path) -> str:
+    """The text of a PDF, page by page joined by newlines."""
+    from pypdf import PdfReader
+    return "\n".join(p.extract_text() or "" for p in PdfReader(str(path)).pages)
+
+
 @pytest.fixture(scope="session")
 def report_pdf_text(report_build):
-    """The text of the shared build's PDF, page by page joined by newlines (pypdf reads it once)."""
-    from pypdf import PdfReader
-    return "\n".join(p.extract_text() or "" for p in PdfReader(str(report_build[0] / "report.pdf")).pages)
+    """The text of the shared build's PDFs, the report's then the reference's (pypdf reads them once):
+    what the two documents say together."""
+    return pdf_text(report_build[0] / "report.pdf") + "\n" + pdf_text(report_build[0] / "reference.pdf")
+
+
+@pytest.fixture(scope="session")
+def main_pdf_text(report_build):
+    """The text of the shared build's report PDF alone."""
+    return pdf_text(report_build[0] / "report.pdf")

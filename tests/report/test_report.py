@@ -21,7 +21,7 @@ def built(report_build):
 
 def test_build_writes_every_output(built):
     out, r = built
-    for f in ("report.html", "report.pdf", "results.json"):
+    for f in ("report.html", "report.pdf", "reference.html", "reference.pdf", "results.json"):
         assert (out / f).stat().st_size > 1000, f
     svgs = sorted(p.name for p in (out / "figures").glob("*.svg"))
     assert {"step_time_vs_batch.svg", "cost_vs_batch.svg", "hardware_by_year.svg", "context_sweep.svg"} <= set(svgs)
@@ -43,6 +43,12 @@ def test_html_is_self_contained(built):
     assert html.count("<math") > 50          # formulas as MathML
     for t in _titles():
         assert t.replace("'", "&#39;") in html or t in html
+    ref = (built[0] / "reference.html").read_text()   # the reference: no script at all, nothing fetched
+    assert "<script" not in ref.lower() and "<link" not in ref.lower() and "@import" not in ref
+    assert not re.search(r"""\bsrc\s*=""", ref, re.I) and not re.search(r"url\((?!#)", ref)
+    assert ref.count("<math") > 500
+    for t in _titles():
+        assert t.replace("'", "&#39;") in ref or t in ref
 
 
 def test_results_json_is_written_as_json_dumps_would_write_each_entry(built):
@@ -99,7 +105,8 @@ def test_two_builds_are_byte_identical(built, tmp_path):
     r = subprocess.run([sys.executable, str(ROOT / "build.py"), "--out", str(out)], cwd=ROOT,
                        capture_output=True, text=True, timeout=300, env=env)
     assert r.returncode == 0, r.stderr
-    for f in ("report.html", "report.pdf", "report.typ", "results.json", "figures/step_time_vs_batch.svg"):
+    for f in ("report.html", "report.pdf", "report.typ", "reference.html", "reference.pdf", "reference.typ",
+              "results.json", "figures/step_time_vs_batch.svg"):
         assert _sha(built[0] / f) == _sha(out / f), f
 
 
@@ -112,7 +119,7 @@ def test_a_build_is_the_same_from_shipped_kept_or_computed_sympy_work(tmp_path):
     proj = tmp_path / "proj"
     shutil.copytree(ROOT, proj, ignore=shutil.ignore_patterns(".git", "build", "__pycache__", ".pytest_cache",
                                                               ".cache"))
-    outputs = ("report.html", "report.typ", "results.json")
+    outputs = ("report.html", "report.typ", "reference.html", "reference.typ", "results.json")
 
     def build(name):
         r = run_cli("--out", str(tmp_path / name), "--no-pdf", root=proj)
@@ -137,6 +144,7 @@ def test_pdf_is_dated_source_date_epoch(tmp_path):
                        capture_output=True, text=True, timeout=300, env=env)
     assert r.returncode == 0, r.stderr
     assert b"D:20231114221320" in (out / "report.pdf").read_bytes()
+    assert b"D:20231114221320" in (out / "reference.pdf").read_bytes()
 
 
 def test_failed_build_leaves_previous_report_untouched(built, tmp_path):
