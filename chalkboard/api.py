@@ -21,10 +21,31 @@ import csv
 import io
 from pathlib import Path
 
+import re
+from contextlib import contextmanager
+
+from .errors import InputError, MissingInput
 from .featured import FEATURED_HARDWARE, FEATURED_MODEL
 from .home import ROOT   # the project folder: the repository, or the data bundled in the package
 
 _LOADED: dict = {}
+# the command line's words in a message, and the library's: an input is a keyword here, not a --set
+_CLI_WORDS = ((re.compile(r"--set (\w+)=\.\.\."), r"\1=..."), (re.compile(r"--set (\w+)"), r"\1"),
+              (re.compile(r"--layout (\w+)"), r"layout='\1'"), (re.compile(r"--hardware\b"), "hardware="),
+              (re.compile(r"--model\b"), "model="))
+
+
+@contextmanager
+def _library_words():
+    """An error the evaluation raises, said as a library user writes it (``batch=64``, not ``--set
+    batch=64``); the same exception type, so ``except InputError`` still catches it."""
+    try:
+        yield
+    except (InputError, MissingInput) as e:
+        text = str(e)
+        for pattern, repl in _CLI_WORDS:
+            text = pattern.sub(repl, text)
+        raise type(e)(text) if type(e) in (InputError, MissingInput) else e from None
 
 
 def _data(root: Path | None = None, model_config: str | None = None):
@@ -99,7 +120,8 @@ class Setup:
 
         resolve("step_time", layout)   # an unknown layout fails here
         self.data, self.hardware, self.model, self.layout, self.sets = data, hardware, model, layout, sets
-        self._scenario = Scenario(data, hardware, model, sets, defaults="serving")
+        with _library_words():
+            self._scenario = Scenario(data, hardware, model, sets, defaults="serving")
         if (root / "measurements.yaml").exists():   # the evidence for expected efficiencies, as eval reads it
             from .validation import evidence
             self._scenario.evidence = evidence(root, data)
@@ -115,7 +137,8 @@ class Setup:
         answered = resolve(name, self.layout)
         if answered not in REGISTRY:
             raise KeyError(f"unknown quantity {name!r} (see `python build.py list quantities`)")
-        d = describe_as_asked(self._scenario, name, self.layout)
+        with _library_words():
+            d = describe_as_asked(self._scenario, name, self.layout)
         q = REGISTRY[answered]
         parts = [f"<p>{d['meaning']}</p>"]
         if q.expr is not None:
@@ -134,8 +157,9 @@ class Setup:
 
         asked = list(dict.fromkeys(names))
         answered, _ = layouts.answered(asked, self.layout)
-        result = sw.renamed(sw.sweep(self._scenario, list(dict.fromkeys(answered)),
-                                     [(k, np.asarray(v, dtype=float)) for k, v in axes.items()]), answered, asked)
+        with _library_words():
+            result = sw.renamed(sw.sweep(self._scenario, list(dict.fromkeys(answered)),
+                                         [(k, np.asarray(v, dtype=float)) for k, v in axes.items()]), answered, asked)
         shown = sw.shown_quantities(result, asked)
         units = {n: u for n, (u, _) in sw.column_units(result, shown).items()}
         return Table(sw.sweep_records(result, shown), units)
@@ -160,8 +184,9 @@ def compare(quantities: list[str], hardware: list[str] | None = None, models: li
     data = _data(root)
     asked = list(dict.fromkeys(quantities))
     names, _ = layouts.answered(asked, layout)
-    rows = sw.compare(data, hardware or list(data.hardware), models or [FEATURED_MODEL], names,
-                      {k: str(v) for k, v in sets.items()}, asked=asked, defaults="serving")
+    with _library_words():
+        rows = sw.compare(data, hardware or list(data.hardware), models or [FEATURED_MODEL], names,
+                          {k: str(v) for k, v in sets.items()}, asked=asked, defaults="serving")
     return Table(rows, {a: rows[0]["values"][a]["unit"] for a in asked} if rows else {},
                  lambda t: sw.compare_csv(list(t), asked))
 
@@ -185,6 +210,7 @@ def plan(model: str, min_tokens_per_user: float, context: float | None = None, *
     root = Path(root or ROOT)
     data = _data(root)
     chips = hardware or [h for h, e in data.hardware.items() if e.get("rental_price") is not None]
-    found = pl.plan(data, model, chips, pl.Targets(context, min_tokens_per_user, max_ttft, None, by), formats,
-                    evidence(root, data) if (root / "measurements.yaml").exists() else None)
+    with _library_words():
+        found = pl.plan(data, model, chips, pl.Targets(context, min_tokens_per_user, max_ttft, None, by), formats,
+                        evidence(root, data) if (root / "measurements.yaml").exists() else None)
     return pl.as_json(found)

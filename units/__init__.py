@@ -186,6 +186,8 @@ def conform(q: pint.Quantity, target: str, *, per_chip: bool = False, bare: bool
         return Quantity(q.magnitude, unit(target))
     if per_chip and q.dimensionality == dimensionality(f"({target}) * chip"):
         q = q / Quantity(1, "chip")
+    if target.endswith("/sequence") and q.dimensionality == dimensionality(f"({target}) * sequence"):
+        q = q / Quantity(1, "sequence")   # "4096 tokens" of context: each sequence's, as people write it
     if q.dimensionality != want:
         got = f"{q.units:~P}" or "a bare number"
         shown = (target.removesuffix("/chip") + " (per chip)") if per_chip else (target or "a bare number")

@@ -193,15 +193,17 @@ def make_parser() -> argparse.ArgumentParser:
                     "per user, which deployment wins and why, and why each chip loses. Every row carries the "
                     "`eval` command that reproduces it.")
     pn.add_argument("--model", help=f"model id (default: the --model-config model, else {DEFAULT_MODEL})")
-    pn.add_argument("--context", type=float,
-                    help="tokens of context each sequence holds while decoding (default: the workload's "
-                         "default context, as `eval` takes it)")
-    pn.add_argument("--min-tokens-per-user", type=float, required=True, metavar="TOKEN/S",
-                    help="the least decode speed each sequence must get, in tokens per second")
+    pn.add_argument("--context", metavar="TOKENS",
+                    help="tokens of context each sequence holds while decoding, e.g. 4096 or \"32k tokens\" (default: "
+                         "the workload's default context, as `eval` takes it, raised to the prompt and its answer "
+                         "where --prompt is longer)")
+    pn.add_argument("--min-tokens-per-user", required=True, metavar="TOKEN/S",
+                    help="the least decode speed each sequence must get, e.g. 30 or \"30 token/s\"")
     pn.add_argument("--max-ttft", metavar="TIME", help='the longest time to first token, e.g. "2 s" or "500 ms"')
-    pn.add_argument("--prompt", type=float, help="tokens of a request's prompt: its prefill, and the time "
-                                                 "to first token (default: the context)")
-    pn.add_argument("--output", type=float, metavar="TOKENS",
+    pn.add_argument("--prompt", metavar="TOKENS",
+                    help="tokens of a request's prompt: its prefill, and the time to first token (default: the "
+                         "context); longer than a --context given, it is refused")
+    pn.add_argument("--output", metavar="TOKENS",
                     help="tokens a request decodes (its answer), which sets how often a copy prefills "
                          "(default: the workload's output_tokens, as `eval` takes it)")
     pn.add_argument("--hardware", help="comma-separated hardware ids (default: every chip with a rental price)")

@@ -23,22 +23,36 @@ def cmd_plan(args) -> int:
         if h not in data.hardware:
             raise UserError(f"{args.hardware_file}: unknown hardware id {short(h)!r} "
                             f"(known: {', '.join(data.hardware)})")
-    try:
-        ttft = None if args.max_ttft is None else conform(parse(args.max_ttft), "s", bare=True).magnitude
-    except UnitParseError as e:
-        raise UserError(f"--max-ttft {short(args.max_ttft)}: {e}") from None
-    for name, v in (("--context", args.context), ("--min-tokens-per-user", args.min_tokens_per_user),
-                    ("--prompt", args.prompt), ("--output", args.output), ("--max-ttft", ttft)):
-        if v is not None and not (v > 0 and math.isfinite(v)):
-            raise UserError(f"{name} {v:g}: must be a positive, finite number")
-    formats = ids("--formats", args.formats) if args.formats is not None else None
+    # each option as people write it: a bare number in its unit, or with one ("30 token/s", "4096 tokens",
+    # "500 ms"); a comma is never a thousands separator
+    read = {}
+    for name, text, unit in (("--context", args.context, "token/sequence"),
+                             ("--min-tokens-per-user", args.min_tokens_per_user, "token/s/sequence"),
+                             ("--prompt", args.prompt, "token/sequence"), ("--output", args.output, "token/sequence"),
+                             ("--max-ttft", args.max_ttft, "s")):
+        if text is None:
+            read[name] = None
+            continue
+        if "," in text:
+            raise UserError(f"{name} {short(text)}: a comma is not read as a thousands separator; "
+                            f"write {text.replace(',', '').strip()}")
+        try:
+            v = conform(parse(text), unit, bare=True).magnitude
+        except UnitParseError as e:
+            raise UserError(f"{name} {short(text)}: {e}") from None
+        if not (v > 0 and math.isfinite(v)):
+            raise UserError(f"{name} {short(text)}: must be a positive, finite number")
+        read[name] = float(v)
+    ttft = read["--max-ttft"]
+    formats = [f.lower() for f in ids("--formats", args.formats)] if args.formats is not None else None
     from derivations import NUMBER_FORMATS
     for f in formats or []:
         if f not in NUMBER_FORMATS:
             raise UserError(f"--formats {short(f)}: expected weight formats among {', '.join(NUMBER_FORMATS)}")
     if not hardware:
         raise UserError(f"{args.hardware_file}: no chip with a rental price to plan over: name chips with --hardware")
-    targets = pl.Targets(args.context, args.min_tokens_per_user, ttft, args.prompt, args.by, args.output)
+    targets = pl.Targets(read["--context"], read["--min-tokens-per-user"], ttft, read["--prompt"], args.by,
+                         read["--output"])
     found = (ROOT / args.measurements_file).exists()
     search = pl.plan(data, args.model, hardware, targets, formats,
                      evidence(ROOT, data, args.measurements_file) if found else None, parse_sets(args.set))

@@ -61,7 +61,7 @@ def cmd_list(args) -> int:
                          number, *map(int, CHAPTERS[ch][1].split(":")), CHAPTERS[ch][0]))
             print(("" if ch is None else "\n") + title)
             for r in members:
-                print(f"  {r['name']:<{w}}  {r['unit'] or '1':<18} {r['origin']:<9} {r['meaning']}")
+                print(f"  {r['name']:<{w}}  {r.get('shown_in') or r['unit'] or '1':<18} {r['origin']:<9} {r['meaning']}")
         return 0
     data = load(args)
     rows = list_hardware(data) if what == "hardware" else list_models(data)

@@ -5,17 +5,21 @@ settles a quantity (settings.SETTLED_BY: no all-reduce at tp = 1). Apart from ev
 reads inputs and evaluates definitions, because these methods decide what the set-up is."""
 from __future__ import annotations
 
+import re
+
 from derivations import NUMBER_FORMATS, REGISTRY
 from units import Quantity, UnitParseError, conform, fmt_unit, is_count, magnitude_problem, parse
 
 from derivations import rules
 
-from ..data import MAY_BE_ZERO, RATE_FORMATS, is_whole
+from ..data import MAY_BE_ZERO, RATE_FORMATS, check_counts, is_whole
 from ..errors import InputError, MissingInput, short
 from .dependence import _derived_below, _fields_to_inputs
 from .settings import (AT_MOST, AT_ONE_SEQUENCE, BELOW, DIVIDES, FORMAT_KEYS, LAYOUT_DEGREES, ORDERED, SELECT_KEYS,
                        SERVING_WORKLOAD, SETTLED_BY, WHOLE_NUMBERS)
 
+# "1,024" or "2,000,000 tokens": a number written with thousands separators, refused by name
+THOUSANDS = re.compile(r"\s*[+-]?\d{1,3}(,\d{3})+(\.\d*)?(\s|$)")
 # why a context was raised (eval names it beside the defaults it took)
 CONTEXT_RAISED = ("raised to hold the prompt and its answer, pass_tokens + output_tokens, which each sequence's KV "
                   "cache keeps (--set context=... to choose)")
@@ -39,6 +43,7 @@ class Defaults:
                 continue
             if name in FORMAT_KEYS:
                 allowed = RATE_FORMATS if name == "compute_format" else tuple(NUMBER_FORMATS)
+                text = text.strip().lower() if isinstance(text, str) else text   # FP8 as fp8
                 if text not in allowed:
                     raise InputError(f"--set {name}={short(text)}: expected one of {', '.join(allowed)}")
                 out[name] = text
@@ -64,6 +69,9 @@ class Defaults:
                 unit = REGISTRY[key].unit
             else:
                 raise InputError(f"--set {short(name)}: unknown input (see `python build.py list quantities`)")
+            if isinstance(text, str) and THOUSANDS.match(text):
+                raise InputError(f"--set {name}={short(text)}: a comma is not read as a thousands separator; "
+                                 f"write {text.replace(',', '').strip()}")
             try:   # a Pint quantity (a sweep's point, the library) as it is; text as --set writes it
                 v = text if isinstance(text, Quantity) else parse(text)
             except UnitParseError as e:
@@ -119,6 +127,7 @@ class Defaults:
         """--set values that contradict each other or the model are errors naming the conflict."""
         if not self.overrides:
             return
+        check_counts(self.overrides)   # the library's keywords as --set's: a count is whole in both
         for name in WHOLE_NUMBERS:
             if name in self.overrides:
                 v = self._given(name)

@@ -100,7 +100,12 @@ class Scenario(Defaults, Fit, Expected):
         return {"weights": self.format, "kv": self.kv_format, "compute": self.compute_format}
 
     def formats_text(self) -> str:
-        c = self.compute_format or f"none ({self.compute_request or self.format} rate not published)"
+        if self.compute_format:
+            c = self.compute_format
+        elif "peak_flops" in self.overrides:   # the rate given whole: the label names what is used
+            c = f"at the given peak_flops ({self.compute_request or self.format} rate not published)"
+        else:
+            c = f"none ({self.compute_request or self.format} rate not published)"
         text = f"weights {self.format}, KV {self.kv_format}, compute {c}"
         return f"{text} ({self.compute_note})" if self.compute_note else text
 

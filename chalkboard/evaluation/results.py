@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from derivations import REGISTRY
-from units import parse
+from units import parse, unit as parse_unit
 
 from ..typeset import printers
 
@@ -20,7 +20,7 @@ from .dependence import (MEASURED_SECTIONS, TRAINING_CHAPTERS, _derived_below, f
 from .defaults import CONTEXT_RAISED
 from .settings import AT_ONE_SEQUENCE, SETTLED_BY
 from .walk import DimensionMismatch
-from ..typeset.fmt import fmt, fmt_named, split, split_named
+from ..typeset.fmt import display_labels, fmt, fmt_named, split, split_named
 
 
 @dataclass
@@ -414,6 +414,9 @@ def list_quantities() -> list[dict]:
     for q in REGISTRY.quantities.values():
         d = {"name": q.name, "symbol": printers.text_symbol(q), "unit": q.unit, "origin": q.origin,
              "meaning": q.meaning}
+        shown = display_labels(parse_unit(q.unit)) if q.unit else ("",)
+        if len(shown) == 1 and shown[0] and shown[0] != q.unit:   # eval prints it in another unit: USD/Mtoken
+            d["shown_in"] = shown[0]
         if q.field:
             d["field"] = q.field
         if q.default:

@@ -47,7 +47,7 @@ from ..evaluation.evaluate import EVIDENCE_INPUTS, Scenario
 from ..evaluation.dependence import _derived_below, flag_kind, read_shared
 from ..evaluation.settings import WHOLE_NUMBERS
 from .drawing import chip_styles
-from ..typeset.fmt import SHARE_SYMBOL, _TIMES, _factor, _plan, _target, plural, share_factor
+from ..typeset.fmt import SHARE_SYMBOL, _factor, _target, display_labels, plural, share_factor
 
 # What the explorer shows, in this order: the numbers the report features for a set-up (the
 # lecture's names; each answered under the layout picked, as eval answers it).
@@ -276,15 +276,9 @@ def _display_units(name: str) -> list[list]:
     if name in SHARES:
         return [[SHARE_SYMBOL, share_factor(), SHARE_SYMBOL]]
     u, _ = compiled.declared(name)
-    kind, _, fixed = _plan(u)
-    if kind == "bare":
+    labels = display_labels(u)
+    if labels == ("",):
         return [["", 1.0, ""]]
-    if kind == "time":
-        labels = _TIMES
-    elif kind == "byte":
-        labels = ("TB", "GB", "MB", "byte")
-    else:
-        labels = (fixed,)
     return [[lab, _factor(_target(lab)), plural(lab)] for lab in labels]
 
 

@@ -17,10 +17,12 @@ _BY_DIM = [
     ("token/s/chip", "token/s/chip"),
     ("token/s", "token/s"),
     ("byte/token", "kB/token"),
-    ("FLOP/token", "MFLOP/token"),
     ("USD/hour/chip", "USD/hour/chip"),
 ]
 _TIMES = ("s", "ms", "µs", "ns")
+# units whose prefix follows the magnitude, largest first: the first the value reaches 1 in is shown
+# (a model's 74 GFLOP a token, not 74,000 MFLOP)
+LADDERS = {"byte": ("TB", "GB", "MB", "byte"), "flop_token": ("TFLOP/token", "GFLOP/token", "MFLOP/token")}
 
 
 @lru_cache(maxsize=None)
@@ -47,7 +49,7 @@ def _target(text: str):
     return parse_unit("1" + text if text.startswith("/") else text)
 
 
-_TIME, _BYTE = dimensionality("s"), dimensionality("byte")
+_TIME, _BYTE, _FLOP_TOKEN = dimensionality("s"), dimensionality("byte"), dimensionality("FLOP/token")
 
 
 @lru_cache(maxsize=None)
@@ -61,6 +63,8 @@ def _plan(units) -> tuple:
         return "time", _factor(units), None
     if dim == _BYTE:
         return "byte", _factor(units), None
+    if dim == _FLOP_TOKEN:
+        return "flop_token", _factor(units), None
     found = _by_dim(dim)
     if not found:
         text = f"{units:~P}"
@@ -83,9 +87,21 @@ def _display_of(kind: str, fixed: str | None, base_mag: float) -> str:
             if abs(base_mag) >= scale:
                 return u
         return "ns"
-    if kind == "byte":
-        return "TB" if base_mag >= 1e12 else "GB" if base_mag >= 1e9 else "MB" if base_mag >= 1e6 else "byte"
+    if kind in LADDERS:
+        ladder = LADDERS[kind]
+        return next((u for u in ladder if abs(base_mag) >= _target_factor(u)), ladder[-1])
     return fixed
+
+
+def display_labels(units) -> tuple[str, ...]:
+    """The units a quantity declared in ``units`` may be shown in, largest first (a page that picks
+    among them as the report does: the first in which the value is at least 1)."""
+    kind, _, fixed = _plan(units)
+    if kind == "bare":
+        return ("",)
+    if kind == "time":
+        return _TIMES
+    return LADDERS.get(kind, (fixed,))
 
 
 @lru_cache(maxsize=None)
