@@ -60,9 +60,23 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT))
 
-from chalkboard.cli.common import UserError, error_line, parse_sets  # noqa: E402
+from chalkboard.cli.common import EXIT_BAD_INPUT, UserError, error_line, parse_sets  # noqa: E402
 from chalkboard.cli.parser import COMMANDS, finish, make_parser  # noqa: E402
-from chalkboard.cli.process import safe_streams, terminate  # noqa: E402
+from chalkboard.cli.process import safe_streams  # noqa: E402
+from chalkboard.lifecycle import interrupt  # noqa: E402
+
+NO_FOLDER = ("error: the folder this command was run in no longer exists (deleted or moved while it ran, "
+             "or before); run it from a folder that exists")
+
+
+def _folder_gone() -> bool:
+    try:
+        os.getcwd()
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+    return False
 
 
 def _hash_before_import(args) -> None:
@@ -125,7 +139,12 @@ def main(argv=None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if not any(a in COMMANDS for a in argv) and not ({"-h", "--help"} & set(argv)):
         argv = ["build", *argv]  # no command: build the report
-    args = finish(parser.parse_args(argv), Path(os.getcwd()), ROOT)
+    try:
+        cwd = Path(os.getcwd())
+    except FileNotFoundError:   # (relative paths are read from it: nothing can be done without it)
+        print(NO_FOLDER, file=sys.stderr)
+        return EXIT_BAD_INPUT
+    args = finish(parser.parse_args(argv), cwd, ROOT)
     module, name = COMMANDS[args.command]
     run = globals()[name] if module == "build" else getattr(importlib.import_module(module), name)
     if run is cmd_build:
@@ -133,9 +152,8 @@ def main(argv=None) -> int:
     if args.command == "watch" and args.worker is None:
         # the watch's supervisor: imports no library (its worker does; chalkboard/watch/); Ctrl-C,
         # SIGTERM and SIGHUP reach its own handling, which stops the worker and says so
-        signal.signal(signal.SIGINT, signal.default_int_handler)
-        signal.signal(signal.SIGTERM, terminate)
-        signal.signal(signal.SIGHUP, terminate)
+        for sig in SIGNALS:
+            signal.signal(sig, interrupt)
         return run(args)
     from chalkboard.data import DataError
     from chalkboard.errors import InputError, MissingInput
@@ -146,11 +164,10 @@ def main(argv=None) -> int:
         gc.enable()
     previous = {sig: signal.getsignal(sig) for sig in SIGNALS}
     try:
-        # from here the command may write: Ctrl-C unwinds (half-written output is removed, forked
-        # workers are stopped), and SIGTERM and SIGHUP do the same
-        signal.signal(signal.SIGINT, signal.default_int_handler)
-        signal.signal(signal.SIGTERM, terminate)
-        signal.signal(signal.SIGHUP, terminate)
+        # from here the command may write: Ctrl-C, SIGTERM and SIGHUP kill the forked workers and
+        # unwind (what was half-written is removed; chalkboard/lifecycle.py)
+        for sig in SIGNALS:
+            signal.signal(sig, interrupt)
         status = run(args)
         sys.stdout.flush()  # a full disk or closed pipe surfaces here, inside the error handling
         symcache.save(ROOT)
@@ -169,8 +186,8 @@ def main(argv=None) -> int:
     except BrokenPipeError:  # output piped into `head` and closed early
         sys.stderr.close()
         return 0
-    except OSError as e:  # the environment: a full disk, a closed or unwritable stream
-        line, status = error_line(e)
+    except OSError as e:  # the environment: a full disk, a closed or unwritable stream, a deleted folder
+        line, status = (NO_FOLDER, EXIT_BAD_INPUT) if _folder_gone() else error_line(e)
         print(line, file=sys.stderr)
         return status
     finally:   # the command is over: as a command, a signal now ends the process at once

@@ -15,6 +15,7 @@ from pathlib import Path
 
 
 from .errors import OutputError
+from .lifecycle import held
 
 
 # -- the output folder: built beside, exchanged in one step ------------------------------------
@@ -27,7 +28,7 @@ LEGACY_TEMP = re.compile(r"^\.(figures|report\.(html|pdf|typ)|results\.json)\.")
 def shown_path(p: Path) -> str:
     try:
         return os.path.relpath(p, Path.cwd()) if str(p).startswith(str(Path.cwd()) + os.sep) else str(p)
-    except ValueError:
+    except (ValueError, OSError):   # (OSError: the working folder was deleted)
         return str(p)
 
 
@@ -214,12 +215,19 @@ class Staging:
             _remove(parent / name)
 
     def __enter__(self):
+        # (a with block's exit runs only once its entry returned: what fails or is interrupted
+        # here cleans up here; the folder is made and recorded with the signals held)
         parent = self.out.parent
-        with _writing_to(self.out):
-            parent.mkdir(parents=True, exist_ok=True)
-            self._stale()
-            self.path = Path(tempfile.mkdtemp(prefix=f"{self.prefix}{os.getpid()}-", dir=parent))
-            os.chmod(self.path, 0o755)
+        try:
+            with _writing_to(self.out):
+                parent.mkdir(parents=True, exist_ok=True)
+                self._stale()
+                with held():
+                    self.path = Path(tempfile.mkdtemp(prefix=f"{self.prefix}{os.getpid()}-", dir=parent))
+                os.chmod(self.path, 0o755)
+        except BaseException:
+            self.__exit__(None, None, None)
+            raise
         return self
 
     def write(self, rel: str, content) -> str:
@@ -246,22 +254,29 @@ class Staging:
     def _commit(self) -> None:
         for d in [p for p in self.path.rglob("*") if p.is_dir()] + [self.path]:
             _fsync_dir(d)
-        if not self.out.exists() and not self.out.is_symlink():
-            os.rename(self.path, self.out)       # first build: nothing to replace
-        elif not _exchange(self.path, self.out):
-            # no atomic exchange here: move the old aside, then the new in (a later build moves
-            # the old back if this process dies between the two renames)
-            aside = self.out.parent / f"{self.prefix}{os.getpid()}-old-{self.path.name[-8:]}"
-            os.rename(self.out, aside)
-            os.rename(self.path, self.out)
-            self.path = aside
-        self.committed = True
+        with held():   # the exchange and its record as one step (self.path: then the old output)
+            if not self.out.exists() and not self.out.is_symlink():
+                os.rename(self.path, self.out)       # first build: nothing to replace
+            elif not _exchange(self.path, self.out):
+                # no atomic exchange here: move the old aside, then the new in (a later build moves
+                # the old back if this process dies between the two renames)
+                aside = self.out.parent / f"{self.prefix}{os.getpid()}-old-{self.path.name[-8:]}"
+                os.rename(self.out, aside)
+                os.rename(self.path, self.out)
+                self.path = aside
+            self.committed = True
         _fsync_dir(self.out.parent)
         _remove(self.path)                        # the old output, now beside
 
     def __exit__(self, exc_type, exc, tb):
-        for writing in self.open:
-            writing.close()
-        if self.path is not None and not self.committed:
-            _remove(self.path)
+        try:
+            for writing in self.open:
+                try:
+                    writing.close()
+                except Exception:   # noqa: BLE001  (a part that fails as it is dropped: the folder still goes)
+                    pass
+        finally:
+            if self.path is not None:   # the new output unused, or after commit() the old one
+                with held():            # (a second Ctrl-C waits until it is gone)
+                    _remove(self.path)
         return False

@@ -8,7 +8,8 @@ large enough to hold an order of up to 1 MiB, so that sending one does not wait 
 read it, and a larger one waits only until the child does).
 ``result()`` waits for it; an error the child raised comes back as the same BuildError,
 OutputError, InputError, DataError or MissingInput (one line for the user), anything else as a
-BuildError naming the job. ``stop()`` ends the child. Each child closes the parent's ends of
+BuildError naming the job. ``stop()`` ends the child. A child ends with its parent, even one
+killed with SIGKILL, and leaves Ctrl-C to it (chalkboard/lifecycle.py). Each child closes the parent's ends of
 every other job's pipe it inherits, so a parent that dies or stops reading breaks the pipes and
 no child blocks for ever; a job may start jobs of its own. SymPy work the child did that no earlier run kept (the audit's identity checks, generated
 code) comes back with the result, to be kept with the parent's, and so do the entries new in the
@@ -18,10 +19,12 @@ figures measured). Where fork is not available, ``fn`` runs when its result is a
 from __future__ import annotations
 
 import multiprocessing as mp
+import os
 from multiprocessing.reduction import ForkingPickler
 
 from ..data import DataError
 from ..errors import BuildError, InputError, MissingInput, OutputError
+from ..lifecycle import as_worker, held
 
 _KNOWN = (BuildError, OutputError, InputError, DataError, MissingInput)
 _LIVE: list = []   # the parent's ends of the jobs not yet collected (closed in every child forked later)
@@ -53,13 +56,17 @@ class Forked:
                 _roomy(self.orders)
                 args = (inbox, *args)
                 mine.append(self.orders)
-            self.child = ctx.Process(target=_run, args=(send, fn, args, [*_LIVE, *mine, *close_in_child]),
-                                     daemon=True)
-            self.child.start()
+            # the fork and its record as one step: a signal meanwhile would find a child that no
+            # one stops, or a child still running its parent's handlers (lifecycle.py)
+            with held():
+                child = ctx.Process(target=_run, args=(os.getpid(), send, fn, args,
+                                                       [*_LIVE, *mine, *close_in_child]), daemon=True)
+                child.start()
+                self.child = child
+                _LIVE.extend(mine)
             send.close()
             if orders:
                 inbox.close()
-            _LIVE.extend(mine)
         except (ValueError, OSError):
             self._close_orders()
             self.child = None
@@ -133,7 +140,7 @@ class Forked:
         if self.receive in _LIVE:
             _LIVE.remove(self.receive)
         if self.child.is_alive():
-            self.child.terminate()
+            self.child.kill()   # (it keeps nothing a kill leaves half-done; a Typst compile would not see SIGTERM until it ends)
         self.child.join()
         self.child = None
 
@@ -172,12 +179,10 @@ def _registry():
     return module.__dict__.get("REGISTRY") if module is not None else None
 
 
-def _run(conn, fn, args, parent_ends):
-    import signal
-
-    # Ctrl-C reaches the whole process group: the parent unwinds and stops this job (SIGTERM),
-    # which must not print a traceback of its own meanwhile
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+def _run(parent, conn, fn, args, parent_ends):
+    # first, with the signals still held from the fork: Ctrl-C (which reaches the whole process
+    # group) left to the parent, which stops this job; this job ends with its parent
+    as_worker(parent)
     for end in parent_ends:
         end.close()
     # a job may start jobs of its own (multiprocessing refuses them to a daemon); the parent

@@ -21,8 +21,11 @@ import time
 import traceback
 from pathlib import Path
 
+from ..lifecycle import die_with, held
 from ..staging import shown_path
 from .inputs import Snapshot, data_inputs, summary
+
+SUPERVISOR = "CHALKBOARD_WATCH_SUPERVISOR"   # the environment variable naming the supervisor's pid
 
 POLL = 0.1   # seconds between looks at the data: the most an edit waits to be seen
 
@@ -79,7 +82,9 @@ class Loop:
         self.building = None          # the options of the build under way
         self.program = code_digest(root)   # constant here: an edit to the program starts a new worker
         self.lines = Lines()
-        self.typst = TypstProcess(out)   # forked before anything here calls Typst
+        from ..home import cache
+
+        self.typst = TypstProcess(cache(root) / "watch")   # forked before anything here calls Typst
         self.generation = 0           # one per build started
         self.shown = 0                # the generation whose page is in the output folder
         self.page = {}                # what the shown page's PDF and stamp need
@@ -218,8 +223,10 @@ def _replace(out: Path, name: str, content: bytes) -> str:
     """``content`` written to ``out/name`` whole, then renamed over it; its SHA-256. Written beside
     the output folder under the name of this process's staging folders (chalkboard/staging.py),
     which the next build removes if this process died with it."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.tmp-{os.getpid()}-", dir=out.parent)
+    tmp = None
     try:
+        with held():   # made and recorded as one step: removed below whatever interrupts
+            fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.tmp-{os.getpid()}-", dir=out.parent)
         with os.fdopen(fd, "wb") as f:
             f.write(content)
             f.flush()
@@ -227,7 +234,8 @@ def _replace(out: Path, name: str, content: bytes) -> str:
         os.chmod(tmp, 0o644)
         os.replace(tmp, out / name)
     except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        if tmp is not None:
+            Path(tmp).unlink(missing_ok=True)
         raise
     return hashlib.sha256(content).hexdigest()
 
@@ -256,10 +264,13 @@ def run(root: Path, args, notify: int | None = None) -> int:
     from .. import data as data_module
 
     data_module.PARSED = {}              # each data file parsed again only when it changed
-    loop = Loop(root, args, output_folder(root, args.out), notify)
+    supervisor = os.environ.get(SUPERVISOR)
+    if supervisor:   # (its pid: a worker ends with the supervisor, even one killed with SIGKILL)
+        die_with(int(supervisor))
     parent = os.getppid()
-    saved = -1
+    saved, loop = -1, None
     try:
+        loop = Loop(root, args, output_folder(root, args.out), notify)
         loop._notify("ready")
         data = Snapshot(root, data_inputs(args))   # before the first build: an edit made during it counts
         loop.rebuild(None)
@@ -279,7 +290,8 @@ def run(root: Path, args, notify: int | None = None) -> int:
     except KeyboardInterrupt:
         return 130
     finally:
-        loop.stop()
+        if loop is not None:
+            loop.stop()
 
 
 def _registry_fresh() -> dict:

@@ -12,6 +12,8 @@ import threading
 from functools import partial
 from pathlib import Path
 
+from ..lifecycle import held
+
 VERSION_PATH = "/__chalkboard__/version"
 RELOAD_SCRIPT = ("<script>/* chalkboard watch --serve: reload after a rebuild (only in served pages) */\n"
                  "(function(){var seen=null;setInterval(function(){fetch('" + VERSION_PATH + "',{cache:'no-store'})"
@@ -91,7 +93,8 @@ class Server:
         self.httpd.daemon_threads = True
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/report.html"
         self.thread = threading.Thread(target=self.httpd.serve_forever, name="serve", daemon=True)
-        self.thread.start()
+        with held():   # started holding the user's signals, as its request threads will: they reach the main thread
+            self.thread.start()
 
     def stop(self) -> None:
         self.httpd.shutdown()

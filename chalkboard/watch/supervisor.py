@@ -13,9 +13,14 @@ import sys
 import time
 from pathlib import Path
 
+from ..home import cache
 from .inputs import PROGRAM, Snapshot, data_inputs, summary
+from .loop import SUPERVISOR
 
 POLL = 0.25   # seconds between looks at the program (its edits are rarer than the data's)
+# how long a worker told to stop may take to unwind before it is killed: it kills its own processes
+# at once, so this is a busy machine's margin, not a wait anyone sees
+STOP_WAIT = 60
 
 
 def worker_argv(root: Path, args, fd: int) -> list[str]:
@@ -36,13 +41,16 @@ def worker_argv(root: Path, args, fd: int) -> list[str]:
 
 
 class Worker:
-    def __init__(self, root: Path, args):
+    def __init__(self, root: Path, args, out: Path):
+        self.leftovers = [(out.parent, f".{out.name}.tmp-"), (cache(root) / "watch", "typst-")]
         self.reports, report_end = os.pipe()
         os.set_blocking(self.reports, False)
         # a process group of its own: a terminal's Ctrl-C reaches this process only, which stops the
-        # worker with SIGTERM (a KeyboardInterrupt in the worker's imports would end in a traceback)
+        # worker with SIGTERM (a KeyboardInterrupt in the worker's imports would end in a traceback);
+        # told this process's id, the worker ends with it (chalkboard/lifecycle.py)
+        env = {**os.environ, SUPERVISOR: str(os.getpid())}
         self.proc = subprocess.Popen(worker_argv(root, args, report_end), pass_fds=(report_end,), cwd=os.getcwd(),
-                                     stdin=subprocess.DEVNULL, process_group=0)
+                                     stdin=subprocess.DEVNULL, process_group=0, env=env)
         os.close(report_end)
         self.ready = False
 
@@ -57,31 +65,55 @@ class Worker:
         return words
 
     def stop(self) -> None:
-        """End the worker: SIGTERM, which unwinds it like Ctrl-C (build.py's entry: what it was
-        writing is removed, its own processes stopped), then SIGKILL if it has not ended in 10 s."""
+        """End the worker: SIGTERM, which unwinds it like Ctrl-C (build.py's entry: its own
+        processes killed, what it was writing removed), then SIGKILL if it has not ended in
+        STOP_WAIT seconds; whatever it left (its staging folders and temporary files beside the
+        output, its Typst folder) is removed, however it ended."""
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
             try:
-                self.proc.wait(timeout=10)
+                self.proc.wait(timeout=STOP_WAIT)
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
         os.close(self.reports)
+        self.remove_leftovers()
+
+    def remove_leftovers(self) -> None:
+        import shutil
+
+        for folder, prefix in self.leftovers:
+            try:
+                names = os.listdir(folder)
+            except OSError:
+                continue
+            for name in names:
+                if name.startswith(f"{prefix}{self.proc.pid}-"):
+                    path = folder / name
+                    if path.is_dir() and not path.is_symlink():
+                        shutil.rmtree(path, ignore_errors=True)
+                    else:
+                        try:
+                            path.unlink()
+                        except OSError:
+                            pass
 
 
 def supervise(root: Path, args) -> int:
     from ..cli.common import EXIT_BAD_INPUT
 
+    from ..staging import output_folder
+
     server = version = None
+    out = output_folder(root, args.out)
     if args.serve:
-        from ..staging import output_folder
         from .serve import Server, Version
 
         version = Version()
-        server = Server(output_folder(root, args.out), args.port, version)
+        server = Server(out, args.port, version)
         print(f"serving {args.out} at {server.url} (the page reloads itself after each rebuild)", flush=True)
     program, data = Snapshot(root, PROGRAM), Snapshot(root, data_inputs(args))
-    worker = Worker(root, args)
+    worker = Worker(root, args, out)
     try:
         while True:
             wait = [worker.reports] if worker is not None else []
@@ -108,7 +140,7 @@ def supervise(root: Path, args) -> int:
                 if worker is not None:
                     worker.stop()
                 print(f"{time.strftime('%H:%M:%S')} {summary(changed)} changed: {why}", flush=True)
-                worker = Worker(root, args)
+                worker = Worker(root, args, out)
     except KeyboardInterrupt:
         if worker is not None:
             worker.stop()

@@ -6,32 +6,64 @@ Typst starts threads, and a process that has used it must not fork (chalkboard/r
 this process is forked once, before the loop's process has called Typst, and the loop's process
 never calls it (the formulas of a build without PDF are fitted here too). The figures a PDF
 embeds are written into a folder of this process's own, not read from the output folder, which
-the next rebuild may replace while Typst reads it. One PDF is compiled at a time; an order sent
-while one compiles waits, and only the newest waiting order is kept.
+the next rebuild may replace while Typst reads it; that folder lives with the caches (never in
+the project's tree), is removed when the loop ends, and one left by a loop that was killed is
+removed by the next. One PDF is compiled at a time; an order sent while one compiles waits, and
+only the newest waiting order is kept.
 """
 from __future__ import annotations
 
 import multiprocessing as mp
 import os
+import re
 import shutil
-import signal
 import tempfile
 import time
 from pathlib import Path
 
+from ..lifecycle import as_worker, held
+
+PREFIX = "typst-"   # the folder's name: typst-PID-XXXXXXXX, PID the loop's process
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True
+    return True
+
+
+def _remove_stale(parent: Path) -> None:
+    """The folders of loops that no longer run, removed."""
+    try:
+        names = os.listdir(parent)
+    except OSError:
+        return
+    for name in names:
+        m = re.match(rf"^{PREFIX}(\d+)-", name)
+        if m and not _alive(int(m.group(1))):
+            shutil.rmtree(parent / name, ignore_errors=True)
+
 
 class TypstProcess:
-    def __init__(self, beside: Path | None = None):
-        """``beside``: the output folder, beside which its figures are written under the name of
-        the build's staging folders (chalkboard/staging.py), removed by the next build if this
-        process is killed before it removes them; None: a temporary folder."""
-        if beside is None:
-            self.folder = Path(tempfile.mkdtemp(prefix="chalkboard-typst-"))
-        else:
-            beside.parent.mkdir(parents=True, exist_ok=True)
-            self.folder = Path(tempfile.mkdtemp(prefix=f".{beside.name}.tmp-{os.getpid()}-typst-", dir=beside.parent))
-        self.child = None
-        self._start()
+    def __init__(self, within: Path | None = None):
+        """``within``: the folder to make this process's folder in (the project's cache folder,
+        chalkboard/home.py), where the folders of loops killed before they removed theirs are
+        removed; None: the system's temporary folder."""
+        self.folder = self.child = None
+        if within is not None:
+            within.mkdir(parents=True, exist_ok=True)
+            _remove_stale(within)
+        with held():   # made and recorded as one step: stop() removes it whatever comes next
+            self.folder = Path(tempfile.mkdtemp(prefix=f"{PREFIX}{os.getpid()}-", dir=within))
+        try:
+            self._start()
+        except BaseException:
+            self.stop()
+            raise
         self.waiting = None   # the newest order not yet sent
 
     def _start(self) -> None:
@@ -41,8 +73,10 @@ class TypstProcess:
             self.child.join()
         ctx = mp.get_context("fork")
         self.conn, child_end = ctx.Pipe()
-        self.child = ctx.Process(target=_serve, args=(child_end, self.conn), daemon=True)
-        self.child.start()
+        with held():   # forked and recorded as one step, the child's signals held until it handles them
+            child = ctx.Process(target=_serve, args=(os.getpid(), child_end, self.conn), daemon=True)
+            child.start()
+            self.child = child
         child_end.close()
         self.busy = None      # the order being compiled: (generation, key, started)
 
@@ -109,16 +143,18 @@ class TypstProcess:
         return payload
 
     def stop(self) -> None:
-        self.conn.close()
-        if self.child.is_alive():
-            self.child.terminate()
-        self.child.join()
-        shutil.rmtree(self.folder, ignore_errors=True)
+        if self.child is not None:
+            self.conn.close()
+            if self.child.is_alive():
+                self.child.kill()   # it keeps nothing; a compile under way would not see SIGTERM until it ends
+            self.child.join()
+        if self.folder is not None:
+            shutil.rmtree(self.folder, ignore_errors=True)
 
 
-def _serve(conn, parent_end) -> None:
+def _serve(parent, conn, parent_end) -> None:
+    as_worker(parent)   # Ctrl-C is the loop's to handle (it stops this process); ends with the loop
     parent_end.close()
-    signal.signal(signal.SIGINT, signal.SIG_IGN)   # Ctrl-C is the loop's to handle: it stops this process
     from ..errors import BuildError
     from ..report.pdf import compile_pdf, fit_formulas
 

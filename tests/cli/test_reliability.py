@@ -113,12 +113,38 @@ def _still_running(session: int) -> list[str]:
     return r.stdout.split()
 
 
+def _until(predicate, deadline=120.0, what="the condition"):
+    """Wait for ``predicate()`` to hold, checking often, up to a deadline far past what an idle
+    machine needs (a loaded one may take many times as long): no fixed sleep decides a test."""
+    end = time.monotonic() + deadline
+    while True:
+        got = predicate()
+        if got or time.monotonic() > end:
+            assert got, f"no {what} within {deadline:.0f} s"
+            return got
+        time.sleep(0.02)
+
+
+def _none_left(session: int) -> None:
+    """Every process of the build's session ended (a killed parent's workers end with it)."""
+    _until(lambda: not _still_running(session), what="end of every process of the build")
+
+
+def _until_stage(p, stage: str) -> None:
+    """Read the build's progress lines until ``stage`` has been timed."""
+    line, deadline = "", time.monotonic() + 300
+    while time.monotonic() < deadline and line.strip().split(" ")[:1] != [stage]:
+        line = p.stderr.readline()
+        if not line:
+            break
+
+
 def _until_build_py_runs(pid: int) -> None:
     """Wait until build.py's first lines have run (it then catches SIGHUP, which Python does not):
     before that, the interpreter itself starts (site's .pth files), which no script can guard."""
     status = f"/proc/{pid}/status"
-    deadline = time.time() + 30
-    while time.time() < deadline:
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
         try:
             with open(status) as f:
                 caught = next(int(ln.split()[1], 16) for ln in f if ln.startswith("SigCgt:"))
@@ -147,32 +173,97 @@ def test_ctrl_c_during_the_imports_is_one_line(after, to_group):
 
 
 @pytest.mark.parametrize("how", ["SIGINT-group", "SIGHUP", pytest.param("SIGINT", marks=pytest.mark.slow),
-                                 pytest.param("SIGTERM", marks=pytest.mark.slow)])
+                                 pytest.param("SIGTERM", marks=pytest.mark.slow),
+                                 pytest.param("SIGHUP-group@validate", marks=pytest.mark.slow),
+                                 pytest.param("SIGINT-group@figures", marks=pytest.mark.slow)])
 def test_a_signal_mid_build_leaves_the_output_and_no_process(how, report_build, tmp_path):
     """Ctrl-C (to the process or its whole group), SIGHUP and SIGTERM while the build derives,
-    draws or writes: one line, exit 128 + the signal, the previous output as it was, no temporary
-    folder beside it and no process of the build left running."""
+    draws or writes (as the staging folder is made, as the workers start, as the PDF's starts):
+    one line, exit 128 + the signal, the previous output as it was, no temporary folder beside it
+    and no process of the build left running."""
+    how, _, stage = how.partition("@")
     name, _, group = how.partition("-")
     sig = getattr(signal, name)
     out = tmp_path / "out"
     shutil.copytree(report_build[0], out)
     before = tree(out)
     p = _started(["--force", "--out", str(out)])
-    line, deadline = "", time.time() + 120
-    while time.time() < deadline and line.strip().split(" ")[:1] != ["evaluate"]:
-        line = p.stderr.readline()
-        if not line:
-            break
+    _until_stage(p, stage or "evaluate")
     os.killpg(p.pid, sig) if group else p.send_signal(sig)
-    _, err = p.communicate(timeout=120)
+    _, err = p.communicate(timeout=300)
     assert "Traceback" not in err, err[-3000:]
     if p.returncode != 0:
         assert p.returncode == 128 + sig, (p.returncode, err[-2000:])
         assert error_lines(err)[-1:] == ["interrupted"], err[-2000:]
         assert tree(out) == before, "the previous output changed"
     assert not leftovers(out), leftovers(out)
-    time.sleep(0.5)
-    assert not _still_running(p.pid), "a process of the build is still running"
+    _none_left(p.pid)
+
+
+@pytest.mark.parametrize("group", [False, True], ids=["process", "group"])
+def test_kill_9_mid_build_leaves_the_output_and_no_process(group, report_build, tmp_path):
+    """`kill -9` of the build (its main process, or the whole group) while it writes: the previous
+    output as it was, every worker gone with it (they end with their parent), and what it left
+    beside the output removed by the next build."""
+    from chalkboard.staging import Staging
+
+    out = tmp_path / "out"
+    shutil.copytree(report_build[0], out)
+    before = tree(out)
+    p = _started(["--force", "--out", str(out)])
+    _until_stage(p, "audit")
+    os.killpg(p.pid, signal.SIGKILL) if group else p.kill()
+    p.communicate(timeout=300)
+    assert p.returncode == -signal.SIGKILL
+    _none_left(p.pid)
+    assert tree(out) == before, "the previous output changed"
+    with Staging(out):   # what the next build does first
+        pass
+    assert not leftovers(out), leftovers(out)
+
+
+def _in_a_deleted_folder(tmp_path, args, delete_after=None):
+    """build.py run from a folder that is deleted before it starts, or ``delete_after`` seconds
+    after its first lines ran (the imports: half a second), through bash, since Popen's cwd must exist."""
+    here = tmp_path / "gone"
+    here.mkdir()
+    script = 'cd "$1" && shift && { [ -n "$DELAY" ] || rmdir "$PWD"; } && exec "$@"'
+    env = {**os.environ, "DELAY": "" if delete_after is None else str(delete_after)}
+    p = subprocess.Popen(["bash", "-c", script, "-", str(here), sys.executable, str(ROOT / "build.py"), *args],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, start_new_session=True)
+    if delete_after is not None:
+        _until_build_py_runs(p.pid)
+        time.sleep(delete_after)
+        here.rmdir()
+    out, err = p.communicate(timeout=300)
+    return p.returncode, out, err
+
+
+NO_FOLDER = "error: the folder this command was run in no longer exists"
+
+
+@pytest.mark.parametrize("args", [["eval", "step_time"], ["list", "models"], ["build", "--no-pdf"]])
+def test_a_deleted_working_folder_is_one_line(args, tmp_path):
+    """Run from a folder that no longer exists (`cd /tmp/x; rm -rf /tmp/x; build.py ...`): one line,
+    status 2, no traceback."""
+    rc, _, err = _in_a_deleted_folder(tmp_path, args)
+    assert rc == 2 and "Traceback" not in err, (rc, err[-3000:])
+    (line,) = error_lines(err)
+    assert line.startswith(NO_FOLDER), line
+
+
+@pytest.mark.parametrize("after", [0.0, 0.3])
+def test_a_working_folder_deleted_while_the_command_runs_is_one_line(after, tmp_path):
+    """The folder deleted during the imports or after: the command either finishes (it no longer
+    needs the folder) or says so in one line with status 2."""
+    rc, out, err = _in_a_deleted_folder(tmp_path, ["eval", "step_time"], delete_after=after)
+    assert "Traceback" not in err, err[-3000:]
+    if rc == 0:
+        assert "step_time" in out
+    else:
+        assert rc == 2 and [ln for ln in error_lines(err) if ln.startswith("error")] == error_lines(err), err
+        (line,) = error_lines(err)
+        assert line.startswith(NO_FOLDER), line
 
 
 @pytest.mark.parametrize("args", [["eval", "step_time"], ["eval", "step_time", "--json"],

@@ -1,0 +1,124 @@
+"""A process's life and its workers': what no signal may cut in half, and no worker outliving its parent.
+
+The three signals a user sends (Ctrl-C, SIGTERM, SIGHUP: a closed terminal) are *held* over the few
+steps that must happen whole (``held``): a fork and the record of the child that the parent stops
+later, a staging folder made and recorded for removal. A signal that arrives meanwhile waits and
+is handled just after, when there is nothing untracked to leave behind. A worker forked under
+``held`` starts with them held too, so it sets its own handling (``as_worker``) before any can
+reach it: Ctrl-C to the whole process group is the parent's to handle (a KeyboardInterrupt in a
+worker still starting would print multiprocessing's traceback), and a worker ends with its
+parent (Linux PR_SET_PDEATHSIG; elsewhere a thread that watches the parent's id), so ``kill -9``
+of a build leaves no worker running. On a signal the parent kills and reaps its workers before it
+unwinds (``stop_workers``): none of them can still be running, or write, while what the build
+was making is removed. Workers keep nothing a kill could leave half-done: what they make comes
+back to their parent, which writes it.
+"""
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+import sys
+import threading
+from contextlib import contextmanager
+
+SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+_PR_SET_PDEATHSIG = 1
+
+
+def _can_hold() -> bool:
+    # the mask is the calling thread's: only the main thread (where Python runs its handlers) holds
+    return hasattr(signal, "pthread_sigmask") and threading.current_thread() is threading.main_thread()
+
+
+@contextmanager
+def held():
+    """SIGINT, SIGTERM and SIGHUP held back for the block, then handled (a process's other threads
+    must hold them for good: see ``quiet_thread``)."""
+    if not _can_hold():
+        yield
+        return
+    before = signal.pthread_sigmask(signal.SIG_BLOCK, SIGNALS)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, before)
+
+
+def quiet_thread() -> None:
+    """Called first in a thread of its own: the user's signals are never delivered to it, so that
+    they reach the main thread, where ``held`` can hold them."""
+    if hasattr(signal, "pthread_sigmask"):
+        signal.pthread_sigmask(signal.SIG_BLOCK, SIGNALS)
+
+
+def stop_workers() -> None:
+    """Every worker process this process forked, killed and reaped (they keep nothing a kill could
+    leave half-done); their own workers end with them (``as_worker``)."""
+    mp = sys.modules.get("multiprocessing")
+    if mp is None:
+        return
+    children = mp.active_children()
+    for child in children:
+        try:
+            child.kill()
+        except (OSError, ValueError, AttributeError):   # already reaped, or closed
+            pass
+    for child in children:
+        try:
+            child.join()
+        except (OSError, ValueError, AssertionError, AttributeError):
+            pass
+
+
+def interrupt(signum, frame):
+    """The command's handler of SIGINT, SIGTERM and SIGHUP: the workers stopped first, then the
+    command unwinds (Ctrl-C as KeyboardInterrupt, the others as SystemExit(128 + signal)), and
+    each staging folder and temporary file it made is removed on the way out."""
+    stop_workers()
+    if signum == signal.SIGINT:
+        raise KeyboardInterrupt
+    raise SystemExit(128 + signum)
+
+
+def _end_worker(signum, frame):
+    stop_workers()
+    os._exit(128 + signum)
+
+
+def as_worker(parent: int) -> None:
+    """First of all in a worker forked under ``held`` (its signals are still held): Ctrl-C left to
+    the parent, SIGTERM and SIGHUP end it with its own workers, its parent's death ends it; then
+    the signals are let in."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, _end_worker)
+    signal.signal(signal.SIGHUP, _end_worker)
+    die_with(parent)
+    if hasattr(signal, "pthread_sigmask"):
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, SIGNALS)
+
+
+def die_with(parent: int) -> None:
+    """This process ends when the process ``parent`` does (which must be its parent now): at once
+    if it already has."""
+    if sys.platform.startswith("linux"):
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            if libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) == 0:
+                if os.getppid() != parent:   # it died before the request was made
+                    os._exit(128 + signal.SIGKILL)
+                return
+        except (OSError, AttributeError):
+            pass
+    if os.getppid() != parent:
+        os._exit(128 + signal.SIGKILL)
+    threading.Thread(target=_watch_parent, args=(parent,), name="parent", daemon=True).start()
+
+
+def _watch_parent(parent: int) -> None:
+    import time
+
+    quiet_thread()
+    while os.getppid() == parent:
+        time.sleep(0.2)
+    os._exit(128 + signal.SIGKILL)
