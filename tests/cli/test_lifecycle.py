@@ -10,6 +10,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from pathlib import Path
 
 import pytest
 
@@ -162,3 +163,24 @@ def test_a_signal_at_any_moment_of_workers_and_staging_leaves_nothing(how, tmp_p
         left = [n for n in os.listdir(tmp_path) if n.startswith(f".{out.name}.tmp-")]
         assert not left, (attempt, left)
         assert not out.exists() or sorted(os.listdir(out)) == ["a.txt"], (attempt, os.listdir(out))
+
+
+def test_every_temporary_path_is_ignored_by_git():
+    """What the program makes while it runs (named here as the code names it) never shows in `git
+    status`, so `git add .` cannot take it: staging folders and files beside any output folder,
+    the watch's Typst folder among the caches."""
+    import shutil
+
+    from chalkboard.home import cache
+    from chalkboard.staging import Staging
+    from chalkboard.watch.typst_process import PREFIX
+
+    if shutil.which("git") is None or not (ROOT / ".git").exists():
+        pytest.skip("not a git checkout")
+    paths = [str(Path(out).parent / f"{Staging(ROOT / out).prefix}{os.getpid()}-{tail}")
+             for out in ("build", "report", "docs/x/out") for tail in ("k2j4h1x0", "old-k2j4h1x0")]
+    paths.append(str((cache(ROOT) / "watch" / f"{PREFIX}{os.getpid()}-k2j4h1x0" / "figures" / "a.svg").relative_to(ROOT)))
+    r = subprocess.run(["git", "-C", str(ROOT), "check-ignore", "--no-index", "-v", *paths],
+                       capture_output=True, text=True)
+    ignored = {line.split("\t")[-1] for line in r.stdout.splitlines()}
+    assert ignored == set(paths), sorted(set(paths) - ignored)
