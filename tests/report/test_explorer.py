@@ -416,7 +416,7 @@ def test_page_without_javascript_is_the_static_report(report):
         n_svg = page.eval_on_selector_all("figure svg", "els => els.length")
         assert len(sizes) > 50 and all(w > 0 and h > 0 for w, h in sizes)
         assert n_svg >= 5
-        assert page.is_visible("#summary table") and page.is_visible("#sec-roofline")
+        assert page.is_visible("#sec-roofline table.gen") and page.is_visible("#sec-roofline")
         browser.close()
 
 
