@@ -1,14 +1,17 @@
 """chalkboard as a library: the numbers of the command line, in a notebook or a script.
 
-    import chalkboard as cb
-    s = cb.scenario("h100-sxm", "llama-3-70b", tp=8, batch=1, context=2048, weight_format="bf16")
-    r = s.evaluate("step_time")       # under the deployed layout, as `eval` answers it
-    float(r), r.unit, r.display       # 7.5, 'ms', '7.5 ms'
-    r                                 # in Jupyter: the definition, the numbers in it, the result
-    s.sweep("step_time", batch=[1, 8, 64]).to_csv()
-    cb.compare(["step_time"], hardware=["h100-sxm", "b200"], models=["llama-3-70b"])
-    cb.verdicts()                     # every claim's verdict, as `audit --json`
-    cb.plan("llama-3-70b", min_tokens_per_user=30)
+    >>> import chalkboard as cb
+    >>> s = cb.scenario("h100-sxm", "llama-3-70b", tp=8, batch=1, context=2048, weight_format="bf16")
+    >>> r = s.evaluate("step_time")       # under the deployed layout, as `eval` answers it
+    >>> round(float(r), 2), r.unit, r.display
+    (5.45, 'ms', '5.45 ms')
+    >>> s.sweep("step_time", batch=[1, 8, 64]).to_csv().splitlines()[0]
+    'batch [sequence],step_time [ms],feasible'
+
+``cb.compare(["step_time"], hardware=["h100-sxm", "b200"], models=["llama-3-70b"])`` gives a row a
+chip x model, as `compare --json`; ``cb.verdicts()`` every claim's verdict, as `audit --json`;
+``cb.plan("llama-3-70b", min_tokens_per_user=30)`` the cheapest deployment, as `plan --json`. In
+Jupyter a Result shows the definition, the numbers in it and the result.
 
 Each call reads the project's bundled data files (or ``root=``, a folder holding its own), goes
 through the same Scenario, layouts and printers as `build.py`, and returns plain values: a

@@ -16,7 +16,7 @@ import numpy as np
 from derivations import REGISTRY
 
 from ..errors import InputError, MissingInput, short
-from .dependence import flag_kind
+from .dependence import flag_kind, setup_dependence
 from .evaluate import Scenario
 from .settings import AT_MOST, WHOLE_NUMBERS
 from ..typeset.fmt import sig
@@ -390,12 +390,14 @@ def compare(data, hardware: list[str], models: list[str], quantities: list[str],
             raise InputError(f"unknown quantity {q!r} (see `python build.py list quantities`)")
     asked = list(asked or quantities)
     laid_out = any(flag_kind(q) in ("layout", "layout1") for q in quantities)
+    # the layout a row names: that of any quantity answered under one (a fit measure, kv_per_chip, too)
+    shows_layout = laid_out or any(setup_dependence(q) in ("layout", "layout1") for q in quantities)
     rows = []
     for hid in hardware:
         for mid in models:
             sc = Scenario(data, hid, mid, dict(overrides), defaults=defaults)
             sc.evidence = evidence
-            row = {"hardware": hid, "model": mid, **deployment(sc, laid_out), "formats": sc.formats_text(),
+            row = {"hardware": hid, "model": mid, **deployment(sc, shows_layout), "formats": sc.formats_text(),
                    "values": {}}
             for a, q in zip(asked, quantities):
                 named = {"answered_as": q} if q != a else {}
