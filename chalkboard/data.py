@@ -17,7 +17,7 @@ import yaml
 
 from units import UnitParseError, conform, magnitude_problem, parse
 
-from .limits import LARGEST, too_large  # noqa: F401  (LARGEST re-exported: each count's largest value)
+from .limits import LARGEST, not_a_year, too_large  # noqa: F401  (LARGEST re-exported: each count's largest value)
 from .safety import CONTROL_CHARS, MAX_YAML_BYTES, MAX_YAML_DEPTH, UniqueKeyLoader
 
 ID_RE = re.compile(r"^[a-z0-9]+(?:[.-][a-z0-9]+)*$")
@@ -336,7 +336,8 @@ def _value(label, eid, fname, raw, default_source, sources, expected, per_chip):
         raise DataError(label, eid, fname, f"{problem} (got {text!r})")
     if fname in WHOLE_NUMBER_FIELDS + HARDWARE_WHOLE_NUMBER_FIELDS and not is_whole(q.magnitude):
         raise DataError(label, eid, fname, f"must be a whole number (got {text!r}; it counts something)")
-    big = too_large(fname, q.to(f"{expected}/chip" if per_chip else expected or "").magnitude)
+    big = too_large(fname, q.to(f"{expected}/chip" if per_chip else expected or "").magnitude) \
+        or not_a_year(fname, q.magnitude)
     if big:
         raise DataError(label, eid, fname, f"{big} (got {text!r})")
     src = sources[sid]

@@ -36,6 +36,18 @@ LARGEST = {
     "collective_axes": (64, "a collective runs over a few axes of the network"),
     "optimizer_moments": (64, "optimizers keep a few moments (Adam: two)"),
 }
+# A year a data file gives: the earliest and latest it may be, with why. The figures set the chips
+# on a time axis, which a year of 1e29 stretched until matplotlib's layout collapsed.
+YEARS = {"launch_year": (1958, 2100, "a chip's launch, past or announced; the first integrated circuit "
+                                     "was made in 1958")}
+
+
+def not_a_year(name: str, magnitude: float) -> str | None:
+    """Why ``magnitude`` is not a year ``name`` may take (YEARS), or None."""
+    if name in YEARS and not YEARS[name][0] <= magnitude <= YEARS[name][1]:
+        lo, hi, why = YEARS[name]
+        return f"a year from {lo} to {hi} ({why})"
+    return None
 
 
 def too_large(name: str, magnitude: float) -> str | None:
