@@ -182,9 +182,9 @@ def scenario(hardware: str = FEATURED_HARDWARE, model: str = FEATURED_MODEL, *, 
 def compare(quantities: list[str], hardware: list[str] | None = None, models: list[str] | None = None, *,
             layout: str = "deployed", root: str | Path | None = None, **sets) -> Table:
     """``quantities`` for each chip x model, one row each, as `compare --json`."""
+    data = _data(root)   # SymPy's kept results loaded before anything that imports the derivations
     from .evaluation import layouts, sweep as sw
 
-    data = _data(root)
     asked = list(dict.fromkeys(quantities))
     names, _ = layouts.answered(asked, layout)
     with _library_words():
@@ -194,24 +194,45 @@ def compare(quantities: list[str], hardware: list[str] | None = None, models: li
                  lambda t: sw.compare_csv(list(t), asked))
 
 
+def sweep(quantities: str | list[str], hardware: str = FEATURED_HARDWARE, model: str = FEATURED_MODEL, *,
+          over: dict, layout: str = "deployed", root: str | Path | None = None, **sets) -> Table:
+    """``quantities`` over the grid of ``over`` (input name -> values), one row per point, as
+    `eval --sweep --json` gives them; ``sets`` hold the rest of the set-up."""
+    names = [quantities] if isinstance(quantities, str) else list(quantities)
+    return scenario(hardware, model, layout=layout, root=root, **sets).sweep(*names, **over)
+
+
+def validate(measurements_file: str = "measurements.yaml", root: str | Path | None = None) -> dict:
+    """Every published measurement against its bound, and the engine model fitted to them, as
+    `validate --json`."""
+    root = Path(root or ROOT)
+    data = _data(root)   # SymPy's kept results loaded before validation imports the derivations
+    from .validation import as_json, efficiency_model, evaluate_all, load_measurements
+
+    with _library_words():
+        results = evaluate_all(data, load_measurements(root, data, measurements_file))
+        return as_json(results, efficiency_model(results, data))
+
+
 def verdicts(claims_file: str = "claims.yaml", root: str | Path | None = None) -> list[dict]:
     """Every claim of ``claims_file`` with its verdict and evidence, as `audit --json` (named so
     that it is not the package chalkboard.audit)."""
+    root = Path(root or ROOT)
+    data = _data(root)   # SymPy's kept results loaded before the audit imports the derivations
     from .audit import run_audit
 
-    root = Path(root or ROOT)
-    return run_audit(_data(root), root / claims_file, claims_file).as_json()
+    return run_audit(data, root / claims_file, claims_file).as_json()
 
 
 def plan(model: str, min_tokens_per_user: float, context: float | None = None, *, hardware: list[str] | None = None,
          formats: list[str] | None = None, by: str = "expected", max_ttft: float | None = None,
          root: str | Path | None = None) -> dict:
     """The cheapest deployment that meets the speed, as `plan --json` (``max_ttft`` in seconds)."""
+    root = Path(root or ROOT)
+    data = _data(root)   # SymPy's kept results loaded before the planner imports the derivations
     from . import planner as pl
     from .validation import evidence
 
-    root = Path(root or ROOT)
-    data = _data(root)
     chips = hardware or [h for h, e in data.hardware.items() if e.get("rental_price") is not None]
     with _library_words():
         found = pl.plan(data, model, chips, pl.Targets(context, min_tokens_per_user, max_ttft, None, by), formats,
