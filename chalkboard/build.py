@@ -22,7 +22,7 @@ from .cache import pdfcache
 from .data import SAFE_URL
 from .safety import CONTROL_CHARS, visible  # noqa: F401  (re-exported)
 from .report.chip_reports import chip_reports
-from .report.reader import cite_lecture, code_html, code_typst, linked
+from .report.reader import cite_lecture, code_html, code_typst, linked, prose_html, prose_typst
 from .errors import BuildError  # noqa: F401  (re-exported)
 from .cache.forked import Forked
 from .report.pdf import (compile_pdf, compile_pdf_background, fit_formulas, pdf_timestamp,  # noqa: F401  (re-exported)
@@ -133,6 +133,8 @@ def environments(root: Path):
     typ.filters["tstr"] = _typst_str
     typ.filters["tx"] = _typst_text
     typ.filters["txcode"] = lambda s: code_typst(s, _typst_str)
+    typ.filters["prose"] = lambda s: prose_typst(s, _typst_str)
+    html.filters["prose"] = prose_html
     html.filters["code"] = code_html
     typ.filters["display"] = typst_display
     for env in (html, typ):   # (an escaping decided by a function would be code the key cannot read)

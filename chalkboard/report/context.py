@@ -73,8 +73,8 @@ def takeaway(sc: Scenario, template: str) -> str:
     try:
         text = _Takeaway(sc).format(template, **names)
     except NotGiven as e:   # a section that starts from the user's own measurement or assumption
-        return (f"(Evaluated once you give {e.name} with --set: it is {REGISTRY[e.name].meaning}, and has "
-                f"no default. The formulas above are what it goes through.)")
+        return (f"(Evaluated once {e.name} is given: it is {REGISTRY[e.name].meaning}, and has no default; "
+                f"`eval` takes it. The formulas above are what it goes through.)")
     except MissingInput as e:
         return f"(not evaluated for this chip and model: {e})"
     text += f" (Formats: {sc.formats_text()}.)"
@@ -116,6 +116,9 @@ def _step(sc: Scenario, q) -> dict:
         text, ml, ty = substituted(sc, q.name)
         d.update(result=fmt_named(q.name, val), subst_text=text, subst_mathml=ml, subst_typst=ty, na=None,
                  flag=sc.flag(q.name))
+    except NotGiven as e:   # the page names what is missing; the command line is where it is given
+        d.update(result=None, subst_mathml=None, subst_typst=None, subst_text=None, flag=None,
+                 na=f"{e.name} ({REGISTRY[e.name].meaning}) has no default: a measurement or choice `eval` takes")
     except MissingInput as e:
         d.update(result=None, subst_mathml=None, subst_typst=None, subst_text=None, na=str(e), flag=None)
     return d

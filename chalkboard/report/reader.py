@@ -87,3 +87,47 @@ def code_html(text) -> str:
 def code_typst(text, typst_str) -> str:
     """A caption as Typst markup: each piece a string literal, shown as written, its code spans raw."""
     return "".join(f"#raw({typst_str(p)});" if code else f"#{typst_str(p)};" for code, p in _spans(text))
+
+
+# -- symbols written in prose ------------------------------------------------------------------
+# A definition's meaning or a takeaway writes a formula as text ("c_F·N_active·W/(F·L_thr)"): each
+# token that is a declared symbol's text form is set with its subscript, as the formulas beside it.
+_SYMBOL_TOKEN = re.compile(r"(?<![\w`.])([^\W\d_]{1,4})_([^\W_]+(?:,[^\W_]+)?)(?![\w`])")
+
+
+@functools.cache
+def _symbols() -> frozenset[str]:
+    from derivations import REGISTRY
+    from ..typeset.printers import text_symbol
+
+    return frozenset(t for q in REGISTRY.quantities.values() if "_" in (t := text_symbol(q)))
+
+
+def _prose_parts(text) -> list[tuple[str, str | None]]:
+    """``text`` as (plain, None) and (base, subscript) pieces: each declared symbol's text form found."""
+    s = "" if text is None else str(text)
+    known, out, at = _symbols(), [], 0
+    for m in _SYMBOL_TOKEN.finditer(s):
+        if m.group() not in known:
+            continue
+        out.append((s[at:m.start()], None))
+        out.append((m.group(1), m.group(2)))
+        at = m.end()
+    out.append((s[at:], None))
+    return [p for p in out if p[0] or p[1]]
+
+
+def prose_html(text) -> str:
+    """Prose as HTML: a declared symbol written as text (N_active) set as N<sub>active</sub>."""
+    from markupsafe import Markup
+
+    return Markup("".join(escape(a) if b is None else f"<i>{escape(a)}</i><sub>{escape(b)}</sub>"
+                          for a, b in _prose_parts(text)))
+
+
+def prose_typst(text, typst_str) -> str:
+    """Prose as Typst markup: each piece a string literal, a declared symbol set as math with its subscript."""
+    def sym(a, b):
+        base = a if len(a) == 1 else f"upright({typst_str(a)})"
+        return f"${base}_{typst_str(b)}$"
+    return "".join(f"#{typst_str(a)};" if b is None else sym(a, b) for a, b in _prose_parts(text))
