@@ -50,6 +50,8 @@ class Rounds:
     def pytest_runtest_logreport(self, report):
         if report.failed:
             self.failed[report.nodeid] += 1
+            print(f"\nFAILED {report.nodeid} ({report.when}):\n{report.longreprtext[-4000:]}", file=sys.stderr,
+                  flush=True)   # at once: a long run's failure is seen as it happens
         elif report.when == "call" and report.passed:
             self.passed[report.nodeid] += 1
 

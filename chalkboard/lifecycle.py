@@ -12,6 +12,11 @@ of a build leaves no worker running. On a signal the parent kills and reaps its 
 unwinds (``stop_workers``): none of them can still be running, or write, while what the build
 was making is removed. Workers keep nothing a kill could leave half-done: what they make comes
 back to their parent, which writes it.
+
+What a process makes to remove later (a staging folder, a file being replaced) is also recorded
+here (``on_signal``, under ``held``), and the signal's handler removes it before the process
+unwinds: the unwinding alone cannot be trusted with it, since Python may run the handler as a
+context manager's __exit__ or a finally's first call begins, and its exception then skips them.
 """
 from __future__ import annotations
 
@@ -71,11 +76,37 @@ def stop_workers() -> None:
             pass
 
 
+_CLEAN_UPS: dict = {}   # key -> function: what must be removed if a signal ends the process
+
+
+def on_signal(key, fn) -> None:
+    """``fn()`` removes what ``key`` names if a signal ends this process before ``forget(key)``
+    (record it with the signals held, in the same step that makes what it removes)."""
+    _CLEAN_UPS[key] = fn
+
+
+def forget(key) -> None:
+    _CLEAN_UPS.pop(key, None)
+
+
+def clean_up() -> None:
+    """Every recorded clean-up run (and forgotten), the signals held meanwhile."""
+    with held():
+        while _CLEAN_UPS:
+            key = next(iter(_CLEAN_UPS))
+            fn = _CLEAN_UPS.pop(key)
+            try:
+                fn()
+            except Exception:   # noqa: BLE001  (the others still run; what is left the next build removes)
+                pass
+
+
 def interrupt(signum, frame):
-    """The command's handler of SIGINT, SIGTERM and SIGHUP: the workers stopped first, then the
-    command unwinds (Ctrl-C as KeyboardInterrupt, the others as SystemExit(128 + signal)), and
-    each staging folder and temporary file it made is removed on the way out."""
+    """The command's handler of SIGINT, SIGTERM and SIGHUP: the workers stopped, what the command
+    made to remove later removed, then the command unwinds (Ctrl-C as KeyboardInterrupt, the
+    others as SystemExit(128 + signal))."""
     stop_workers()
+    clean_up()
     if signum == signal.SIGINT:
         raise KeyboardInterrupt
     raise SystemExit(128 + signum)
@@ -93,6 +124,7 @@ def as_worker(parent: int) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, _end_worker)
     signal.signal(signal.SIGHUP, _end_worker)
+    _CLEAN_UPS.clear()   # the parent's to remove, not this worker's
     die_with(parent)
     if hasattr(signal, "pthread_sigmask"):
         signal.pthread_sigmask(signal.SIG_UNBLOCK, SIGNALS)

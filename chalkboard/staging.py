@@ -15,7 +15,7 @@ from pathlib import Path
 
 
 from .errors import OutputError
-from .lifecycle import held
+from .lifecycle import forget, held, on_signal
 
 
 # -- the output folder: built beside, exchanged in one step ------------------------------------
@@ -224,6 +224,7 @@ class Staging:
                 self._stale()
                 with held():
                     self.path = Path(tempfile.mkdtemp(prefix=f"{self.prefix}{os.getpid()}-", dir=parent))
+                    on_signal(self, self._remove_path)
                 os.chmod(self.path, 0o755)
         except BaseException:
             self.__exit__(None, None, None)
@@ -276,7 +277,12 @@ class Staging:
                 except Exception:   # noqa: BLE001  (a part that fails as it is dropped: the folder still goes)
                     pass
         finally:
-            if self.path is not None:   # the new output unused, or after commit() the old one
-                with held():            # (a second Ctrl-C waits until it is gone)
-                    _remove(self.path)
+            with held():   # (a second Ctrl-C waits until it is gone)
+                self._remove_path()
+                forget(self)
         return False
+
+    def _remove_path(self) -> None:
+        """The new output unused, or after commit() the old one."""
+        if self.path is not None:
+            _remove(self.path)

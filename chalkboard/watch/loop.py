@@ -21,7 +21,7 @@ import time
 import traceback
 from pathlib import Path
 
-from ..lifecycle import die_with, held
+from ..lifecycle import die_with, forget, held, on_signal
 from ..staging import shown_path
 from .inputs import Snapshot, data_inputs, summary
 
@@ -224,9 +224,13 @@ def _replace(out: Path, name: str, content: bytes) -> str:
     the output folder under the name of this process's staging folders (chalkboard/staging.py),
     which the next build removes if this process died with it."""
     tmp = None
+
+    def remove():
+        Path(tmp).unlink(missing_ok=True)
     try:
-        with held():   # made and recorded as one step: removed below whatever interrupts
+        with held():   # made and recorded as one step: removed below, or by a signal's handler
             fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.tmp-{os.getpid()}-", dir=out.parent)
+            on_signal(tmp, remove)
         with os.fdopen(fd, "wb") as f:
             f.write(content)
             f.flush()
@@ -235,8 +239,10 @@ def _replace(out: Path, name: str, content: bytes) -> str:
         os.replace(tmp, out / name)
     except BaseException:
         if tmp is not None:
-            Path(tmp).unlink(missing_ok=True)
+            remove()
         raise
+    finally:
+        forget(tmp)
     return hashlib.sha256(content).hexdigest()
 
 

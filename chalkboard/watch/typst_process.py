@@ -21,7 +21,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from ..lifecycle import as_worker, held
+from ..lifecycle import as_worker, forget, held, on_signal
 
 PREFIX = "typst-"   # the folder's name: typst-PID-XXXXXXXX, PID the loop's process
 
@@ -57,8 +57,9 @@ class TypstProcess:
         if within is not None:
             within.mkdir(parents=True, exist_ok=True)
             _remove_stale(within)
-        with held():   # made and recorded as one step: stop() removes it whatever comes next
+        with held():   # made and recorded as one step: stop() or a signal removes it whatever comes next
             self.folder = Path(tempfile.mkdtemp(prefix=f"{PREFIX}{os.getpid()}-", dir=within))
+            on_signal(self, self._remove_folder)
         try:
             self._start()
         except BaseException:
@@ -148,6 +149,10 @@ class TypstProcess:
             if self.child.is_alive():
                 self.child.kill()   # it keeps nothing; a compile under way would not see SIGTERM until it ends
             self.child.join()
+        self._remove_folder()
+        forget(self)
+
+    def _remove_folder(self) -> None:
         if self.folder is not None:
             shutil.rmtree(self.folder, ignore_errors=True)
 
