@@ -73,7 +73,7 @@ R.section(
     question="If the compute runs at expected_mfu of peak and the memory reads at expected_mbu of "
              "the bandwidth (given, or else fitted to the published measurements), how "
              "long is a step, and what does a token cost?",
-    takeaway="At {expected_mfu} MFU and {expected_mbu} MBU (given with --set, else the efficiency fitted to the "
+    takeaway="At {expected_mfu} MFU and {expected_mbu} MBU (as given, else the efficiency fitted to the "
              "published measurements at this set-up's place on the roofline), a step of {model} on {hardware} takes "
              "{step_time_expected} (bound {step_time}), {throughput_expected} per copy.",
     featured=("step_time_expected", "throughput_expected", "cost_per_token_expected"),
