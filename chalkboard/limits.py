@@ -26,6 +26,7 @@ LARGEST = {
     "chips": _DEGREE, "ring_chips": _DEGREE, "tp": _DEGREE, "pp": _DEGREE, "ep": _DEGREE,
     "dp_attention": _DEGREE, "train_tp": _DEGREE, "train_pp": _DEGREE, "train_dp": _DEGREE,
     "batch": (10**9, "a billion sequences at once is far past any deployment"),
+    "context": (10**9, "a billion tokens of context is a thousand times the longest window offered"),
     "racks": (10**6, "a million racks is far past any machine built"),
     "matmul_m": (10**9, "a matrix dimension of a billion is far past any layer"),
     "matmul_k": (10**9, "a matrix dimension of a billion is far past any layer"),

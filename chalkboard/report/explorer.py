@@ -39,13 +39,14 @@ from sympy.printing.jscode import JavascriptCodePrinter
 
 from derivations import REGISTRY
 
-from units import parse
+from units import MAGNITUDE_RANGE, parse
 
 from ..evaluation import compiled, layouts
 from ..errors import InputError, MissingInput
 from ..evaluation.evaluate import EVIDENCE_INPUTS, Scenario
 from ..evaluation.dependence import _derived_below, flag_kind, read_shared
-from ..evaluation.settings import WHOLE_NUMBERS
+from ..evaluation.settings import AT_MOST, BELOW, WHOLE_NUMBERS
+from ..data import MAY_BE_ZERO, WORKLOAD_COUNTS
 from .drawing import chip_styles
 from ..typeset.fmt import SHARE_SYMBOL, _factor, _target, display_labels, plural, share_factor
 
@@ -490,7 +491,7 @@ def data(d, sc: Scenario) -> dict:
     for n, (lo, hi) in SLIDERS.items():
         u, f = compiled.declared(n)
         sliders.append({"name": n, "label": REGISTRY[n].meaning, "unit": f"{u:~P}", "factor": f,
-                        "min": lo, "max": hi, "start": sc.base_value(n) / f})
+                        "min": lo, "max": hi, "start": sc.base_value(n) / f, "accepts": accepted(n)})
     ignored = sorted(k for k in sc.raw_overrides if k not in SLIDERS)
     fnames = shown_names()   # the functions the page evaluates itself (the rest are called inside them)
     return {
@@ -537,6 +538,26 @@ def data(d, sc: Scenario) -> dict:
         "efficiency": None if model is None else {
             "band": list(model.band), "fit": model.text(), "inputs": [n for n in dynamic if n in EVIDENCE_INPUTS]},
     }
+
+
+def accepted(name: str) -> dict:
+    """What ``--set NAME=...`` accepts for a workload input, in its declared unit, from the same
+    declarations its checks read (chalkboard/evaluation/defaults.py), so that the page's box refuses
+    exactly what the command line refuses: 0 only where MAY_BE_ZERO allows it, a whole number for a
+    count, at most AT_MOST's bound (LARGEST, chalkboard/limits.py) and within the magnitudes any
+    input may have (units.MAGNITUDE_RANGE, in base units); ``rule`` says it in words."""
+    _, f = compiled.declared(name)
+    lo, hi = MAGNITUDE_RANGE
+    most, why = AT_MOST.get(name, (hi / f, "the largest magnitude any input may have"))
+    most = min(most, hi / f)
+    whole = name in WHOLE_NUMBERS or name in WORKLOAD_COUNTS
+    zero = name in MAY_BE_ZERO
+    least = 0 if zero else 1 if whole else lo / f
+    below = BELOW.get(name)
+    rule = (f"{'a whole number' if whole else 'a number'} from {least:,} to "
+            + (f"below {below[0]:g} ({below[1]})" if below else f"{most:,} ({why})"))
+    return {"zero": zero, "whole": whole, "least": lo / f, "most": most,
+            "below": below[0] if below else None, "rule": rule}
 
 
 def context(d, sc: Scenario) -> dict:

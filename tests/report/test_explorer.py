@@ -428,27 +428,73 @@ def test_explorer_adds_little_to_the_page(report):
     assert end - start < 140_000, f"the explorer takes {end - start:,} bytes"
 
 
+def _cli_takes(data, name, text) -> bool:
+    """Whether `eval --set NAME=TEXT` takes the value (its checks, run in this process)."""
+    from chalkboard.errors import InputError
+    from chalkboard.evaluation.evaluate import Scenario
+
+    try:
+        Scenario(data, "h100-sxm", "llama-3-70b", {name: text}).value("step_time")
+    except InputError as e:
+        assert str(e).startswith(f"--set {name}="), str(e)
+        return False
+    return True
+
+
+PROBES = ("-5", "0", "0.5", "1", "7", "4096", "1000000000", "1000000001", "1e12", "1e31")
+
+
+def test_the_boxes_limits_are_the_command_lines(data):
+    """Each box's limits are made from the declarations --set is checked against (LARGEST, MAY_BE_ZERO,
+    the counts): the page once took a batch of 10^12 that the command line refuses."""
+    from chalkboard.limits import LARGEST
+    from chalkboard.report import explorer
+
+    for name in explorer.SLIDERS:
+        a = explorer.accepted(name)
+        assert a["most"] == LARGEST[name][0] and LARGEST[name][1] in a["rule"]
+        for text in PROBES:
+            x = float(text)
+            page = (a["zero"] if x == 0 else x >= a["least"]) and x <= a["most"] and (not a["whole"] or x.is_integer())
+            assert page == _cli_takes(data, name, text), (name, text, a)
+
+
 @needs_browser
-def test_a_box_takes_whole_numbers_as_the_command_line_does(report):
-    """A batch of 0 or 2.5 is refused as `eval --set batch=2.5` is: the box is marked, the note says
-    why, and the numbers stay those of the last whole number; leaving the box puts that back. Shares
+def test_a_box_takes_what_the_command_line_takes(report, data):
+    """Every value `eval --set` refuses (-5, 0, 2.5 or 10^12 sequences) is refused in the page: the box
+    is marked, a message beside it says why, and the numbers stay those of the last value taken;
+    leaving the box puts that back and the message says so; every value it takes is taken. Shares
     (MFU, HBM fill) read as percentages, and on a phone every value is on screen."""
     from playwright.sync_api import sync_playwright
+
+    from chalkboard.report import explorer
 
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=BROWSER_ARGS)
         page = browser.new_page(viewport={"width": 390, "height": 844})
         page.goto(report.as_uri(), wait_until="load")
+        for name in explorer.SLIDERS:
+            for text in PROBES:
+                _set_box(page, name, text)
+                refused = page.get_attribute(f"#x-number-{name}", "aria-invalid") == "true"
+                assert refused == (not _cli_takes(data, name, text)), (name, text)
+                assert page.is_visible(f"#x-why-{name}") == refused, (name, text)
+            _set_box(page, name, 8)
         _set_box(page, "batch", 64)
         before = page.locator("#x-q-step_time").get_attribute("data-value")
-        for bad in ("0", "2.5"):
+        for bad in ("0", "2.5", "-5", "1e12"):
             _set_box(page, "batch", bad)
-            assert page.get_attribute("#x-number-batch", "aria-invalid") == "true"
-            assert page.is_visible("#x-note") and "whole number" in page.text_content("#x-note")
+            why = page.text_content("#x-why-batch")
+            assert page.is_visible("#x-why-batch") and "refused" in why and "1,000,000,000" in why, why
             assert page.locator("#x-q-step_time").get_attribute("data-value") == before
+            box, note = page.locator("#x-number-batch").bounding_box(), page.locator("#x-why-batch").bounding_box()
+            assert 0 <= note["y"] - (box["y"] + box["height"]) < 40, "the message is not beside the box"
         page.locator("#x-number-batch").blur()
         page.dispatch_event("#x-number-batch", "change")
-        assert page.input_value("#x-number-batch") == "64" and page.is_hidden("#x-note")
+        assert page.input_value("#x-number-batch") == "64"
+        assert page.is_visible("#x-why-batch") and page.text_content("#x-why-batch").endswith("back to 64.")
+        _set_box(page, "batch", 128)
+        assert page.is_hidden("#x-why-batch")
         assert page.text_content("#x-q-mfu").rstrip(" †").endswith("%")
         assert page.text_content("#x-q-hbm_fill").rstrip(" †").endswith("%")
         for sel in ("#x-q-step_time", "#x-q-cost_per_token", "#x-q-hbm_fill", "#x-e-step_time", "#x-e-user_speed",
@@ -459,5 +505,34 @@ def test_a_box_takes_whole_numbers_as_the_command_line_does(report):
         for hw in ("h100-sxm", "gb200-nvl72", "tpu-v5e"):
             page.select_option("#x-hardware", hw)
             labels = page.eval_on_selector_all("#x-fig-0 text", "els => els.map(e => e.textContent)")
-            assert "step_time_layout (ms)" in labels, (hw, labels)   # the deployed layout's step
+            assert "\u2191 step_time_layout (ms)" in labels, (hw, labels)   # the deployed layout's step
+        browser.close()
+
+
+@needs_browser
+@pytest.mark.parametrize("width", [390, 1280])
+def test_the_plots_text_is_the_bodys_size_and_inside_them(report, width):
+    """Every text of the explorer's plots is shown at least at the body's size, on a phone too (a
+    viewBox of fixed width once shrank it to 8 px at 390 px), and lies inside its plot."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=BROWSER_ARGS)
+        page = browser.new_page(viewport={"width": width, "height": 900})
+        page.goto(report.as_uri(), wait_until="load")
+        for hw in ("h100-sxm", "gb200-nvl72"):
+            page.select_option("#x-hardware", hw)
+            body, texts = page.evaluate("""() => {
+              const body = parseFloat(getComputedStyle(document.querySelector('#explorer > p')).fontSize);
+              return [body, [...document.querySelectorAll('#explorer svg text')].map((t) => {
+                const m = t.getScreenCTM(), r = t.getBoundingClientRect(), s = t.ownerSVGElement.getBoundingClientRect();
+                return [t.textContent, parseFloat(t.getAttribute('font-size')) * Math.hypot(m.a, m.b),
+                        r.left >= s.left - 1 && r.right <= s.right + 1 && r.top >= s.top - 1 && r.bottom <= s.bottom + 1];
+              })];
+            }""")
+            assert len(texts) > 20
+            small = [(t, round(px, 1)) for t, px, _ in texts if px < body - 0.01]
+            assert not small, (width, hw, body, small[:5])
+            outside = [t for t, _, inside in texts if not inside]
+            assert not outside, (width, hw, outside)
         browser.close()
