@@ -42,4 +42,8 @@ class Expected:
             other = type(self)(self.data, self.hw.id, self.model.id, {**self.raw_overrides, **sets},
                                defaults=self.defaults)   # the same set-up: the serving defaults too
             ends.append(other.value(name).to(self.value(name).units))
-        return tuple(sorted(ends, key=lambda x: x.magnitude))
+        # a ratio of two expected times can move the same way at both ends (both slower, both
+        # faster): the range is what the ends and the fit itself span, so it always holds its value
+        ends.append(self.value(name))
+        ends = sorted(ends, key=lambda x: x.magnitude)
+        return ends[0], ends[-1]

@@ -117,8 +117,9 @@ def sweep(sc: Scenario, quantities: list[str], axes: list[tuple[str, np.ndarray]
     if fitted:   # each expected number's range: the efficiency at the ends of its held-out error
         reading = [q for q in quantities if set(fitted[0]) & {l.name for l in REGISTRY.leaves(q)}]
         ends = [sc.sweep_many(reading, {n: (v, None) for n, v in {**flat, **e}.items()}) for e in fitted[1:]]
-        for q in reading:
-            lo, hi = np.minimum(ends[0][q], ends[1][q]), np.maximum(ends[0][q], ends[1][q])
+        for q in reading:   # what the ends and the fit span: a range always holds its value
+            lo = np.minimum(np.minimum(ends[0][q], ends[1][q]), columns[q])
+            hi = np.maximum(np.maximum(ends[0][q], ends[1][q]), columns[q])
             columns[q + RANGE_SUFFIXES[0]], columns[q + RANGE_SUFFIXES[1]] = lo, hi
     return {"axes": flat, "columns": columns, "fill": out.get(fill), "share": _share(sc, flat)}
 

@@ -193,6 +193,9 @@ def plan(data, model: str, hardware: list[str], targets: Targets, formats: list[
                 for fit_in, end in zip((fitted.inputs(), *fitted.ends()), ("", "_low", "_high")):
                     at = {**grid, **{k: np.full(n, v) for k, v in fit_in.items()}}
                     vals.update({k + end: v for k, v in _sweep(sc, EXPECTED, at).items()})
+                for k in EXPECTED:   # what the ends and the fit span: a range always holds its value
+                    lo, hi, v = vals[k + "_low"], vals[k + "_high"], vals[k]
+                    vals[k + "_low"], vals[k + "_high"] = np.fmin(np.fmin(lo, hi), v), np.fmax(np.fmax(lo, hi), v)
             one = {k: np.array([float(x[k]) for x in lays]) for k in lays[0]}
             first = _sweep(sc, FIRST, {**one, "batch": np.ones(len(lays))})
             vals.update({k: np.repeat(v, len(BATCHES)) for k, v in first.items()})
