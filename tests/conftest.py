@@ -1,3 +1,7 @@
+import fcntl
+import json
+import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -27,15 +31,48 @@ def cli():
     return run_cli
 
 
+def shared(tmp_path_factory, name: str, make) -> Path:
+    """A folder made once for the whole run, whatever the number of xdist workers: the first worker
+    to ask makes it (``make(folder)``) under a lock in the run's own temporary folder (the one the
+    workers' folders are in), and the others wait on that lock and reuse what it made. A failed
+    ``make`` is recorded, so every worker fails with its message rather than repeating it."""
+    base = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        base = base.parent   # .../pytest-N/popen-gwK: the run's folder, the workers' alike
+    folder, made, failed = base / name, base / f"{name}.made", base / f"{name}.failed"
+    with open(base / f"{name}.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)   # held while it is made; released when the maker's file closes
+        try:
+            if not made.exists() and not failed.exists():
+                try:
+                    make(folder)
+                except BaseException as e:
+                    failed.write_text(f"{type(e).__name__}: {e}", encoding="utf-8")
+                    raise
+                made.touch()
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+    if failed.exists():
+        pytest.fail(f"{name} could not be made (in another worker): {failed.read_text(encoding='utf-8')[-3000:]}")
+    return folder
+
+
 @pytest.fixture(scope="session")
 def report_build(tmp_path_factory):
-    """One `python build.py` as a user runs it (HTML, PDF, figures, results.json), shared by the
+    """One `python build.py` as a user runs it (HTML, PDF, figures, results.json), made once for the
+    whole run (``shared``: the first xdist worker builds, the others reuse it) and shared by the
     tests that only read what it wrote: a test that writes beside it works on a copy.
     Returns (the output folder, the CompletedProcess)."""
-    out = tmp_path_factory.mktemp("report") / "out"
-    r = run_cli("--out", str(out))
-    assert r.returncode == 0, r.stderr
-    return out, r
+    def make(folder):
+        folder.mkdir()
+        r = run_cli("--out", str(folder / "out"))
+        (folder / "run.json").write_text(json.dumps({"args": list(map(str, r.args)), "returncode": r.returncode,
+                                                     "stdout": r.stdout, "stderr": r.stderr}), encoding="utf-8")
+        assert r.returncode == 0, r.stderr
+
+    folder = shared(tmp_path_factory, "report", make)
+    run = json.loads((folder / "run.json").read_text(encoding="utf-8"))
+    return folder / "out", subprocess.CompletedProcess(**run)
 
 
 def pdf_text(path) -> str:
@@ -45,13 +82,25 @@ def pdf_text(path) -> str:
 
 
 @pytest.fixture(scope="session")
-def report_pdf_text(report_build):
-    """The text of the shared build's PDFs, the report's then the reference's (pypdf reads them once):
-    what the two documents say together."""
-    return pdf_text(report_build[0] / "report.pdf") + "\n" + pdf_text(report_build[0] / "reference.pdf")
+def _pdf_texts(report_build, tmp_path_factory):
+    """The shared build's two PDFs' text, read once for the whole run (pypdf: several seconds)."""
+    def make(folder):
+        folder.mkdir()
+        for doc in ("report", "reference"):
+            (folder / f"{doc}.txt").write_text(pdf_text(report_build[0] / f"{doc}.pdf"), encoding="utf-8")
+
+    folder = shared(tmp_path_factory, "report-pdf-text", make)
+    return {doc: (folder / f"{doc}.txt").read_text(encoding="utf-8") for doc in ("report", "reference")}
 
 
 @pytest.fixture(scope="session")
-def main_pdf_text(report_build):
+def report_pdf_text(_pdf_texts):
+    """The text of the shared build's PDFs, the report's then the reference's: what the two
+    documents say together."""
+    return _pdf_texts["report"] + "\n" + _pdf_texts["reference"]
+
+
+@pytest.fixture(scope="session")
+def main_pdf_text(_pdf_texts):
     """The text of the shared build's report PDF alone."""
-    return pdf_text(report_build[0] / "report.pdf")
+    return _pdf_texts["report"]
