@@ -39,8 +39,8 @@ DOCUMENTS = ("report", "reference")
 def unfitted(typ_src: str) -> str:
     """The report's Typst source with each formula marked #fit[...] set as it is: without a PDF,
     nothing is measured, so Typst is neither needed nor imported (--no-pdf)."""
-    from .report.pdf import _MAYBE_WIDE
-    return _MAYBE_WIDE.sub(lambda m: f"$ {m.group(1)} $", typ_src)
+    from .report.pdf import MAYBE_WIDE
+    return MAYBE_WIDE.sub(lambda m: f"$ {m.group(1)} $", typ_src)
 
 
 def _finalize(v):

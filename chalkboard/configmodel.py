@@ -10,7 +10,7 @@ from pathlib import Path
 
 from units import parse
 
-from .data import Data, DataError, Source, Value, _check_model
+from .data import Data, DataError, Source, Value, check_model
 from .safety import escaped
 from .errors import InputError, MissingInput, NotApplicable
 from .evaluation.evaluate import Scenario
@@ -34,6 +34,6 @@ def add_config_model(data: Data, config_path: str) -> str:
         src = Source("derived", f"{label}: derived from its dimensions ({f}_from_dims)", "", UNDATED)
         entry.values[f] = Value(parse(f"{n} parameter"), f"{n} parameter", src, None,
                                 "counted from the config's dimensions, not published")
-    _check_model(label, entry)
+    check_model(label, entry)
     data.config_model = entry.id
     return entry.id

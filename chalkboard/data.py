@@ -246,7 +246,7 @@ def _read_yaml(path: Path, label: str):
     return doc
 
 
-def _text(label, entry, fld, v) -> str | None:
+def place_text(label, entry, fld, v) -> str | None:
     """A text field: a plain value (never a list or mapping), without control or bidi characters."""
     if v is None:
         return None
@@ -262,7 +262,7 @@ def _text(label, entry, fld, v) -> str | None:
     return t
 
 
-def _source_id(label, entry, fld, sid, sources):
+def source_id(label, entry, fld, sid, sources):
     if sid is None:
         return None
     if not isinstance(sid, (str, int)) or isinstance(sid, bool):
@@ -273,17 +273,17 @@ def _source_id(label, entry, fld, sid, sources):
     return sid
 
 
-def _sources(doc, label) -> dict[str, Source]:
+def read_sources(doc, label) -> dict[str, Source]:
     raw = doc.get("sources")
     if not isinstance(raw, dict) or not raw:
         raise DataError(label, "sources", None, "missing or empty 'sources' mapping")
     out = {}
     for sid, s in raw.items():
-        where = f"sources.{_text(label, 'sources', None, sid)}"
+        where = f"sources.{place_text(label, 'sources', None, sid)}"
         if not isinstance(s, dict):
             raise DataError(label, where, None, "expected a mapping with title, url, as_of")
         for f in s:
-            _text(label, where, str(f), s[f])
+            place_text(label, where, str(f), s[f])
         for f in ("title", "as_of"):
             if not str(s.get(f, "") or "").strip():
                 raise DataError(label, where, f, "missing")
@@ -295,10 +295,10 @@ def _sources(doc, label) -> dict[str, Source]:
         unknown = sorted(set(map(str, s)) - {"title", "url", "as_of", "note", "secondary"})
         if unknown:
             raise DataError(label, where, unknown[0], "unknown key (known: title, url, as_of, note, secondary)")
-        secondary = _text(label, where, "secondary", s.get("secondary"))
+        secondary = place_text(label, where, "secondary", s.get("secondary"))
         if "secondary" in s and not (secondary or "").strip():
             raise DataError(label, where, "secondary", "say why no primary source is used (or remove the key)")
-        out[str(sid)] = Source(str(sid), str(s["title"]), url, str(s["as_of"]), _text(label, where, "note", s.get("note")),
+        out[str(sid)] = Source(str(sid), str(s["title"]), url, str(s["as_of"]), place_text(label, where, "note", s.get("note")),
                                secondary)
     return out
 
@@ -309,20 +309,20 @@ def _value(label, eid, fname, raw, default_source, sources, expected, per_chip):
             raise DataError(label, eid, fname, "missing 'value'")
         for k in raw:
             if k not in ("value", "source", "as_of", "note"):
-                raise DataError(label, eid, f"{fname}.{_text(label, eid, fname, k)}",
+                raise DataError(label, eid, f"{fname}.{place_text(label, eid, fname, k)}",
                                 "unknown key (known: value, source, as_of, note)")
         text, sid, as_of, note = raw["value"], raw.get("source", default_source), raw.get("as_of"), raw.get("note")
-        as_of, note = _text(label, eid, f"{fname}.as_of", as_of), _text(label, eid, f"{fname}.note", note)
+        as_of, note = place_text(label, eid, f"{fname}.as_of", as_of), place_text(label, eid, f"{fname}.note", note)
     else:
         text, sid, as_of, note = raw, default_source, None, None
     if not isinstance(text, str):
         shown = "a list" if isinstance(text, list) else "a mapping" if isinstance(text, dict) else repr(text)
         raise DataError(label, eid, fname,
                         f"value must be a quoted string with its unit, e.g. \"{_example(expected)}\" (got {shown})")
-    _text(label, eid, fname, text)
+    place_text(label, eid, fname, text)
     if sid is None:
         raise DataError(label, eid, fname, "no source (give 'source' on the field or the entry)")
-    sid = _source_id(label, eid, fname, sid, sources)
+    sid = source_id(label, eid, fname, sid, sources)
     try:
         q = parse(text)
     except UnitParseError as e:
@@ -369,14 +369,14 @@ def _entries(doc, label, key, kind, fields, tags, choices, sources):
         known = set(fields) | set(tags) | set(choices)
         for f in e:
             if f not in known:
-                raise DataError(label, eid, _text(label, eid, None, f),
+                raise DataError(label, eid, place_text(label, eid, None, f),
                                 f"unknown field (known: {', '.join(sorted(known))})")
         for f in tags:
-            _text(label, eid, f, e.get(f))
+            place_text(label, eid, f, e.get(f))
         for f, required in tags.items():
             if required and not str(e.get(f, "") or "").strip():
                 raise DataError(label, eid, f, "missing")
-        default_source = _source_id(label, eid, "source", e.get("source"), sources)
+        default_source = source_id(label, eid, "source", e.get("source"), sources)
         entry = Entry(eid, str(e["name"]), kind)
         for f in tags:
             if f in e and f not in ("source",):
@@ -393,7 +393,7 @@ def _entries(doc, label, key, kind, fields, tags, choices, sources):
                 raise DataError(label, eid, f, f"{shown} is not one of {', '.join(allowed)}")
             entry.tags[f] = v
             sid = raw_v.get("source", default_source) if isinstance(raw_v, dict) else default_source
-            _source_id(label, eid, f, sid, sources)
+            source_id(label, eid, f, sid, sources)
         for f, (unit, required) in fields.items():
             if f not in e or e[f] is None:
                 if required:
@@ -405,7 +405,7 @@ def _entries(doc, label, key, kind, fields, tags, choices, sources):
     return out
 
 
-def _check_model(label, m: Entry):
+def check_model(label, m: Entry):
     tot, act = m.values["params_total"].quantity, m.values["params_active"].quantity
     if act > tot:
         raise DataError(label, m.id, "params_active", "exceeds params_total")
@@ -458,9 +458,9 @@ def load_prices(root: Path, prices_file: str = PRICES_FILE):
     known = {"default", "sources", "prices", "memory_tiers"}
     for k in doc:
         if k not in known:
-            raise DataError(prices_file, _text(prices_file, None, None, k), None,
+            raise DataError(prices_file, place_text(prices_file, None, None, k), None,
                             f"unknown section (known: {', '.join(sorted(known))})")
-    sources = _sources(doc, prices_file)
+    sources = read_sources(doc, prices_file)
     prices = _entries(doc, prices_file, "prices", "price", PRICE_FIELDS, PRICE_TAGS, {}, sources)
     for p in prices.values():
         given = [f for f in LONG_CONTEXT_FIELDS if f in p.values]
@@ -488,7 +488,7 @@ def load(root: Path, hardware_file: str = "hardware.yaml", models_file: str = "m
     """The hardware, model and price files (a model from a Hugging Face config.json is added to
     them by configmodel.add_config_model)."""
     hw_doc = _read_yaml(root / hardware_file, hardware_file)
-    hw_sources = _sources(hw_doc, hardware_file)
+    hw_sources = read_sources(hw_doc, hardware_file)
     hardware = _entries(hw_doc, hardware_file, "hardware", "hardware", HARDWARE_FIELDS,
                         HARDWARE_TAGS, HARDWARE_CHOICES, hw_sources)
     for h in hardware.values():
@@ -497,11 +497,11 @@ def load(root: Path, hardware_file: str = "hardware.yaml", models_file: str = "m
         if not any(f"flops_{f}" in h.values for f in FORMATS_ORDER):
             raise DataError(hardware_file, h.id, "flops_bf16", "missing (give at least one of flops_bf16, flops_fp8, flops_fp4)")
     m_doc = _read_yaml(root / models_file, models_file)
-    m_sources = _sources(m_doc, models_file)
+    m_sources = read_sources(m_doc, models_file)
     models = _entries(m_doc, models_file, "models", "model", MODEL_FIELDS, MODEL_TAGS,
                       MODEL_CHOICES, m_sources)
     for m in models.values():
-        _check_model(models_file, m)
+        check_model(models_file, m)
     if prices_file == PRICES_FILE and not (root / prices_file).exists():
         # no price data beside the other files: the price-dependent quantities are not applicable
         prices, tiers, default_price, p_sources = {}, {}, None, {}

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from units import UnitParseError, conform, magnitude_problem, parse
 
-from .data import (ID_RE, NUMBER_FORMAT_NAMES, RATE_FORMATS, DataError, Source, _source_id, _sources, _text,
+from .data import (ID_RE, NUMBER_FORMAT_NAMES, RATE_FORMATS, DataError, Source, source_id, read_sources, place_text,
                    is_whole, read_yaml)
 
 MEASUREMENTS_FILE = "measurements.yaml"
@@ -75,7 +75,7 @@ def _quantity(label, eid, fld, raw, unit, whole):
     if not isinstance(raw, str):
         shown = "a list" if isinstance(raw, list) else "a mapping" if isinstance(raw, dict) else repr(raw)
         raise DataError(label, eid, fld, f"value must be a quoted string with its unit, e.g. \"1 {unit}\" (got {shown})")
-    _text(label, eid, fld, raw)
+    place_text(label, eid, fld, raw)
     try:
         q = parse(raw)
         q = conform(q, unit, per_chip=unit.endswith("/chip"))
@@ -96,8 +96,8 @@ def load_measurements(root: Path, data, label: str = MEASUREMENTS_FILE) -> list[
         raise DataError(label, None, None, "expected a mapping with 'sources' and 'measurements'")
     for k in doc:
         if k not in ("sources", "measurements"):
-            raise DataError(label, _text(label, None, None, k), None, "unknown section (known: sources, measurements)")
-    sources = _sources(doc, label)
+            raise DataError(label, place_text(label, None, None, k), None, "unknown section (known: sources, measurements)")
+    sources = read_sources(doc, label)
     raw = doc.get("measurements")
     if not isinstance(raw, dict) or not raw:
         raise DataError(label, "measurements", None, "missing or empty 'measurements' mapping")
@@ -115,16 +115,16 @@ def load_measurements(root: Path, data, label: str = MEASUREMENTS_FILE) -> list[
 def _record(label, eid, e, sources, data) -> Record:
     for f in e:
         if f not in KNOWN_FIELDS:
-            raise DataError(label, eid, _text(label, eid, None, f),
+            raise DataError(label, eid, place_text(label, eid, None, f),
                             f"unknown field (known: {', '.join(sorted(KNOWN_FIELDS))})")
     text = {}
     for f, required in TEXT_FIELDS.items():
-        v = _text(label, eid, f, e.get(f))
+        v = place_text(label, eid, f, e.get(f))
         if required and not (v or "").strip():
             raise DataError(label, eid, f, "missing")
         text[f] = v
-    src = sources[_source_id(label, eid, "source", text["source"], sources)]
-    set_src = sources[_source_id(label, eid, "set_source", text["set_source"], sources)] if text["set_source"] else None
+    src = sources[source_id(label, eid, "source", text["source"], sources)]
+    set_src = sources[source_id(label, eid, "set_source", text["set_source"], sources)] if text["set_source"] else None
     if text["hardware"] not in data.hardware:
         raise DataError(label, eid, "hardware", f"unknown hardware id {text['hardware']!r} (not in {data.files['hardware']})")
     if text["model"] not in data.models:
@@ -160,7 +160,7 @@ def _record(label, eid, e, sources, data) -> Record:
     measured = {}
     for f, v in m.items():
         if f not in MEASURED_FIELDS:
-            raise DataError(label, eid, f"measured.{_text(label, eid, 'measured', f)}",
+            raise DataError(label, eid, f"measured.{place_text(label, eid, 'measured', f)}",
                             f"unknown figure (known: {', '.join(MEASURED_FIELDS)})")
         measured[f] = _quantity(label, eid, f"measured.{f}", v, MEASURED_FIELDS[f], False)
     if not any(f in measured for f in SPEED_FIELDS + PREFILL_FIELDS):
@@ -174,8 +174,8 @@ def _record(label, eid, e, sources, data) -> Record:
         raise DataError(label, eid, "set", "expected a mapping of input: \"value unit\"")
     for k, v in overrides.items():
         if not isinstance(v, str):
-            raise DataError(label, eid, f"set.{_text(label, eid, 'set', k)}", "value must be a quoted string with its unit")
-        _text(label, eid, f"set.{k}", v)
+            raise DataError(label, eid, f"set.{place_text(label, eid, 'set', k)}", "value must be a quoted string with its unit")
+        place_text(label, eid, f"set.{k}", v)
         if k in ("batch", "context", "chips", "tokens_per_step") or k in FORMAT_FIELDS or k == "format":
             raise DataError(label, eid, f"set.{k}", "give the workload and formats as the record's own fields")
     if overrides and set_src is None:
@@ -187,14 +187,14 @@ def _record(label, eid, e, sources, data) -> Record:
                  set_src, text["notes"])
     from .errors import InputError, MissingInput
     try:
-        _scenario(data, rec, rec.batch or 1, _context(rec)[0], rec.tokens_per_step or 1)
+        record_scenario(data, rec, rec.batch or 1, record_context(rec)[0], rec.tokens_per_step or 1)
     except (InputError, MissingInput) as err:
         raise DataError(label, eid, "set" if rec.set else "hardware", str(err)) from None
     return rec
 
 
 # -- a record's set-up ------------------------------------------------------------------------
-def _context(rec: Record) -> tuple[float, str | None]:
+def record_context(rec: Record) -> tuple[float, str | None]:
     """Average context over the output (input + output/2), or the shortest where not published."""
     if rec.input_tokens is None and rec.output_tokens is None:
         return 1.0, "context: lengths not published, the bound takes 1 token (the shortest)"
@@ -207,7 +207,7 @@ def _context(rec: Record) -> tuple[float, str | None]:
     return max(ctx, 1.0), note
 
 
-def _scenario(data, rec: Record, batch: float, context: float, delta: float):
+def record_scenario(data, rec: Record, batch: float, context: float, delta: float):
     from .evaluation.evaluate import Scenario
     o = {**rec.set, "batch": f"{batch:.17g} sequence", "context": f"{context:.17g} token/sequence",
          "chips": f"{rec.chips:.17g} chip", "weight_format": rec.formats["weight_format"],

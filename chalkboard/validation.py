@@ -18,7 +18,7 @@ import statistics
 from dataclasses import dataclass
 from pathlib import Path
 
-from .measurements import (LOOSEST_KV, MEASUREMENTS_FILE, PREFILL_FIELDS, SPEED_FIELDS, Record, _context, _scenario,
+from .measurements import (LOOSEST_KV, MEASUREMENTS_FILE, PREFILL_FIELDS, SPEED_FIELDS, Record, record_context, record_scenario,
                            load_measurements)
 from .errors import InputError, MissingInput, NotApplicable
 from .evaluation.regimes import REGIMES, SMALL_BATCH, regime_index  # noqa: F401 - SMALL_BATCH named here too
@@ -112,7 +112,7 @@ def _measured_rates(rec: Record) -> dict[str, tuple[float, str]]:
 def evaluate_record(data, rec: Record) -> Result:
     """The bound for one record, through Scenario, and measured / bound for each speed it gives."""
     assumed = []
-    context, note = _context(rec)
+    context, note = record_context(rec)
     if note:
         assumed.append(note)
     if "kv_format" not in rec.formats:
@@ -127,13 +127,13 @@ def evaluate_record(data, rec: Record) -> Result:
     batch = rec.batch
     if batch is None:
         if throughput_first:
-            probe = _scenario(data, rec, 1, context, delta)
+            probe = record_scenario(data, rec, 1, context, delta)
             batch = probe.mag("max_batch_capacity", "sequence")
             assumed.append(f"batch not published: the bound takes the largest that fits in HBM, {batch:,.0f}")
         else:
             batch = 1.0
             assumed.append("batch not published: the bound takes 1 sequence")
-    sc = _scenario(data, rec, batch, context, delta)
+    sc = record_scenario(data, rec, batch, context, delta)
     t_min = sc.mag("step_time_min", "s")
     compute = sc.mag("compute_time", "s")
     memory = sc.mag("weight_fetch_time_min", "s") + sc.mag("kv_fetch_time", "s")
@@ -262,7 +262,7 @@ def _calibration_run(data, r: Result):
     from .evaluation.evaluate import Scenario
     rec = r.record
     value, per = next(rates[f] for rates in [_measured_rates(rec)] for f in SPEED_FIELDS if f in rates)
-    sc = _scenario(data, rec, r.batch, r.context, 1.0)
+    sc = record_scenario(data, rec, r.batch, r.context, 1.0)
     layout = layout_sets(rec)
     try:   # the layout it states, else the one eval deploys on its chips
         lay = Scenario(data, rec.hardware, rec.model, {**sc.raw_overrides, **(layout or {})})

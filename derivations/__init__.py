@@ -2,8 +2,8 @@
 
 ``REGISTRY`` holds every declared quantity, equation and section; the modules add to it as
 they are imported, which happens the first time ``REGISTRY`` (or a table below) is asked
-for. Until then only ``derivations._core`` is loaded, so a caller can hand the registry the
-SymPy results of an earlier run first (``_core.PRELOADED``, see build.py).
+for. Until then only ``derivations.core`` is loaded, so a caller can hand the registry the
+SymPy results of an earlier run first (``core.PRELOADED``, see build.py).
 """
 import importlib
 
@@ -22,14 +22,14 @@ def load():
     """Import every lecture module, in lecture order, and return the registry.
 
     If the caller handed in a snapshot of the registry an earlier run of the same sources
-    declared (with the SymPy results, ``_core.PRELOADED``), it is restored instead: the same
+    declared (with the SymPy results, ``core.PRELOADED``), it is restored instead: the same
     quantities, equations, sections, rules and tables, without running the modules again."""
-    from . import _core
+    from . import core
 
-    blob = _core.PRELOADED.get(SNAPSHOT)
+    blob = core.PRELOADED.get(SNAPSHOT)
     if blob is not None:
         try:
-            R, tables = _core.Registry.restore(blob)
+            R, tables = core.Registry.restore(blob)
         except Exception:  # noqa: BLE001 - an unreadable snapshot: declare everything again
             R = None
         if R is not None:

@@ -6,7 +6,7 @@ a DeepSeek-like MoE served by one scale-up domain (a Blackwell NVL72 rack), abou
 sequences per batch (seed 004, line 65).
 """
 from . import rules
-from ._core import Registry
+from .core import Registry
 
 R = Registry()
 

@@ -2,7 +2,7 @@
 of magnitudes, declared with their inputs in the lecture module of their topic (``R.rule``).
 
 They live here, apart from the declarations, so that a registry kept from an earlier run
-(``_core.Registry.snapshot``) can refer to them without running the lecture modules again.
+(``core.Registry.snapshot``) can refer to them without running the lecture modules again.
 """
 from __future__ import annotations
 

@@ -41,8 +41,8 @@ from ..home import ROOT
 
 from .rules import AGREES, DEFINITION, DEPENDS, FAILS, HOLDS, INCONCLUSIVE, KINDS, ND, RECOMPUTED, ROUGHLY, VERDICTS, judge, judge_rule, miss_text, rule_of_thumb
 from . import context
-from .scope import Chips, _load_chips
-from .claims import _claims_document, _read, Claim, load_claims
+from .scope import Chips, load_chips
+from .claims import claims_document, read_claims_file, Claim, load_claims
 from .verdicts import decision, evaluate_claim, inherit_rejections
 from .text import Audit
 
@@ -70,8 +70,8 @@ def read_claims(data: Data, path: Path, label: str, doc=None) -> Claims:
     places = seeds.places(seed_dir(root)) if seed_dir(root).is_dir() else None
     if places is not None:  # the later chapters, cited by id: 'chapters-3-7.md#T-02'
         places = {**places, **seeds.chapter_places(seed_dir(root).parent)}
-    doc = _read(path, label) if doc is None else _claims_document(doc, label)
-    chips = _load_chips(label, data, doc)
+    doc = read_claims_file(path, label) if doc is None else claims_document(doc, label)
+    chips = load_chips(label, data, doc)
     loaded = load_claims(path, label, data, places, chips, doc)
     context.attach(loaded, places)
     return Claims(loaded, chips)

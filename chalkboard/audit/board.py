@@ -17,7 +17,7 @@ def _eval(sc: Scenario, expr) -> object:
     return walk(expr, lambda s: sc.value(REGISTRY.q(s).name), where="claim")
 
 
-def _formula(sc: Scenario, part: Part):
+def claim_formula(sc: Scenario, part: Part):
     """The part's definition with each symbol's value substituted: (text, mathml, typst)."""
     expr = REGISTRY[part.quantity].expr if part.quantity and not REGISTRY[part.quantity].is_input else part.expr
     if part.quantity and REGISTRY[part.quantity].is_input:
@@ -35,7 +35,7 @@ def _formula(sc: Scenario, part: Part):
 DERIVATION_STEPS = 6   # a card shows at most this many steps; the report section has the rest
 
 
-def _derivation(sc: Scenario, part: Part) -> list[dict]:
+def claim_derivation(sc: Scenario, part: Part) -> list[dict]:
     """The deciding derivation as on the board: each derived quantity the judged expression names (its
     definition as derived, then with the numbers substituted, then its value), and the expression itself
     last. A quantity that is an input has none."""

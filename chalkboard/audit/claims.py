@@ -18,8 +18,8 @@ from ..evaluation.walk import placeholders, walk
 from ..typeset.fmt import fmt
 from ..featured import FEATURED_HARDWARE as DEFAULT_HARDWARE, FEATURED_MODEL as DEFAULT_MODEL
 
-from .rules import _PLACEHOLDER, DEFAULT_BAND, DEFAULT_TOLERANCE, KINDS
-from .scope import _load_chips, _serving, Chips
+from .rules import PLACEHOLDER, DEFAULT_BAND, DEFAULT_TOLERANCE, KINDS
+from .scope import load_chips, serving_scope, Chips
 
 # -- claims -------------------------------------------------------------------------------------
 @dataclass
@@ -114,7 +114,7 @@ def _locals():
     return {name: q.sym for name, q in REGISTRY.quantities.items()}
 
 
-def _expand(e):
+def expand(e):
     return REGISTRY.expand(sp.sympify(e, strict=True))
 
 
@@ -130,12 +130,12 @@ def _parse_expr(label, cid, fld, text: str, with_helpers: bool = False) -> sp.Ex
         def d(e, x):
             if not isinstance(x, sp.Symbol):
                 raise exprtext.ExprError(f"d(e, q): q must be a quantity, not {x}")
-            return sp.diff(_expand(e), x)
+            return sp.diff(expand(e), x)
 
         def at(e, x, v):
             if not isinstance(x, sp.Symbol):
                 raise exprtext.ExprError(f"at(e, q, v): q must be a quantity, not {x}")
-            return _expand(e).xreplace({x: _expand(v)})
+            return expand(e).xreplace({x: expand(v)})
 
         def side(which):
             def get(name):
@@ -385,8 +385,8 @@ def _fold(claims: list[Claim]) -> list[Claim]:
 
 def load_claims(path: Path, label: str, data: Data, seed_places: dict | None = None,
                 chips: Chips | None = None, doc: dict | None = None) -> list[Claim]:
-    doc = _read(path, label) if doc is None else doc   # ``doc``: the file already read
-    chips = chips or _load_chips(label, data, doc)
+    doc = read_claims_file(path, label) if doc is None else doc   # ``doc``: the file already read
+    chips = chips or load_chips(label, data, doc)
     out, seen = [], set()
     for i, c in enumerate(doc["claims"]):
         if not isinstance(c, dict) or "id" not in c:
@@ -425,7 +425,7 @@ def _transcript_link(label: str, doc: dict):
     return link
 
 
-def _read(path: Path, label: str) -> dict:
+def read_claims_file(path: Path, label: str) -> dict:
     try:
         doc = yaml.load(path.read_text(encoding="utf-8"), Loader=UniqueKeyLoader)
     except FileNotFoundError:
@@ -434,10 +434,10 @@ def _read(path: Path, label: str) -> dict:
         mark = getattr(e, "problem_mark", None)
         where = f"line {mark.line + 1}: " if mark else ""
         raise DataError(label, None, None, f"YAML syntax error at {where}{getattr(e, 'problem', e)}") from None
-    return _claims_document(doc, label)
+    return claims_document(doc, label)
 
 
-def _claims_document(doc, label: str) -> dict:
+def claims_document(doc, label: str) -> dict:
     if not isinstance(doc, dict) or not isinstance(doc.get("claims"), list):
         raise DataError(label, None, "claims", "expected a list under 'claims'")
     return doc
@@ -500,7 +500,7 @@ def _load_claim(label, data, chips: Chips, c: dict, cid: str, seed_places) -> Cl
             raise DataError(label, cid, "relative_to", f"unknown model id {rel['model']!r}")
         rel = {**rel, "set": {k: str(v) for k, v in (rel.get("set") or {}).items()}}
     for f in ("note", "why", "reading"):
-        for name in _PLACEHOLDER.findall(str(c.get(f) or "")):
+        for name in PLACEHOLDER.findall(str(c.get(f) or "")):
             if name not in REGISTRY:
                 raise DataError(label, cid, f, f"placeholder {{{name}}} is not a quantity")
     claim = Claim(
@@ -581,7 +581,7 @@ def _check_scenario(data, chips, claim: Claim, label: str) -> None:
         return
     hid, mid = claim.hardware[0], claim.models[0]
     try:
-        sc = Scenario(data, hid, mid, {**_serving(chips, data, hid, mid, claim), **claim.set})
+        sc = Scenario(data, hid, mid, {**serving_scope(chips, data, hid, mid, claim), **claim.set})
     except (InputError, UnitParseError, MissingInput) as e:
         raise DataError(label, claim.id, "set", str(e)) from None
     for name, text in claim.given.items():

@@ -10,14 +10,14 @@ from derivations import REGISTRY
 from ..typeset import printers
 from ..typeset.fmt import sig
 
-from .rules import (_unit_suffix, band_text, listed, DEFINITION, FAILS, HOLDS, judge, judge_rule, loose_text, miss_text,
+from .rules import (unit_suffix, band_text, listed, DEFINITION, FAILS, HOLDS, judge, judge_rule, loose_text, miss_text,
                     RECOMPUTED, ROUGHLY, Verdict)
-from .claims import _expand, Claim
+from .claims import expand, Claim
 
 
 def _symbolic_check(text: str, lhs, rhs) -> tuple[bool, str | None]:
     """Whether lhs = rhs once both are expanded to inputs; if not, what the difference is."""
-    a, b = _expand(lhs), _expand(rhs)
+    a, b = expand(lhs), expand(rhs)
     diff = sp.simplify(a - b)
     ok = diff == 0
     if not ok and not diff.has(sp.Max, sp.Min):
@@ -92,7 +92,7 @@ def notation(text: str) -> str:
     return _NAME.sub(name, out)
 
 
-def _identity(claim: Claim) -> Verdict:
+def judge_identity(claim: Claim) -> Verdict:
     results, failed = [], []
     for text, lhs, rhs in claim.checks:
         ok, why = REGISTRY.kept(("claim identity", text), lambda: _symbolic_check(text, lhs, rhs))
@@ -116,20 +116,20 @@ def _identity(claim: Claim) -> Verdict:
                    unswept="an identity is symbolic: it holds or fails for every chip, model, format and workload at once")
 
 
-def _sourced(claim: Claim) -> Verdict:
+def judge_sourced(claim: Claim) -> Verdict:
     part = claim.parts[0]
     vals = {k: float(q.magnitude) for k, q in claim.cited.items()}
     args = (part.low, part.high, part.tolerance, part.band, part.compare)
     if len(vals) == 1:
         val = next(iter(vals.values()))
         verdict, summary = judge(val, *args), {"value": val}
-        text = f"{sig(val)}{_unit_suffix(part)} (cited)"
+        text = f"{sig(val)}{unit_suffix(part)} (cited)"
     else:
         verdict, med, inside = judge_rule(list(vals.values()), *args)
         lo_, hi_ = min(vals.values()), max(vals.values())
         summary = {"median": med, "min": lo_, "max": hi_}
-        text = (f"{sig(med)}{_unit_suffix(part)} ({len(vals)} cited figures)" if lo_ == hi_ else
-                f"median {sig(med)} ({sig(lo_)}–{sig(hi_)}){_unit_suffix(part)}, {len(vals)} cited figures")
+        text = (f"{sig(med)}{unit_suffix(part)} ({len(vals)} cited figures)" if lo_ == hi_ else
+                f"median {sig(med)} ({sig(lo_)}–{sig(hi_)}){unit_suffix(part)}, {len(vals)} cited figures")
     summary["unit"] = f"{part.unit:~P}"
     values = {k: {"value": v, "verdict": judge(v, *args), "counted": True, "mark": None} for k, v in vals.items()}
     miss = ""

@@ -44,8 +44,8 @@ SPARSE_HEADLINE_FACTOR = 2   # 2:4 structured sparsity: the headline FLOP/s is t
 FORMATS = ("fp4", "fp8", "int8", "bf16")
 CONTEXTS = (1024, 8192, 32768, 131072)
 BATCHES = (1, 64, 512, 2000, 16384)
-_EDGE = 1e-9                 # a value exactly on a band edge counts as inside it
-_PLACEHOLDER = re.compile(r"\{([a-z0-9_]+)\}")
+EDGE = 1e-9                 # a value exactly on a band edge counts as inside it
+PLACEHOLDER = re.compile(r"\{([a-z0-9_]+)\}")
 
 
 # -- judging ------------------------------------------------------------------------------------
@@ -73,16 +73,16 @@ def judge(value: float, low: float, high: float, tolerance: float = DEFAULT_TOLE
     if compare == ">":
         if value > low:
             return HOLDS
-        return ROUGHLY if low > 0 and value > 0 and value * tolerance * (1 + _EDGE) >= low else FAILS
+        return ROUGHLY if low > 0 and value > 0 and value * tolerance * (1 + EDGE) >= low else FAILS
     if compare == "<":
         if value < low:
             return HOLDS
-        return ROUGHLY if low > 0 and value <= low * tolerance * (1 + _EDGE) else FAILS
+        return ROUGHLY if low > 0 and value <= low * tolerance * (1 + EDGE) else FAILS
     if not value > 0:
         return FAILS
-    if low / tolerance * (1 - _EDGE) <= value <= high * tolerance * (1 + _EDGE):
+    if low / tolerance * (1 - EDGE) <= value <= high * tolerance * (1 + EDGE):
         return HOLDS
-    if low / band * (1 - _EDGE) <= value <= high * band * (1 + _EDGE):
+    if low / band * (1 - EDGE) <= value <= high * band * (1 + EDGE):
         return ROUGHLY
     return FAILS
 
@@ -103,7 +103,7 @@ def judge_rule(values: list[float], low: float, high: float, tolerance: float = 
         return on_median, med, inside
     if FAILS in each:   # a counted chip outside the band: the rule bends there, so at most "roughly"
         return ROUGHLY, med, inside
-    return (HOLDS if inside >= TWO_THIRDS * len(values) - _EDGE else ROUGHLY), med, inside
+    return (HOLDS if inside >= TWO_THIRDS * len(values) - EDGE else ROUGHLY), med, inside
 
 
 def miss_text(value: float, low: float, high: float, compare: str | None) -> str:
@@ -176,6 +176,6 @@ class Verdict:
     derivation: list = field(default_factory=list)  # the deciding derivation, one step a derived quantity
 
 
-def _unit_suffix(part) -> str:
+def unit_suffix(part) -> str:
     u = f"{part.unit:~P}"
     return f" {unit_words(plural(u))}" if u and u != "dimensionless" else ""

@@ -39,7 +39,7 @@ class Chips:
         return max(rated)[1] if rated else None
 
 
-def _load_chips(label: str, data: Data, doc: dict) -> Chips:
+def load_chips(label: str, data: Data, doc: dict) -> Chips:
     raw = doc.get("chips") or {}
     if not isinstance(raw, dict):
         raise DataError(label, "chips", None, "expected a mapping")
@@ -73,11 +73,11 @@ def _load_chips(label: str, data: Data, doc: dict) -> Chips:
         ch.serving_formats[mid] = list(fmts)
     return ch
 
-def _default_chips(data) -> Chips:
+def default_chips(data) -> Chips:
     return Chips(scopes={"all": {}}, serving_formats={"default": ["fp8", "bf16"]})
 
 
-def _serving(chips: Chips, data, hid: str, mid: str, claim, extra: dict | None = None) -> dict:
+def serving_scope(chips: Chips, data, hid: str, mid: str, claim, extra: dict | None = None) -> dict:
     """The chip's serving format as an override, unless the claim or a variant sets a format."""
     keys = set(claim.set) | set(extra or {})
     if keys & {"format", "weight_format", "compute_format"}:

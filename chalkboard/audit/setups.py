@@ -17,15 +17,15 @@ from ..evaluation.evaluate import InputError, MissingInput, Scenario
 from ..evaluation.walk import walk
 from ..typeset.fmt import sig
 
-from .rules import (_unit_suffix, BATCHES, CONTEXTS, FAILS, FORMATS, GIB_PER_GB, HOLDS, judge, judge_rule, ROUGHLY,
+from .rules import (unit_suffix, BATCHES, CONTEXTS, FAILS, FORMATS, GIB_PER_GB, HOLDS, judge, judge_rule, ROUGHLY,
                     SPARSE_HEADLINE_FACTOR)
-from .scope import _serving
-from .claims import _expand, Claim, Part
+from .scope import serving_scope
+from .claims import expand, Claim, Part
 
 
-def _scenario(ctx, claim: Claim, hid: str, mid: str, extra: dict | None = None, tweak=None) -> Scenario:
+def claim_scenario(ctx, claim: Claim, hid: str, mid: str, extra: dict | None = None, tweak=None) -> Scenario:
     data = ctx.data
-    sc = Scenario(data, hid, mid, {**_serving(ctx.chips, data, hid, mid, claim, extra), **claim.set, **(extra or {})})
+    sc = Scenario(data, hid, mid, {**serving_scope(ctx.chips, data, hid, mid, claim, extra), **claim.set, **(extra or {})})
     for name, text in claim.given.items():
         sc.fix(name, text)
     if tweak is not None:
@@ -48,7 +48,7 @@ class Entry:
     group: str | None = None           # the same-silicon group's counted chip, if any
 
 
-def _entries(ctx, claim: Claim, hardware: list[str] | None = None) -> list[Entry]:
+def entries_of(ctx, claim: Claim, hardware: list[str] | None = None) -> list[Entry]:
     hw = list(hardware if hardware is not None else claim.hardware)
     models = claim.models
     rel = claim.relative_to or {}
@@ -69,11 +69,11 @@ def _entries(ctx, claim: Claim, hardware: list[str] | None = None) -> list[Entry
         if rel.get("hardware") != "previous":
             e.group = ctx.chips.group_of(h)
         out.append(e)
-    _mark(ctx, out, {e.key: 1.0 for e in out})
+    mark(ctx, out, {e.key: 1.0 for e in out})
     return out
 
 
-def _mark(ctx, entries: list[Entry], vals: dict) -> None:
+def mark(ctx, entries: list[Entry], vals: dict) -> None:
     """Count one entry per distinct chip among those evaluated: of a same-silicon group, its
     representative if it has a value, else the first member that does."""
     chosen = {}     # (group, model) -> the entry counted: same silicon counts once per model
@@ -104,28 +104,28 @@ def _value(ctx, claim: Claim, part: Part, e: Entry, extra=None, tweak=None) -> f
     # every chip evaluates that chip's entries again, not every entry (chalkboard/cache/incremental.py)
     key = (claim.parts.index(part), e.hardware, e.model, e.reference, repr(sorted((extra or {}).items())),
            None if tweak is None else tweak.__qualname__)
-    return ctx.values(key, lambda data: _computed(_Ctx(data, ctx.chips), claim, part, e, extra, tweak))
+    return ctx.values(key, lambda data: _computed(Ctx(data, ctx.chips), claim, part, e, extra, tweak))
 
 
 def _computed(ctx, claim: Claim, part: Part, e: Entry, extra=None, tweak=None) -> float:
-    sc = _scenario(ctx, claim, e.hardware, e.model, extra, tweak)
+    sc = claim_scenario(ctx, claim, e.hardware, e.model, extra, tweak)
     q = _eval(sc, part.expr)
     if e.reference is not None:
         rh, rm = e.reference
         rel_set = (claim.relative_to or {}).get("set") or {}
-        rsc = _scenario(ctx, claim, rh, rm, {**(extra or {}), **rel_set}, tweak)
+        rsc = claim_scenario(ctx, claim, rh, rm, {**(extra or {}), **rel_set}, tweak)
         q = q / _eval(rsc, part.expr)
     return float(q.to(part.unit).magnitude)
 
 
-class _Ctx:
+class Ctx:
     def __init__(self, data, chips, values=None):
         self.data, self.chips = data, chips
         self.unfit = {}     # entry key -> why its set-up does not fit in HBM (while judging the base case)
         self.values = values   # (key, compute(data)) -> a value kept under what it read, or None
 
 
-def _judge_entries(claim: Claim, part: Part, vals: dict, entries: list[Entry]):
+def judge_entries(claim: Claim, part: Part, vals: dict, entries: list[Entry]):
     """(verdict, summary) for one part over its evaluated entries."""
     counted = [vals[e.key] for e in entries if e.key in vals and e.counted]
     if not counted:
@@ -137,18 +137,18 @@ def _judge_entries(claim: Claim, part: Part, vals: dict, entries: list[Entry]):
     return verdict, med
 
 
-def _evaluate_part(ctx, claim, part, entries, extra=None, tweak=None):
+def evaluate_part(ctx, claim, part, entries, extra=None, tweak=None):
     vals, skipped = {}, {}
     for e in entries:
         try:
             vals[e.key] = _value(ctx, claim, part, e, extra, tweak)
         except (MissingInput, InputError) as err:
             skipped[e.key] = str(err)
-    _mark(ctx, entries, vals)
+    mark(ctx, entries, vals)
     return vals, skipped
 
 
-def _worst(verdicts):
+def worst(verdicts):
     order = {HOLDS: 0, ROUGHLY: 1, FAILS: 2}
     vs = [v for v in verdicts if v is not None]
     return max(vs, key=order.get) if vs else None
@@ -158,15 +158,15 @@ def _overall(ctx, claim, entries, extra=None, tweak=None):
     """The claim's verdict (all parts) for a variant, or None when nothing evaluates."""
     out = []
     for part in claim.parts:
-        vals, _ = _evaluate_part(ctx, claim, part, entries, extra, tweak)
-        v, _ = _judge_entries(claim, part, vals, entries)
+        vals, _ = evaluate_part(ctx, claim, part, entries, extra, tweak)
+        v, _ = judge_entries(claim, part, vals, entries)
         if v is None:
             return None, None
         out.append((v, vals))
-    return _worst([v for v, _ in out]), out
+    return worst([v for v, _ in out]), out
 
 
-def _leaves(claim: Claim) -> set[str]:
+def leaves_of(claim: Claim) -> set[str]:
     names = set()
     for part in claim.parts:
         for s in part.expr.free_symbols:
@@ -177,7 +177,7 @@ def _leaves(claim: Claim) -> set[str]:
     return leaves
 
 
-def _depends_on(claim: Claim, names) -> bool:
+def claim_depends_on(claim: Claim, names) -> bool:
     """Whether a part's value still depends on any of ``names`` once common factors cancel
     (a ratio of two KV reads does not depend on the batch)."""
     for part in claim.parts:
@@ -190,7 +190,7 @@ def _depends_on(claim: Claim, names) -> bool:
 
 def _free_names(expr, given) -> frozenset:
     """The quantities an expression still depends on once common factors cancel."""
-    e = _expand(expr).xreplace({REGISTRY[k].sym: sp.Symbol(k + "_given", positive=True) for k in given})
+    e = expand(expr).xreplace({REGISTRY[k].sym: sp.Symbol(k + "_given", positive=True) for k in given})
     try:
         free = e.free_symbols if e.has(sp.Max, sp.Min, sp.floor) else sp.cancel(e).free_symbols
     except Exception:
@@ -211,8 +211,8 @@ def _sparse(sc, hid):
 
 def _variants(ctx, claim: Claim, entries: list[Entry]):
     """(label, extra overrides, tweak, hardware list or None) that may move the verdict."""
-    leaves = _leaves(claim)
-    base = _scenario(ctx, claim, entries[0].hardware, entries[0].model)
+    leaves = leaves_of(claim)
+    base = claim_scenario(ctx, claim, entries[0].hardware, entries[0].model)
     out = []
 
     def current(name):
@@ -268,7 +268,7 @@ def _variants(ctx, claim: Claim, entries: list[Entry]):
     return out
 
 
-def _sweep(ctx, claim: Claim, entries: list[Entry], verdict: str, base_vals: list[dict], swept: list | None = None):
+def sweep_entries(ctx, claim: Claim, entries: list[Entry], verdict: str, base_vals: list[dict], swept: list | None = None):
     """What each variant does to the verdict: the flips, the moves that do not flip it and the turns
     (label, verdict); `swept`, when given, collects every variant tried, flipping or not."""
     flips, moves, turns = [], [], []    # turns: (label, verdict) of each flip
@@ -276,7 +276,7 @@ def _sweep(ctx, claim: Claim, entries: list[Entry], verdict: str, base_vals: lis
     base_key = next((e.key for e in entries if e.counted and e.key in base_vals[0]), None)
     for label, extra, tweak, hw, *models in _variants(ctx, claim, entries):
         judged = dataclasses.replace(claim, models=models[0]) if models else claim
-        ents = entries if hw is None and not models else _entries(ctx, judged, hw)
+        ents = entries if hw is None and not models else entries_of(ctx, judged, hw)
         try:
             v, per_part = _overall(ctx, judged, ents, extra, tweak)
         except (MissingInput, InputError):
@@ -285,7 +285,7 @@ def _sweep(ctx, claim: Claim, entries: list[Entry], verdict: str, base_vals: lis
             continue
         vals = per_part[0][1]
         counted = [vals[e.key] for e in ents if e.counted and e.key in vals]
-        shown = (sig(counted[0]) if len(counted) == 1 else f"median {sig(statistics.median(counted))}") + _unit_suffix(part0)
+        shown = (sig(counted[0]) if len(counted) == 1 else f"median {sig(statistics.median(counted))}") + unit_suffix(part0)
         if swept is not None:
             swept.append(f"{label}: {v} ({shown})")
         if v != verdict:
@@ -294,5 +294,5 @@ def _sweep(ctx, claim: Claim, entries: list[Entry], verdict: str, base_vals: lis
         elif hw is None and not models and base_key is not None and base_key in vals and base_vals[0][base_key]:
             change = vals[base_key] / base_vals[0][base_key] - 1
             if abs(change) >= 0.01:
-                moves.append(f"{label}: {sig(vals[base_key])}{_unit_suffix(part0)} ({change * 100:+.0f}%)")
+                moves.append(f"{label}: {sig(vals[base_key])}{unit_suffix(part0)} ({change * 100:+.0f}%)")
     return flips, moves, turns

@@ -16,14 +16,14 @@ from ..typeset.fmt import fmt, fmt_named, sig
 from units import parse
 from ..featured import FEATURED_HARDWARE as DEFAULT_HARDWARE, FEATURED_MODEL as DEFAULT_MODEL
 
-from .rules import (_unit_suffix, listed, LISTED, Verdict, _EDGE, _PLACEHOLDER, AGREES, band_text, DEFINITION, DEPENDS, FAILS,
+from .rules import (unit_suffix, listed, LISTED, Verdict, EDGE, PLACEHOLDER, AGREES, band_text, DEFINITION, DEPENDS, FAILS,
                     HOLDS, INCONCLUSIVE, judge, loose_text, miss_text, ND, RECOMPUTED, REASONABLE_SWEEPS, ROUGHLY,
                     TWO_THIRDS)
-from .scope import _default_chips, Chips
+from .scope import default_chips, Chips
 from .claims import Claim
-from .fixed import _identity, _sourced, notation
-from .board import _derivation, _formula
-from .setups import _Ctx, Entry, _depends_on, _entries, _evaluate_part, _judge_entries, _leaves, _mark, _scenario, _sweep, _worst
+from .fixed import judge_identity, judge_sourced, notation
+from .board import claim_derivation, claim_formula
+from .setups import Ctx, Entry, claim_depends_on, entries_of, evaluate_part, judge_entries, leaves_of, mark, claim_scenario, sweep_entries, worst
 
 
 def _inputs_used(sc: Scenario, claim: Claim, expr) -> list[dict]:
@@ -55,14 +55,14 @@ def _inputs_used(sc: Scenario, claim: Claim, expr) -> list[dict]:
 
 def evaluate_claim(data, claim: Claim, chips: Chips | None = None, values=None) -> Verdict:
     """The claim's verdict. ``values``: the edit loop's keeper of each evaluated entry (setups._value)."""
-    ctx = _Ctx(data, chips or _default_chips(data), values)
+    ctx = Ctx(data, chips or default_chips(data), values)
     if claim.kind == "qualitative":
         why = claim.why + (f" Source: {claim.source}" if claim.source else "")
-        v = Verdict(claim, ND, detail=why, scope=_scope_text(ctx, claim, _entries(ctx, claim)) if claim.parts else "")
+        v = Verdict(claim, ND, detail=why, scope=_scope_text(ctx, claim, entries_of(ctx, claim)) if claim.parts else "")
     elif claim.kind == "identity":
-        v = _identity(claim)
+        v = judge_identity(claim)
     elif claim.kind == "sourced":
-        v = _sourced(claim)
+        v = judge_sourced(claim)
     else:
         v = _numeric(ctx, claim)
     if claim.kind == "arithmetic" and v.verdict == HOLDS:   # the lecture's own numbers, redone
@@ -166,9 +166,9 @@ def _reads(ctx, claim: Claim, entry: Entry) -> set[str]:
     """What the claim's inputs depend on here (Scenario.input_scope of each): "hardware", "model",
     "pair" (both, e.g. the FLOP/s at a format), "all" (neither); and "format" if a number format is
     read (the serving format a chip chooses)."""
-    sc = _scenario(ctx, claim, entry.hardware, entry.model)
+    sc = claim_scenario(ctx, claim, entry.hardware, entry.model)
     out = set()
-    for n in _leaves(claim):
+    for n in leaves_of(claim):
         try:
             out.add(sc.input_scope(n))
         except (KeyError, TypeError, MissingInput, InputError):
@@ -221,10 +221,10 @@ def _scope_text(ctx, claim: Claim, entries: list[Entry], evaluated: int | None =
 
 
 def _numeric(ctx, claim: Claim) -> Verdict:
-    entries = _entries(ctx, claim)
+    entries = entries_of(ctx, claim)
     fit = []
     ctx.unfit = {}
-    if _depends_on(claim, ("batch", "context")):
+    if claim_depends_on(claim, ("batch", "context")):
         for e in entries:
             reason = _fit(ctx, claim, e)
             if reason:
@@ -240,12 +240,12 @@ def _numeric_fitting(ctx, claim: Claim, entries: list, fit: list) -> Verdict:
     part_results = []
     all_skipped = {}
     for part in claim.parts:
-        vals, skipped = _evaluate_part(ctx, claim, part, entries)
+        vals, skipped = evaluate_part(ctx, claim, part, entries)
         all_skipped.update(skipped)
-        v, summ = _judge_entries(claim, part, vals, entries)
+        v, summ = judge_entries(claim, part, vals, entries)
         part_results.append((part, vals, v, summ))
     vals0 = part_results[0][1]
-    _mark(ctx, entries, vals0)
+    mark(ctx, entries, vals0)
     n_all = len({e.group or e.hardware for e in entries}) if len(claim.models) == 1 else len(entries)
     scope = _scope_text(ctx, claim, entries, sum(1 for e in entries if e.counted and e.key in vals0))
     if n_all != sum(1 for e in entries if e.counted):
@@ -253,17 +253,17 @@ def _numeric_fitting(ctx, claim: Claim, entries: list, fit: list) -> Verdict:
     if any(v is None for _, _, v, _ in part_results) and ctx.unfit and any(part_results[0][1]):
         return Verdict(claim, INCONCLUSIVE, detail="inconclusive: no set-up in scope fits in HBM, and a set-up "
                        "that does not fit never decides a verdict", scope=scope, fit=fit,
-                       computed_text="; ".join(f"{k} {sig(x)}{_unit_suffix(claim.parts[0])}" for k, x in part_results[0][1].items()))
+                       computed_text="; ".join(f"{k} {sig(x)}{unit_suffix(claim.parts[0])}" for k, x in part_results[0][1].items()))
     if any(v is None for _, _, v, _ in part_results):
         why = "; ".join(f"{k}: {m}" for k, m in all_skipped.items())
         return Verdict(claim, ND, detail=f"no chip in scope has the inputs: {why}", scope=scope)
-    verdict = _worst([v for _, _, v, _ in part_results])
+    verdict = worst([v for _, _, v, _ in part_results])
     # the formula and inputs shown: the lecture's reference chip where the claim judges it, else the first
     ref = ctx.chips.reference
     e0 = next((e for e in entries if e.key in part_results[0][1] and e.hardware == ref and e.counted),
               next((e for e in entries if e.key in part_results[0][1] and e.counted),
                    next(e for e in entries if e.key in part_results[0][1])))
-    sc0 = _scenario(ctx, claim, e0.hardware, e0.model)
+    sc0 = claim_scenario(ctx, claim, e0.hardware, e0.model)
     values, texts, details, misses, inputs, looses = {}, [], [], [], [], []
     for part, vals, v, summ in part_results:
         args = (part.low, part.high, part.tolerance, part.band, part.compare)
@@ -275,7 +275,7 @@ def _numeric_fitting(ctx, claim: Claim, entries: list, fit: list) -> Verdict:
             values[key] = {"value": vals[e.key], "unit": f"{part.unit:~P}", "verdict": judge(vals[e.key], *args),
                            "counted": e.counted, "mark": e.mark, "hardware": e.hardware, "model": e.model,
                            "format": _format_of(ctx, claim, e)}
-        u = _unit_suffix(part)
+        u = unit_suffix(part)
         if multi:
             counted = sorted(vals[e.key] for e in entries if e.counted and e.key in vals)
             inside = sum(1 for x in counted if judge(x, *args) == HOLDS)
@@ -284,7 +284,7 @@ def _numeric_fitting(ctx, claim: Claim, entries: list, fit: list) -> Verdict:
                     else "chip × model pairs")
             details.append(f"{part.label}: median {sig(summ)}{u} over {len(counted)} {what}; "
                            f"{inside} of {len(counted)} within the band "
-                           f"({'at least' if inside >= TWO_THIRDS * len(counted) - _EDGE else 'fewer than'} two thirds); "
+                           f"({'at least' if inside >= TWO_THIRDS * len(counted) - EDGE else 'fewer than'} two thirds); "
                            f"the formula and inputs shown are {e0.hardware}'s"
                            + (" (the lecture's reference chip)" if e0.hardware == ctx.chips.reference else ""))
         else:
@@ -315,20 +315,20 @@ def _numeric_fitting(ctx, claim: Claim, entries: list, fit: list) -> Verdict:
                        + (f"; and {len(skipped) - LISTED} more" if len(skipped) > LISTED else ""))
     formula, derivation = None, []
     try:
-        formula = _formula(sc0, claim.parts[0])
-        derivation = _derivation(sc0, claim.parts[0])
+        formula = claim_formula(sc0, claim.parts[0])
+        derivation = claim_derivation(sc0, claim.parts[0])
     except (MissingInput, InputError):
         pass
     unfit, ctx.unfit = ctx.unfit, {}    # the sweeps judge their own variants on every chip
     swept = []
-    flips, moves, turns = _sweep(ctx, claim, entries, verdict, [r[1] for r in part_results], swept)
+    flips, moves, turns = sweep_entries(ctx, claim, entries, verdict, [r[1] for r in part_results], swept)
     ctx.unfit = unfit
     depends_on = [label for label, v in turns if v in (HOLDS, ROUGHLY) and label.startswith(REASONABLE_SWEEPS)]
     if verdict == FAILS and depends_on:   # an error only if it survives the reasonable sweeps
         verdict = DEPENDS
         details.insert(0, "depends: it does not hold here, but holds with " + "; ".join(depends_on))
     p0 = part_results[0][0]
-    _mark(ctx, entries, vals0)
+    mark(ctx, entries, vals0)
     summary = {"unit": f"{p0.unit:~P}"}
     counted0 = [vals0[e.key] for e in entries if e.counted and e.key in vals0]
     if len(counted0) == 1 and len(claim.parts) == 1:
@@ -357,7 +357,7 @@ def _format_of(ctx, claim, e: Entry) -> str | None:
 
 def _fit(ctx, claim, e: Entry) -> str | None:
     try:
-        sc = _scenario(ctx, claim, e.hardware, e.model)
+        sc = claim_scenario(ctx, claim, e.hardware, e.model)
         q = REGISTRY[claim.quantity] if claim.quantity is not None else None
         if q is not None and q.section and REGISTRY.sections[q.section].chapter in PIPELINE_CHAPTERS:
             return sc.flag(q.name)  # a pipelined set-up: its own fit, or none for a non-set-up
@@ -375,7 +375,7 @@ def _fill(ctx, claim: Claim, text: str | None, fld: str) -> str | None:
     hid = claim.hardware[0] if claim.hardware else DEFAULT_HARDWARE
     mid = claim.models[0] if claim.models else DEFAULT_MODEL
     try:
-        sc = _scenario(ctx, claim, hid, mid)
+        sc = claim_scenario(ctx, claim, hid, mid)
     except (MissingInput, InputError) as e:
         raise DataError("claims.yaml", claim.id, fld, f"cannot fill its placeholders on {hid} × {mid}: {e}") from None
 
@@ -385,8 +385,8 @@ def _fill(ctx, claim: Claim, text: str | None, fld: str) -> str | None:
         except (MissingInput, InputError) as e:
             raise DataError("claims.yaml", claim.id, fld,
                             f"placeholder {{{m.group(1)}}} cannot be filled on {hid} × {mid}: {e}") from None
-    out = _PLACEHOLDER.sub(rep, text)
-    if _PLACEHOLDER.search(out):
+    out = PLACEHOLDER.sub(rep, text)
+    if PLACEHOLDER.search(out):
         raise DataError("claims.yaml", claim.id, fld, "a placeholder is left unfilled")
     return out
 
@@ -420,7 +420,7 @@ def inherit_rejections(verdicts: list[Verdict]) -> None:
         if c.kind not in ("derived", "arithmetic", "spec", "input") or v.verdict not in AGREES + (ROUGHLY,):
             continue
         found = None
-        for name in sorted(_leaves(c) & set(rejected_inputs)):
+        for name in sorted(leaves_of(c) & set(rejected_inputs)):
             f = rejected_inputs[name]
             if f.claim.id != c.id:
                 found = (f, f"it reads {name}, set to the lecture's {f.claim.claimed_text}")

@@ -72,7 +72,7 @@ def load(root: Path) -> int:
     """Hand the registry an earlier run's results, if any; returns how many."""
     target = _LOADED[root] = path(root)   # hashed before the derivations are imported
 
-    from derivations import _core
+    from derivations import core
 
     from sympy.core.parameters import evaluate
 
@@ -83,8 +83,8 @@ def load(root: Path) -> int:
             saved = shipped.get("results")
             _SHIPPED_USED.add(root)   # kept in .cache/ at the end of the run, like any result
     if isinstance(saved, dict):
-        _core.PRELOADED.update(saved)
-    return len(_core.PRELOADED)
+        core.PRELOADED.update(saved)
+    return len(core.PRELOADED)
 
 
 def _read(p: Path, evaluate, sealed: bool = False):

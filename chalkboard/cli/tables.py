@@ -47,7 +47,7 @@ def cmd_list(args) -> int:
         if args.json:
             print(json.dumps(rows, indent=2, ensure_ascii=False))
             return 0
-        from derivations._core import CHAPTERS
+        from derivations.core import CHAPTERS
 
         w = max(len(r["name"]) for r in rows)
         groups = {None: [r for r in rows if "chapter" not in r]}

@@ -14,7 +14,7 @@ from derivations import rules
 
 from ..data import MAY_BE_ZERO, RATE_FORMATS, check_counts, is_whole
 from ..errors import InputError, MissingInput, short
-from .dependence import _derived_below, _fields_to_inputs
+from .dependence import derived_below, fields_to_inputs
 from .settings import (AT_MOST, AT_ONE_SEQUENCE, BELOW, DIVIDES, FORMAT_KEYS, LAYOUT_DEGREES, ORDERED, SELECT_KEYS,
                        SERVING_WORKLOAD, SETTLED_BY, WHOLE_NUMBERS)
 
@@ -34,7 +34,7 @@ class Defaults:
     # -- overrides ------------------------------------------------------------------------
     def _parse_overrides(self, raw: dict[str, str]) -> dict:
         out = {}
-        field_to_q = _fields_to_inputs(len(REGISTRY.quantities)) if raw else {}
+        field_to_q = fields_to_inputs(len(REGISTRY.quantities)) if raw else {}
         for name, text in raw.items():
             if name in SELECT_KEYS:
                 if not text:
@@ -287,7 +287,7 @@ class Defaults:
             one = type(self)(self.data, self.hw.id, self.model.id,
                              {**self.raw_overrides, "batch": Quantity(1, "sequence")})
             one.evidence = self.evidence
-            below = _derived_below(AT_ONE_SEQUENCE[name])
+            below = derived_below(AT_ONE_SEQUENCE[name])
             self._one_sequence = one if any(one.settled(d) is not None for d in SETTLED_BY if d in below) else None
         return self._one_sequence
 

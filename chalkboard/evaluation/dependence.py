@@ -38,7 +38,7 @@ def read_shared(scenarios: list, name: str, read) -> list:
 # what an input read each way depends on (the ways that read other inputs join those inputs' scopes)
 
 
-def _joined(scopes) -> str:
+def joined_scope(scopes) -> str:
     """The scope of a value read from values of these scopes (hardware and model join to pair)."""
     seen = set(scopes)
     if "pair" in seen or {"hardware", "model"} <= seen:
@@ -47,7 +47,7 @@ def _joined(scopes) -> str:
 
 
 @lru_cache(maxsize=None)
-def _inputs_below(name: str) -> tuple[str, ...]:
+def inputs_below(name: str) -> tuple[str, ...]:
     """The inputs the compiled evaluation of the derived quantity ``name`` reads, in order."""
     out: dict[str, None] = {}
 
@@ -62,7 +62,7 @@ def _inputs_below(name: str) -> tuple[str, ...]:
 
 
 @lru_cache(maxsize=None)
-def _fields_to_inputs(_declared: int) -> dict[str, str]:
+def fields_to_inputs(_declared: int) -> dict[str, str]:
     """Data field -> input quantity, where the field has its own name (``_declared``: the number
     of quantities declared, so the table is rebuilt if more are)."""
     return {q.field: q.name for q in REGISTRY.inputs()
@@ -88,7 +88,7 @@ def setup_dependence(name: str) -> str | None:
         return None
     leaves = {q.name for q in REGISTRY.leaves(name)}
     if q.section == "layout" or leaves & LAYOUT_INPUTS or any(REGISTRY[d].section == "layout"
-                                                               for d in _derived_below(name)):
+                                                               for d in derived_below(name)):
         # a set-up laid out by tp, dp_attention, ep, pp: judged by its own fit
         return "layout" if "batch" in leaves else "layout1"
     if chapter in PIPELINE_CHAPTERS and leaves & {"batch", "chips"}:
@@ -100,18 +100,18 @@ FUSE_FROM = 20_000  # sweeps at least this long evaluate each closed form in one
 
 
 @lru_cache(maxsize=None)
-def _derived_below(name: str) -> frozenset:
+def derived_below(name: str) -> frozenset:
     """``name`` and every derived quantity its definition reads, all the way down."""
     q = REGISTRY[name]
     if q.is_input:
         return frozenset()
     out = {name}
     for s in q.expr.free_symbols:
-        out |= _derived_below(REGISTRY.q(s).name)
+        out |= derived_below(REGISTRY.q(s).name)
     return frozenset(out)
 
 
-def _depends_on(name: str, var: str) -> bool:
+def depends_on(name: str, var: str) -> bool:
     return any(q.name == var for q in REGISTRY.leaves(name))
 
 

@@ -21,11 +21,11 @@ from units import Quantity, UnitParseError, conform, parse, unit as parse_unit
 from . import compiled
 from ..data import Data
 from .defaults import Defaults
-from .dependence import FUSE_FROM, _depends_on, _derived_below, _inputs_below, _joined
+from .dependence import FUSE_FROM, depends_on, derived_below, inputs_below, joined_scope
 from .expected import EVIDENCE_INPUTS, Expected  # noqa: F401  (EVIDENCE_INPUTS re-exported)
 from .fit import Fit
 from .settings import (AT_ONE_SEQUENCE, DEFAULTS, BY_ATTENTION, DENSE_MOE_DEFAULTS, EVIDENCE, INLINE_ID,
-                       LAYOUT_DEGREES, SETTLED_BY, _compute_format, _with_inline)
+                       LAYOUT_DEGREES, SETTLED_BY, compute_format_for, with_inline)
 from ..errors import InputError, MissingInput, NotApplicable, NotGiven, short  # noqa: F401  (re-exported)
 from .regimes import REGIMES, regime_index
 from .walk import walk
@@ -47,9 +47,9 @@ class Scenario(Defaults, Fit, Expected):
     def __init__(self, data: Data, hardware_id: str, model_id: str, overrides: dict[str, str] | None = None,
                  defaults: str = "lecture"):
         if hardware_id == INLINE_ID and INLINE_ID not in data.hardware:
-            data = _with_inline(data, "hardware")
+            data = with_inline(data, "hardware")
         if model_id == INLINE_ID and INLINE_ID not in data.models:
-            data = _with_inline(data, "models")
+            data = with_inline(data, "models")
         if hardware_id not in data.hardware:
             raise InputError(f"{data.files['hardware']}: unknown hardware id {short(hardware_id)!r} "
                              f"(known: {', '.join(data.hardware)})")
@@ -65,7 +65,7 @@ class Scenario(Defaults, Fit, Expected):
         self.kv_format = o.pop("kv_format", None) or self.model.tags.get("kv_format", "bf16")
         self.compute_request = o.pop("compute_format", None) or both
         try:
-            self.compute_format, self.compute_note = _compute_format(self.hw, self.format, self.compute_request, o)
+            self.compute_format, self.compute_note = compute_format_for(self.hw, self.format, self.compute_request, o)
             self._compute_error = None
         except MissingInput as e:  # raised when a FLOP/s is read, so rate-free numbers still evaluate
             self.compute_format, self.compute_note, self._compute_error = None, None, e
@@ -292,7 +292,7 @@ class Scenario(Defaults, Fit, Expected):
         if way == "copy":
             return (REGISTRY[name].default[1:],)
         if way == "attention" and "attention" in self.model.tags:
-            return _inputs_below(BY_ATTENTION[name][self.model.tags["attention"]])
+            return inputs_below(BY_ATTENTION[name][self.model.tags["attention"]])
         return ()
 
     def input_scope(self, name: str) -> str:
@@ -306,7 +306,7 @@ class Scenario(Defaults, Fit, Expected):
         if way == "choice":
             return REGISTRY[name].origin
         if way in ("rule", "copy", "attention"):   # what it reads, and the model's attention type
-            return _joined([*(self.input_scope(r) for r in self.input_reads(name)),
+            return joined_scope([*(self.input_scope(r) for r in self.input_reads(name)),
                             *(["model"] if way == "attention" else [])])
         return _WAY_SCOPE[way]
 
@@ -432,14 +432,14 @@ class Scenario(Defaults, Fit, Expected):
 
     def _fusable(self, name: str, vars_: tuple) -> bool:
         """A closed form with no domain check or held value below it can be evaluated in one piece."""
-        below = _derived_below(name)
+        below = derived_below(name)
         if self._fixed or self.is_dense and any(REGISTRY[d].moe_only for d in below):
             return False
         if any(self.settled(d) is not None for d in below if d in SETTLED_BY):
             return False   # the closed form would read what the settled term leaves unread
         for d in below:
             if REGISTRY[d].valid:
-                if any(_depends_on(d, v) for v in vars_):
+                if any(depends_on(d, v) for v in vars_):
                     return False
                 self._mag(d)  # a domain check that does not move with the sweep: applied once
         return True
@@ -481,7 +481,7 @@ class Scenario(Defaults, Fit, Expected):
         memo = dict(xs)
 
         def moving(n):
-            return any(_depends_on(n, v) for v in xs)
+            return any(depends_on(n, v) for v in xs)
 
         def get(n):
             if n in memo:

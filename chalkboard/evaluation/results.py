@@ -15,7 +15,7 @@ from ..typeset import printers
 from . import layouts
 from ..data import Data
 from .evaluate import MissingInput, Scenario
-from .dependence import (MEASURED_SECTIONS, TRAINING_CHAPTERS, _derived_below, flag_kind, read_shared,
+from .dependence import (MEASURED_SECTIONS, TRAINING_CHAPTERS, derived_below, flag_kind, read_shared,
                          setup_dependence)
 from .defaults import CONTEXT_RAISED
 from .settings import AT_ONE_SEQUENCE, SETTLED_BY
@@ -223,7 +223,7 @@ def _evaluate_columns(scenarios: list[Scenario], names: list[str]) -> _Columns:
                 by, _, at = SETTLED_BY[name]
                 v[settled] = value[at][settled] if isinstance(at, str) else at
             if name in AT_ONE_SEQUENCE:   # evaluated term by term where a term is settled: the scalar path's
-                below = _derived_below(AT_ONE_SEQUENCE[name])
+                below = derived_below(AT_ONE_SEQUENCE[name])
                 for d in below & SETTLED_BY.keys():
                     by, at, _ = SETTLED_BY[d]
                     redo.update(np.flatnonzero((why[by] == 0) & (value[by] == at)).tolist())

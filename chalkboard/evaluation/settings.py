@@ -95,7 +95,7 @@ def _rates(hw) -> list[str]:
     return [f for f in RATE_FORMATS if f"flops_{f}" in hw.values]
 
 
-def _compute_format(hw, weight_format: str, explicit: str | None, overrides=()) -> tuple[str, str | None]:
+def compute_format_for(hw, weight_format: str, explicit: str | None, overrides=()) -> tuple[str, str | None]:
     """The format the chip computes in and, when it is not the one asked for, a note saying so.
 
     Asked for explicitly (--set compute_format / format), the chip must publish that rate (or
@@ -123,7 +123,7 @@ def _compute_format(hw, weight_format: str, explicit: str | None, overrides=()) 
                        f"use --set compute_format={have[-1]}, or give the rate with --set flops_{wanted}=...")
 
 
-def _with_inline(data: Data, kind: str) -> Data:
+def with_inline(data: Data, kind: str) -> Data:
     """``data`` with an empty entry ``custom`` of ``kind`` ("hardware" or "models"): every value it
     is asked for comes from --set (else the evaluation says which input to give)."""
     import dataclasses

@@ -12,7 +12,7 @@ import string
 
 from derivations import (ATTENTION_FLOPS_BY_ATTENTION, ATTENTION_PARAMS_BY_ATTENTION, KV_BYTES_BY_ATTENTION,
                          REGISTRY)
-from derivations._core import CHAPTERS
+from derivations.core import CHAPTERS
 
 from ..typeset import printers
 from . import explorer

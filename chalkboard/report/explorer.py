@@ -44,11 +44,11 @@ from units import MAGNITUDE_RANGE, parse
 from ..evaluation import compiled, layouts
 from ..errors import InputError, MissingInput
 from ..evaluation.evaluate import EVIDENCE_INPUTS, Scenario
-from ..evaluation.dependence import _derived_below, flag_kind, read_shared
+from ..evaluation.dependence import derived_below, flag_kind, read_shared
 from ..evaluation.settings import AT_MOST, BELOW, WHOLE_NUMBERS
 from ..data import MAY_BE_ZERO, WORKLOAD_COUNTS
 from .drawing import chip_styles
-from ..typeset.fmt import SHARE_SYMBOL, _factor, _target, display_labels, plural, share_factor
+from ..typeset.fmt import SHARE_SYMBOL, unit_factor, shown_unit, display_labels, plural, share_factor
 
 # What the explorer shows, in this order: the numbers the report features for a set-up (the
 # lecture's names; each answered under the layout picked, as eval answers it).
@@ -116,7 +116,7 @@ def expected_of(name: str) -> str | None:
 def guards(name: str) -> list[str]:
     """The derived quantities whose domain check (value > 0) the compiled path applies when it
     evaluates ``name``: its own and those of every definition below it."""
-    return sorted(d for d in _derived_below(name) if REGISTRY[d].valid)
+    return sorted(d for d in derived_below(name) if REGISTRY[d].valid)
 
 
 def shown_names() -> list[str]:
@@ -154,7 +154,7 @@ def function_names() -> list[str]:
         names += [g for g in guards(n) if g not in names]
     below = set()
     for n in names:
-        below |= _derived_below(n)
+        below |= derived_below(n)
     return names + [n for n in REGISTRY.quantities if n in below and n not in names]
 
 
@@ -280,7 +280,7 @@ def _display_units(name: str) -> list[list]:
     labels = display_labels(u)
     if labels == ("",):
         return [["", 1.0, ""]]
-    return [[lab, _factor(_target(lab)), plural(lab)] for lab in labels]
+    return [[lab, unit_factor(shown_unit(lab)), plural(lab)] for lab in labels]
 
 
 def _levels(table: dict, names: list[str], hws: list[str], mids: list[str]) -> dict:
@@ -307,7 +307,7 @@ def _levels(table: dict, names: list[str], hws: list[str], mids: list[str]) -> d
 
 
 def _moe_only_below(name: str) -> bool:
-    return any(REGISTRY[d].moe_only for d in _derived_below(name))
+    return any(REGISTRY[d].moe_only for d in derived_below(name))
 
 
 def _fit_on(name: str) -> str | None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 
 from derivations import REGISTRY
-from derivations._core import CHAPTERS
+from derivations.core import CHAPTERS
 
 from ..evaluation.evaluate import MissingInput, NotApplicable, Scenario
 from ..evaluation.walk import DimensionMismatch

@@ -19,7 +19,7 @@ from ..typeset import WIDTH_EM
 # those from there up (a piece that cannot break) are measured by Typst
 FIT_FROM_EM = WIDTH_EM
 FIT_FROM_CHARS = 80   # Typst source without a width estimate: none under 131 characters fills a line
-_MAYBE_WIDE = re.compile(r"^#fit\[\$ (.*) \$\]$", re.M)
+MAYBE_WIDE = re.compile(r"^#fit\[\$ (.*) \$\]$", re.M)
 SETTINGS_END = "// -- end of settings --"
 
 
@@ -34,7 +34,7 @@ def fit_formulas(typ_src: str) -> str:
     """The report's Typst source with each display formula marked #fit[...] set as it is if it fits
     the text's width, else scaled down to it: one Typst query measures them all, with the
     report's own settings (page, font, size), so the PDF's layout needs no measuring pass."""
-    wide = _MAYBE_WIDE.findall(typ_src)
+    wide = MAYBE_WIDE.findall(typ_src)
     if not wide:
         return typ_src
     import typst
@@ -59,7 +59,7 @@ def fit_formulas(typ_src: str) -> str:
         if " \\ " in m.group(1):   # set over lines: smaller type, so it may still break across pages
             return f"#[#set text(size: {percent / 100:.4f}em); $ {m.group(1)} $]"
         return f"#scale({percent}%, reflow: true)[$ {m.group(1)} $]"
-    return _MAYBE_WIDE.sub(place, typ_src)
+    return MAYBE_WIDE.sub(place, typ_src)
 
 
 def compile_pdf(folder: Path, timestamp: int, typ_src: str, compiler=None) -> tuple[str, bytes]:

@@ -26,7 +26,7 @@ LADDERS = {"byte": ("TB", "GB", "MB", "byte"), "flop_token": ("TFLOP/token", "GF
 
 
 @lru_cache(maxsize=None)
-def _factor(units) -> float:
+def unit_factor(units) -> float:
     """Magnitude of one ``units`` in base units (cached: Pint conversions are slow)."""
     return float(Quantity(1.0, units).to_base_units().magnitude)
 
@@ -45,7 +45,7 @@ def _by_dim(dims) -> str | None:
 
 
 @lru_cache(maxsize=None)
-def _target(text: str):
+def shown_unit(text: str):
     return parse_unit("1" + text if text.startswith("/") else text)
 
 
@@ -58,18 +58,18 @@ def _plan(units) -> tuple:
     worked out once per unit (the Pint comparisons behind it are slow)."""
     dim = _dims(units)
     if not dim:
-        return "bare", _factor(units), ""
+        return "bare", unit_factor(units), ""
     if dim == _TIME:
-        return "time", _factor(units), None
+        return "time", unit_factor(units), None
     if dim == _BYTE:
-        return "byte", _factor(units), None
+        return "byte", unit_factor(units), None
     if dim == _FLOP_TOKEN:
-        return "flop_token", _factor(units), None
+        return "flop_token", unit_factor(units), None
     found = _by_dim(dim)
     if not found:
         text = f"{units:~P}"
         found = text[1:] if text.startswith("1/") else text  # "1/token" reads as "/token"
-    return "fixed", _factor(units), found
+    return "fixed", unit_factor(units), found
 
 
 def _display(units, base_mag: float) -> str:
@@ -106,7 +106,7 @@ def display_labels(units) -> tuple[str, ...]:
 
 @lru_cache(maxsize=None)
 def _target_factor(text: str) -> float:
-    return _factor(_target(text))
+    return unit_factor(shown_unit(text))
 
 
 def split_base(base_mag: float, units) -> tuple[float, str]:
@@ -132,7 +132,7 @@ def base_splitter(units):
 
 
 def display_unit(q) -> str:
-    return _display(q.units, float(q.magnitude) * _factor(q.units))
+    return _display(q.units, float(q.magnitude) * unit_factor(q.units))
 
 
 _SUPERSCRIPT = str.maketrans("0123456789-", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻")

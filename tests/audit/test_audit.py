@@ -9,7 +9,7 @@ import yaml
 
 from chalkboard import seeds
 from chalkboard.audit import (FAILS, HOLDS, INCONCLUSIVE, KINDS, ND, RECOMPUTED, ROUGHLY, VERDICTS, evaluate_claim, judge, judge_rule,
-                              load_claims, miss_text, _load_chips)
+                              load_claims, miss_text, load_chips)
 from chalkboard.data import DataError
 from conftest import ROOT, run_cli
 
@@ -106,7 +106,7 @@ def _claims(tmp_path, data, body, head=None):
     p = tmp_path / "claims.yaml"
     p.write_text(textwrap.dedent(CHIPS if head is None else head) + textwrap.dedent(body))
     doc = yaml.safe_load(p.read_text())
-    chips = _load_chips("claims.yaml", data, doc)
+    chips = load_chips("claims.yaml", data, doc)
     return {c.id: c for c in load_claims(p, "claims.yaml", data, seeds.places(SEED_DIR), chips)}, chips
 
 

@@ -1,4 +1,4 @@
-"""The declared registry kept between runs (derivations.load, _core.Registry.snapshot/restore):
+"""The declared registry kept between runs (derivations.load, core.Registry.snapshot/restore):
 a later run of the same sources restores it instead of running the lecture modules, and must get
 the same quantities, equations, sections, rules and tables."""
 import subprocess
@@ -9,15 +9,15 @@ from conftest import ROOT
 
 import derivations
 from derivations import REGISTRY as R
-from derivations._core import Registry
+from derivations.core import Registry
 
 _PROGRAM = """
 import hashlib, pickle, sys
 sys.path.insert(0, {root!r})
-from derivations import _core
+from derivations import core
 import derivations
 if len(sys.argv) > 2:   # hand in the snapshot, as chalkboard.cache.symcache.load does
-    _core.PRELOADED[derivations.SNAPSHOT] = open(sys.argv[1], "rb").read()
+    core.PRELOADED[derivations.SNAPSHOT] = open(sys.argv[1], "rb").read()
 R = derivations.load()
 if len(sys.argv) == 2:
     open(sys.argv[1], "wb").write(R.fresh[derivations.SNAPSHOT])

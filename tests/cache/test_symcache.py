@@ -254,7 +254,7 @@ def test_the_shipped_forms_are_the_ones_computed_now_term_for_term():
     import sympy
     from chalkboard.cache import symcache
     from derivations import REGISTRY
-    from derivations._core import _tidy
+    from derivations.core import _tidy
     from sympy.core.parameters import evaluate
 
     if sympy.__version__ != _pinned("sympy") or sys.version_info[:2] != (3, 11):

@@ -5,7 +5,7 @@ import sympy as sp
 from chalkboard.evaluation.check import check_all, check_definition
 from chalkboard.evaluation.walk import DimensionMismatch
 from derivations import REGISTRY as R
-from derivations._core import Registry
+from derivations.core import Registry
 
 
 def sym(name):

@@ -132,7 +132,7 @@ def test_check_verifies_and_counts_the_inverse_identities():
 def test_check_fails_a_wrong_inverse_and_a_unit_mismatch():
     from chalkboard.evaluation.check import check_equation
     from chalkboard.evaluation.walk import DimensionMismatch
-    from derivations._core import Equation
+    from derivations.core import Equation
     x, y = sp.symbols("x y")
     with sp.evaluate(False):
         there = rv.feistel(*rv.feistel(x, y))          # the map applied twice is not undone

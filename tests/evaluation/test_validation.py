@@ -56,18 +56,18 @@ def test_bound_is_the_scenario_step_time_min(data, results):
 
 
 def test_unpublished_values_take_the_loosest_bound(data, records, results):
-    from chalkboard.validation import LOOSEST_KV, _scenario
+    from chalkboard.validation import LOOSEST_KV, record_scenario
     by_id = {r.record.id: r for r in results}
     r = by_id["trtllm1-h100-llama31-8b-128-2048"]          # batch and KV format not published
     assert any("batch not published" in a for a in r.assumed)
     assert any(LOOSEST_KV in a for a in r.assumed)
     rec = r.record
     for b in (r.batch // 2, r.batch // 8):                   # a smaller batch gives a lower throughput bound
-        t = _scenario(data, rec, b, r.context, 1).mag("step_time_min", "s")
+        t = record_scenario(data, rec, b, r.context, 1).mag("step_time_min", "s")
         assert b / t <= r.batch / r.step_time_min * (1 + 1e-12)
     wider = copy.copy(rec)
     wider.formats = {**rec.formats, "kv_format": "bf16"}
-    t_bf16 = _scenario(data, wider, r.batch, r.context, 1).mag("step_time_min", "s")
+    t_bf16 = record_scenario(data, wider, r.batch, r.context, 1).mag("step_time_min", "s")
     assert t_bf16 >= r.step_time_min
     s = by_id["trtllm-b200-deepseek-r1-min-latency"]        # speculative decoding: up to 4 tokens a step
     assert s.tokens_per_step == 4 and s.batch == 1

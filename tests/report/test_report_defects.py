@@ -301,14 +301,14 @@ def test_no_display_formula_is_cut_off_at_1280_px(built, doc, least):
 @pytest.mark.parametrize("doc", ["report", "reference"])
 def test_parts_and_questions_share_one_numbering(built, doc):
     """Each document's HTML contents, its HTML headings and its PDF outline number the same parts
-    (the lecture's seven chapters, derivations/_core.py CHAPTERS) and questions (part.question);
+    (the lecture's seven chapters, derivations/core.py CHAPTERS) and questions (part.question);
     the report's contents start with the explorer, the reference's with the notation and its
     appendices are lettered."""
     import html as html_mod
 
     from pypdf import PdfReader
 
-    from derivations._core import CHAPTERS
+    from derivations.core import CHAPTERS
 
     page = (built / f"{doc}.html").read_text()
     nav = page[page.index('<ul class="toc">'):page.index("</nav>")]
