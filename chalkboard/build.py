@@ -161,11 +161,21 @@ def build(root: Path, args, process=None, watch=None) -> int:
     t_start = time.perf_counter()
     timings = []
 
-    def stage(name, t0):
+    solved = [0]   # SymPy results this run had computed when the last stage ended
+
+    def stage(name, t0, note=""):
+        """A stage's time, and what it computed and what it kept: its own note, and the SymPy
+        results it had to compute (none where the kept or shipped ones served)."""
         dt = time.perf_counter() - t0
         timings.append((name, dt))
+        registry = sys.modules.get("derivations")
+        fresh = len(registry.REGISTRY.fresh) if registry is not None and hasattr(registry, "REGISTRY") else 0
+        parts = [note] if note else []
+        if fresh > solved[0]:
+            parts.append(f"{fresh - solved[0]:,} SymPy results computed")
+        solved[0] = fresh
         if watch is None:
-            print(f"  {name:<10} {dt:6.2f} s", file=sys.stderr)
+            print(f"  {name:<10} {dt:6.2f} s" + (f"   ({'; '.join(parts)})" if parts else ""), file=sys.stderr)
         return time.perf_counter()
 
     out = output_folder(root, args.out)   # a bad --out fails before anything is computed
@@ -203,7 +213,8 @@ def build(root: Path, args, process=None, watch=None) -> int:
     from .report.figure_process import Drawing
     from .report.context import attach_figures, context
     from .evaluation.results import evaluate_all
-    t = stage("derive", t)
+    t = stage("derive", t, f"{len(REGISTRY.quantities):,} quantities; SymPy's results "
+                           + ("kept" if REGISTRY.saved else "solved"))
     overrides = dict(getattr(args, "set_pairs", {}) or {})
     parts = watch.kept if watch is not None else None   # the edit loop's parts of earlier builds
     if parts is not None:
@@ -224,7 +235,7 @@ def build(root: Path, args, process=None, watch=None) -> int:
         if parts is None else incremental.claims(parts, claims_path, args.claims_file, claims_doc)
     refs = {q: v for q in MARKED_RULES_OF_THUMB
             if claims is not None and (v := claims.rule_of_thumb(q)) is not None}
-    t = stage("validate", t)
+    t = stage("validate", t, f"{len(checked):,} records checked, the engine model fitted" if validation else "")
     # the figures not kept are drawn on the other core from here on
     from .report.figures_validation import figure_svg, points
     extra = {"validation": (figure_svg, points(checked))} if validation is not None else {}
@@ -244,7 +255,7 @@ def build(root: Path, args, process=None, watch=None) -> int:
     if res.errors:
         raise BuildError("evaluation failed: " + res.errors[0])
     sc.value("step_time")
-    t = stage("evaluate", t)
+    t = stage("evaluate", t, f"{len(res.values):,} chip x model pairs, {res.count_ok:,} numbers")
     with Staging(out) as staged:
         written = {}
 
@@ -260,7 +271,7 @@ def build(root: Path, args, process=None, watch=None) -> int:
         if parts is not None and audit is not None:
             audit, new = audit
             incremental.take(parts, new)
-        t = stage("audit", t)   # the wait for the audit made beside the stages before
+        t = stage("audit", t, "" if audit is None else f"{len(audit.verdicts):,} claims judged")   # made beside the stages before
         html_env, typ_env = environments(root)
         from .report.context import shared_tables
         audit_ctx = audit.for_report() if audit else None
@@ -272,7 +283,7 @@ def build(root: Path, args, process=None, watch=None) -> int:
         figures = drawing.wait()
         if validation is not None:
             validation["svg"] = figures["validation"][0]
-        t = stage("figures", t)  # the wait for the figures drawn beside the stages before
+        t = stage("figures", t, f"{len(drawing.drawn)} drawn, {len(figures) - len(drawing.drawn)} kept")   # the wait for them
         attach_figures(ctx, figures, sc)
         from .report.svgpage import lighten
         ctx["sprite"] = lighten(ctx["sections"]).sprite()   # the page's figures share one set of glyphs
@@ -324,7 +335,9 @@ def build(root: Path, args, process=None, watch=None) -> int:
                 if doc not in kept_pdfs:
                     pdfcache.put(root, keys[doc], fitted, pdf_bytes)
         kept_pdf = "report" in kept_pdfs
-        t = stage("pdf", t)
+        t = stage("pdf", t, "" if timestamp is None else "; ".join(
+            f"{doc} {'kept' if doc in kept_pdfs else 'after the page' if later and doc == 'report' else 'compiled'}"
+            for doc in typ_srcs))
         if chips is not None:
             for chip in chips["pages"]:
                 folder = f"hardware/{chip['id']}"
