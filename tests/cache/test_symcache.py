@@ -50,9 +50,33 @@ def test_an_unreadable_cache_is_ignored(project):
     assert _balance(project)["value"] == first["value"]
 
 
+def test_an_edited_audit_or_printer_module_names_another_cache(project):
+    """The audit's parses and identity checks and the printed forms are kept with SymPy's work: an edit
+    to any module whose work is kept names another cache file, so nothing kept before the edit is
+    read after it. (The audit run before and after such an edit, its verdicts from the edited code:
+    test_an_edited_audit_is_never_served_its_old_identity_checks, in the slow set.)"""
+    from chalkboard.cache import symcache
+
+    before = symcache.path(project)
+    assert before == symcache.path(project)   # the same sources, the same name
+    for rel in ("chalkboard/audit/fixed.py", "chalkboard/exprtext.py", "chalkboard/typeset/printers.py",
+                "chalkboard/evaluation/check.py", "derivations/roofline.py", "units/__init__.py"):
+        mod = project / rel
+        text = mod.read_text()
+        mod.write_text(text + "\n# edited\n")
+        try:
+            assert symcache.path(project) != before, rel
+        finally:
+            mod.write_text(text)
+        assert symcache.path(project) == before, rel
+
+
+@pytest.mark.slow
 def test_an_edited_audit_is_never_served_its_old_identity_checks(project):
     """The audit's parses and identity checks are kept too: editing chalkboard/audit/fixed.py (here, the
-    message of a failed check) gives a new cache, and the audit's verdicts come from the edited code."""
+    message of a failed check) gives a new cache, and the audit's verdicts come from the edited code.
+    Two audits, the second computing all of SymPy's work again: run by CI's slow set; by default
+    test_an_edited_audit_or_printer_module_names_another_cache checks that such an edit names another cache."""
     def audit():
         r = run_cli("audit", "--json", root=project)
         assert r.returncode == 0, r.stderr

@@ -175,18 +175,31 @@ def test_claims_payload_through_the_command_line(command, tmp_path):
 @pytest.mark.parametrize("name", ["hardware.yaml", "models.yaml", "prices.yaml"])
 def test_no_payload_in_any_data_value_runs(name, tmp_path):
     canary = tmp_path / CANARY
-    doc = yaml.safe_load((ROOT / name).read_text(encoding="utf-8"))
-    section = {"hardware.yaml": "hardware", "models.yaml": "models", "prices.yaml": "prices"}[name]
-    first_id = next(iter(doc[section]))
-    doc[section] = {first_id: doc[section][first_id]}   # one entry: each load reads only it
-    if section == "prices":
-        doc["default"] = first_id
+    sections = {"hardware.yaml": "hardware", "models.yaml": "models", "prices.yaml": "prices"}
+
+    def one_entry(f):
+        """The file with its first entry alone, and the sources the file then names: each of the many
+        loads reads (and each write dumps) only that."""
+        doc = yaml.safe_load((ROOT / f).read_text(encoding="utf-8"))
+        first_id = next(iter(doc[sections[f]]))
+        entry = doc[sections[f]][first_id]
+        doc[sections[f]] = {first_id: entry}
+        named = {text for _, text in _strings({k: v for k, v in doc.items() if k != "sources"})}
+        doc["sources"] = {sid: src for sid, src in doc["sources"].items() if sid in named}
+        if f == "prices.yaml":
+            doc["default"] = first_id
+        return doc, first_id
+
+    doc, first_id = one_entry(name)
+    section = sections[name]
     # every string but free text (a note is shown, never parsed)
     entry_paths = [p for p, _ in _strings(doc[section][first_id]) if p[-1] != "note"]
     assert len(entry_paths) > 5
-    for f in ("hardware.yaml", "models.yaml", "prices.yaml"):
+    for f in sections:
         if f != name:
-            (tmp_path / f).write_text((ROOT / f).read_text(encoding="utf-8"), encoding="utf-8")
+            (tmp_path / f).write_text(yaml.safe_dump(one_entry(f)[0], sort_keys=False), encoding="utf-8")
+    (tmp_path / name).write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
+    load(tmp_path)   # the files as written here load: a payload's refusal is the payload's
     for path in entry_paths:
         for text in payloads(canary)[:12]:
             bad = copy.deepcopy(doc)
@@ -223,8 +236,12 @@ def test_no_payload_in_any_measurement_field_runs(data, tmp_path):
     doc = yaml.safe_load((ROOT / "measurements.yaml").read_text(encoding="utf-8"))
     first_id = next(iter(doc["measurements"]))
     doc["measurements"] = {first_id: doc["measurements"][first_id]}
+    named = {text for _, text in _strings(doc["measurements"])}   # the sources it names: each dump and load reads only them
+    doc["sources"] = {sid: src for sid, src in doc["sources"].items() if sid in named}
     paths = [p for p, _ in _strings(doc["measurements"][first_id]) if p[-1] not in ("note", "where")]
     assert len(paths) > 5
+    (tmp_path / "measurements.yaml").write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
+    load_measurements(tmp_path, data)   # the file as written here loads: a payload's refusal is the payload's
     for path in paths:
         for text in payloads(canary)[:12]:
             bad = copy.deepcopy(doc)
