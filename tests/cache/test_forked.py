@@ -85,19 +85,30 @@ def test_a_job_started_before_its_orders_does_what_it_is_told():
 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="only Linux lets a pipe be enlarged (F_SETPIPE_SZ)")
-def test_an_order_larger_than_a_default_pipe_is_sent_without_waiting_for_the_child():
-    # the child sleeps before it reads: a send that waited for it would take as long
+def test_an_order_larger_than_a_default_pipe_is_sent_without_waiting_for_the_child(tmp_path):
+    # the child reads only once the send has returned (a file made after it): a send that waited
+    # for the child to read would never return; it is given a minute, however busy the machine
+    import threading
     import time
 
-    def slow_reader(inbox):
-        time.sleep(1)
+    sent = tmp_path / "sent"
+
+    def reader_after_the_send(inbox):
+        deadline = time.monotonic() + 120
+        while not sent.exists() and time.monotonic() < deadline:
+            time.sleep(0.01)
         return len(inbox.recv())
-    job = Forked("the job", slow_reader, orders=True)
-    t = time.perf_counter()
-    job.order("x" * 300_000)   # about five times what a pipe holds by default (64 kB)
-    sent = time.perf_counter() - t
-    assert job.result() == 300_000
-    assert sent < 0.5, f"the send waited {sent:.2f} s for the child"
+    job = Forked("the job", reader_after_the_send, orders=True)
+    answers = []
+    # about five times what a pipe holds by default (64 kB)
+    sending = threading.Thread(target=lambda: answers.append(job.order("x" * 300_000)))
+    sending.start()
+    sending.join(timeout=60)
+    returned = not sending.is_alive()
+    sent.touch()   # the child reads now (and a send still blocked ends)
+    sending.join()
+    assert returned, "the send waited for the child to read"
+    assert answers == [True] and job.result() == 300_000
 
 
 def test_an_order_that_cannot_be_sent_says_so_and_the_job_ends_without_one():

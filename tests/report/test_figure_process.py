@@ -20,13 +20,27 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def _slow_figure(n):
-    time.sleep(0.05)   # long enough that the second process takes part
+    time.sleep(0.05)
+    return f"<svg>{n} drawn by {os.getpid()}</svg>"
+
+
+def _figure_drawn_by_two(argument):
+    """A figure whose process, at its first figure, waits until another process has started one
+    too (a minute at most): whichever figure process starts first cannot draw the whole queue
+    before the second has started, however busy the machine. A process noted in ``folder``."""
+    n, folder = argument
+    me = Path(folder) / str(os.getpid())
+    if not me.exists():
+        me.touch()
+        deadline = time.monotonic() + 60
+        while len(list(Path(folder).iterdir())) < 2 and time.monotonic() < deadline:
+            time.sleep(0.01)
     return f"<svg>{n} drawn by {os.getpid()}</svg>"
 
 
 @pytest.mark.skipif(not can_fork(), reason="no fork here: the figures are drawn in the build's process")
-def test_two_processes_share_the_queue_each_figure_drawn_once():
-    extra = {f"extra-{n}": (_slow_figure, n) for n in range(16)}
+def test_two_processes_share_the_queue_each_figure_drawn_once(tmp_path):
+    extra = {f"extra-{n}": (_figure_drawn_by_two, (n, str(tmp_path))) for n in range(16)}
     got = Forked("drawing", _figure_processes, Order(None, HW, MODEL, {}, {}, extra, list(extra), False)).result()
     assert sorted(got) == sorted(extra)
     drew = {}
@@ -38,9 +52,9 @@ def test_two_processes_share_the_queue_each_figure_drawn_once():
 
 
 @pytest.mark.skipif(not can_fork(), reason="no fork here: the figures are drawn in the build's process")
-def test_the_process_on_standby_draws_what_it_is_sent_and_shares_it_with_a_second():
+def test_the_process_on_standby_draws_what_it_is_sent_and_shares_it_with_a_second(tmp_path):
     process = standby()
-    extra = {f"extra-{n}": (_slow_figure, n) for n in range(16)}
+    extra = {f"extra-{n}": (_figure_drawn_by_two, (n, str(tmp_path))) for n in range(16)}
     process.order(Order(None, HW, MODEL, {}, {}, extra, list(extra), False))
     got = process.result()
     assert sorted(got) == sorted(extra)
