@@ -14,9 +14,10 @@ was making is removed. Workers keep nothing a kill could leave half-done: what t
 back to their parent, which writes it.
 
 What a process makes to remove later (a staging folder, a file being replaced) is also recorded
-here (``on_signal``, under ``held``), and the signal's handler removes it before the process
-unwinds: the unwinding alone cannot be trusted with it, since Python may run the handler as a
-context manager's __exit__ or a finally's first call begins, and its exception then skips them.
+here (``on_signal``, under ``held``), and the signal's handler removes it and ends the process
+itself: unwinding cannot be trusted with it, since Python may run the handler as a context
+manager's __exit__ or a finally's first call begins (its exception then skips them), or inside a
+__del__ (where its exception is swallowed).
 """
 from __future__ import annotations
 
@@ -102,14 +103,29 @@ def clean_up() -> None:
 
 
 def interrupt(signum, frame):
-    """The command's handler of SIGINT, SIGTERM and SIGHUP: the workers stopped, what the command
-    made to remove later removed, then the command unwinds (Ctrl-C as KeyboardInterrupt, the
-    others as SystemExit(128 + signal))."""
+    """The command's handler of SIGINT, SIGTERM and SIGHUP (``handle_signals``): the workers
+    killed, what the command made to remove later removed, one line, and the process ends with
+    128 + the signal. It ends here rather than raising an exception to unwind with: Python may run
+    a handler inside a __del__ (a collected pipe's), where the exception is swallowed with a
+    traceback and the process goes on."""
     stop_workers()
     clean_up()
-    if signum == signal.SIGINT:
-        raise KeyboardInterrupt
-    raise SystemExit(128 + signum)
+    for stream in (sys.stdout, sys.stderr):   # what was printed before stays printed
+        try:
+            stream.flush()
+        except BaseException:   # noqa: BLE001  (a closed pipe; a flush this handler interrupted)
+            pass
+    try:
+        os.write(2, b"interrupted\n")
+    except OSError:
+        pass
+    os._exit(128 + signum)
+
+
+def handle_signals() -> None:
+    """``interrupt`` handles the user's signals from now on."""
+    for sig in SIGNALS:
+        signal.signal(sig, interrupt)
 
 
 def _end_worker(signum, frame):

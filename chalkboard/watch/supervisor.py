@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 from ..home import cache
+from ..lifecycle import SIGNALS, held
 from .inputs import PROGRAM, Snapshot, data_inputs, summary
 from .loop import SUPERVISOR
 
@@ -99,8 +100,22 @@ class Worker:
                             pass
 
 
+STOPPED: list = []   # the signal that stopped the watch, once one has
+
+
+def _stop(signum, frame):
+    STOPPED.append(signum)
+    raise KeyboardInterrupt
+
+
 def supervise(root: Path, args) -> int:
     from ..cli.common import EXIT_BAD_INPUT
+
+    # Ctrl-C, SIGTERM and SIGHUP end the watch: the worker stopped, one line, 128 + the signal. The
+    # loop also looks for a signal each turn: Python may run the handler inside a __del__, where
+    # the exception it raises is swallowed.
+    for sig in SIGNALS:
+        signal.signal(sig, _stop)
 
     from ..staging import output_folder
 
@@ -116,6 +131,8 @@ def supervise(root: Path, args) -> int:
     worker = Worker(root, args, out)
     try:
         while True:
+            if STOPPED:
+                raise KeyboardInterrupt
             wait = [worker.reports] if worker is not None else []
             select.select(wait, [], [], POLL)
             if worker is not None:
@@ -142,13 +159,15 @@ def supervise(root: Path, args) -> int:
                 print(f"{time.strftime('%H:%M:%S')} {summary(changed)} changed: {why}", flush=True)
                 worker = Worker(root, args, out)
     except KeyboardInterrupt:
-        if worker is not None:
-            worker.stop()
-            worker = None
+        with held():   # (a second Ctrl-C waits until the worker has stopped and its leftovers are gone)
+            if worker is not None:
+                worker.stop()
+                worker = None
         print("chalkboard watch: stopped", file=sys.stderr, flush=True)
-        return 130
+        return 128 + (STOPPED[0] if STOPPED else signal.SIGINT)
     finally:
-        if worker is not None:
-            worker.stop()
+        with held():
+            if worker is not None:
+                worker.stop()
         if server is not None:
             server.stop()

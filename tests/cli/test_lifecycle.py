@@ -104,7 +104,7 @@ CHURN = """
     import os, signal, sys, time
     from pathlib import Path
     from chalkboard.cache.forked import Forked, results
-    from chalkboard.lifecycle import SIGNALS, interrupt
+    from chalkboard.lifecycle import handle_signals
     from chalkboard.staging import Staging
 
     def work(n):
@@ -113,8 +113,7 @@ CHURN = """
         return 1
 
     out = Path(sys.argv[1])
-    for sig in SIGNALS:
-        signal.signal(sig, interrupt)
+    handle_signals()
     print("ready", flush=True)
     try:
         i = 0
@@ -163,6 +162,39 @@ def test_a_signal_at_any_moment_of_workers_and_staging_leaves_nothing(how, tmp_p
         left = [n for n in os.listdir(tmp_path) if n.startswith(f".{out.name}.tmp-")]
         assert not left, (attempt, left)
         assert not out.exists() or sorted(os.listdir(out)) == ["a.txt"], (attempt, os.listdir(out))
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_a_signal_handled_inside_a_del_still_ends_the_command(sig):
+    """Python runs a signal's handler wherever the process is, a __del__ included (a collected
+    pipe's, in the watch's worker), where the exception it raises is swallowed with a traceback and
+    the process went on: the signal is sent again and ends it, with no traceback."""
+    p = _start("""
+        import sys, time
+        from chalkboard.lifecycle import handle_signals
+
+        class Slow:
+            def __del__(self):   # nearly all of this process's time is spent in here
+                end = time.monotonic() + 0.05
+                while time.monotonic() < end:
+                    pass
+        handle_signals()
+        print("ready", flush=True)
+        try:
+            while True:
+                Slow()
+        except KeyboardInterrupt:
+            print("interrupted", file=sys.stderr)
+            sys.exit(130)
+        except SystemExit:
+            print("interrupted", file=sys.stderr)
+            raise
+    """)
+    _ready(p)
+    time.sleep(0.2)
+    p.send_signal(sig)
+    _, err = p.communicate(timeout=DEADLINE)
+    assert p.returncode == 128 + sig and err.strip() == "interrupted", (p.returncode, err[-2000:])
 
 
 def test_every_temporary_path_is_ignored_by_git():
