@@ -20,7 +20,7 @@ import pytest
 import warm
 from conftest import ROOT
 
-PROGRESS = re.compile(r"^(chalkboard build|\s+\w+\s+\d+\.\d\d s)$")
+PROGRESS = re.compile(r"^(chalkboard build|\s+\w+\s+\d+\.\d\d s(\s+\(.*\))?)$")   # a stage, what it did in brackets
 HW = (ROOT / "hardware.yaml").read_text(encoding="utf-8")
 MODELS = (ROOT / "models.yaml").read_text(encoding="utf-8")
 CLAIMS = (ROOT / "claims.yaml").read_text(encoding="utf-8")
