@@ -215,6 +215,7 @@ SETUPS = [
     ("b200", "mixtral-8x22b", 333, 30000, 4),         # MoE, bf16, on 4 chips
     ("h100-sxm", "kimi-k2", 1, 4096, 1),              # MoE, fp8, one chip: does not fit
     ("h100-sxm", "llama-3-70b", 2000, 4096, None),    # does not fit: 441% of HBM spread evenly (README)
+    ("h100-sxm", "deepseek-v3", 64, 4096, 8),         # does not fit: 671 GB of weights over the engine's 90% of 8 x 80 GB
 ]
 
 
