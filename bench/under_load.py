@@ -101,7 +101,10 @@ def main() -> int:
         print(f"  {nodeid:<{width}}  {plugin.passed[nodeid]:>3} of {args.rounds} passed"
               + (f", {plugin.failed[nodeid]} failed" if plugin.failed[nodeid] else ""))
     ok = bool(plugin.order) and all(plugin.passed[n] == args.rounds and not plugin.failed[n] for n in plugin.order)
-    print("every run passed" if ok else "NOT every run passed")
+    failed = sum(plugin.failed.values())
+    rounds = min((plugin.passed[n] + plugin.failed[n] for n in plugin.order), default=0)
+    print("every run passed" if ok else f"{failed} runs failed" if failed else
+          f"no run failed, but only {rounds} of {args.rounds} rounds were complete at the limit")
     return 0 if ok else 1
 
 
