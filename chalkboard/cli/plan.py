@@ -39,7 +39,11 @@ def cmd_plan(args) -> int:
         try:
             v = conform(parse(text), unit, bare=True).magnitude
         except UnitParseError as e:
-            raise UserError(f"{name} {short(text)}: {e}") from None
+            try:
+                bare = float(text)   # "inf", "nan": a number, but not one a target can be
+            except ValueError:
+                raise UserError(f"{name} {short(text)}: {e}") from None
+            v = bare
         if not (v > 0 and math.isfinite(v)):
             raise UserError(f"{name} {short(text)}: must be a positive, finite number")
         read[name] = float(v)
