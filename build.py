@@ -176,7 +176,7 @@ def main(argv=None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
-    except SystemExit as e:   # SIGTERM or SIGHUP (process.terminate), unwound like Ctrl-C
+    except SystemExit as e:   # SIGTERM or SIGHUP (lifecycle.interrupt), unwound like Ctrl-C
         if isinstance(e.code, int) and e.code > 128:
             print("interrupted", file=sys.stderr)
         raise

@@ -36,18 +36,3 @@ def safe_streams() -> None:
                 stream.reconfigure(errors="chalkboard-escape")
             except (ValueError, OSError):
                 pass
-
-
-_MAIN_PID = os.getpid()
-
-
-def terminate(signum, frame):
-    mp = sys.modules.get("multiprocessing")
-    if os.getpid() != _MAIN_PID:  # a forked worker: end at once with the workers it started
-        for child in (mp.active_children() if mp is not None else []):
-            child.terminate()
-        os._exit(128 + signum)
-    if mp is not None:  # stop the workers first, so that nothing waits on a worker that waits on us
-        for child in mp.active_children():
-            child.terminate()
-    raise SystemExit(128 + signum)  # unwinds like Ctrl-C: half-written output is removed
