@@ -161,7 +161,7 @@ def test_a_secondary_source_is_marked_wherever_its_figures_show(tmp_path, cli):
     assert report.SECONDARY_MARK not in plain["text"] and "secondary" not in plain["title"]
     cell = report._data_cell(d.hardware[chip], "hbm_bandwidth", "TB/s")
     assert cell["text"] == plain["text"] + " " + report.SECONDARY_MARK and "no datasheet found" in cell["title"]
-    r = cli("eval", "drain_time", "--hardware", chip, "--hardware-file", str(tmp_path / "hardware.yaml"))
+    r = cli("eval", "drain_time", "--hardware", chip, "--hardware-file", str(tmp_path / "hardware.yaml"), "--explain")
     assert r.returncode == 0, r.stderr
     line = next(ln for ln in r.stdout.splitlines() if ln.strip().startswith("hbm_bandwidth"))
     assert line.endswith("[secondary source, low confidence]"), line

@@ -165,9 +165,10 @@ def test_compare_adds_the_config_model(cli):
     r = cli("compare", "params_total", "--hardware", "h100-sxm", "--model", "deepseek-v3",
             "--model-config", "tests/configs/mixtral-8x7b-v0.1.json", "--csv")
     assert r.returncode == 0, r.stderr
-    rows = [line.split(",") for line in r.stdout.strip().splitlines()[1:]]
+    head, *rows = [line.split(",") for line in r.stdout.strip().splitlines()]
     assert [row[1] for row in rows] == ["deepseek-v3", "mixtral-8x7b-v0.1"]
-    assert float(rows[1][2]) == pytest.approx(46.7e9, rel=0.005)  # Mistral AI: 46.7B
+    col = head.index("params_total [parameter]")
+    assert float(rows[1][col]) == pytest.approx(46.7e9, rel=0.005)  # Mistral AI: 46.7B
 
 
 BAD = [

@@ -113,7 +113,7 @@ def test_expected_inputs_default_to_the_engine_model_fitted_to_the_published_mea
 
 def test_eval_prints_the_evidence_behind_an_expected_number(cli):
     r = cli("eval", "step_time_expected", "--hardware", "h100-sxm", "--model", "llama-3-70b",
-            "--set", "batch=64", "--set", "context=4096")
+            "--set", "batch=64", "--set", "context=4096", "--explain")
     assert r.returncode == 0, r.stderr
     line = next(ln for ln in r.stdout.splitlines() if ln.strip().startswith("expected_mbu"))
     assert "the engine model fitted to" in line and "10th–90th percentile" in line

@@ -60,9 +60,10 @@ def test_pipelining_condition_solved_for_layers_per_stage(data, hw, up, out, lay
     sc = Scenario(data, hw, "deepseek-v3", {})
     assert up / (2 * DSV3_K * out) == pytest.approx(layers)   # the hand arithmetic itself
     assert _mag(sc, "min_moe_layers_per_stage") == pytest.approx(layers)
-    # at exactly that depth the condition is met with equality
-    at_edge = Scenario(data, hw, "deepseek-v3", {"moe_layers_per_stage": str(layers)})
-    assert _mag(at_edge, "pipelining_ratio") == pytest.approx(1.0)
+    # at exactly that depth (a fraction: the solved edge, not a depth one can set) the condition is
+    # met with equality
+    at_edge = sc.sweep(["pipelining_ratio"], "moe_layers_per_stage", [layers])["pipelining_ratio"]
+    assert float(at_edge[0]) == pytest.approx(1.0)
 
 
 def test_pipelining_ratio_at_four_stages(dsv3_gb200):
@@ -237,7 +238,7 @@ def test_eval_answers_every_chapter_quantity(capsys):
 
 
 def test_eval_subprocess_and_set():
-    r = run_cli("eval", "min_moe_layers_per_stage", "--hardware", "h100-sxm", "--model", "deepseek-v3")
+    r = run_cli("eval", "min_moe_layers_per_stage", "--hardware", "h100-sxm", "--model", "deepseek-v3", "--explain")
     assert r.returncode == 0, r.stderr
     assert "0.562" in r.stdout and "W_up/(2·k·W_out)" in r.stdout
     r = run_cli("eval", "pipeline_idle_fraction", "--hardware", "gb200-nvl72", "--model", "deepseek-v3",

@@ -268,7 +268,7 @@ def test_report_marks_an_unfit_setup_and_names_formats(data):
     sc = Scenario(data, "h100-sxm", "llama-3-70b", {"context": "4096"})
     ctx = context(data, sc, {}, audit=None, check=None)
     html = environments(ROOT)[0].get_template("report.html.j2").render(**ctx)
-    assert "This set-up does not fit." in html and "at most 372" in html
+    assert "This set-up does not fit." in html and "at most 324" in html   # in the engine's 90% of 8 x 80 GB
     assert "weights bf16, KV bf16, compute bf16" in html
     from chalkboard.report.context import SUMMARY_COLUMNS, summary
     table = summary(data, "deepseek-v3")
@@ -277,5 +277,5 @@ def test_report_marks_an_unfit_setup_and_names_formats(data):
     assert fmts["text"].startswith("fp8/bf16/bf16") and "no fp8 rate" in fmts["title"]
     for s in ctx["sections"]:   # evaluated, not for this pair, or waiting for a measurement of the user's
         assert ("Formats: weights" in s["takeaway"] or s["takeaway"].startswith("(not evaluated")
-                or s["takeaway"].startswith("(Evaluated once you give"))
+                or s["takeaway"].startswith("(Evaluated once "))
     assert "Caution: does not fit" in next(s for s in ctx["sections"] if s["id"] == "roofline")["takeaway"]
