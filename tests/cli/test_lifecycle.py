@@ -190,10 +190,15 @@ def test_a_signal_handled_inside_a_del_still_ends_the_command(sig):
             print("interrupted", file=sys.stderr)
             raise
     """)
-    _ready(p)
-    time.sleep(0.2)
-    p.send_signal(sig)
-    _, err = p.communicate(timeout=DEADLINE)
+    try:
+        _ready(p)
+        time.sleep(0.2)
+        p.send_signal(sig)
+        _, err = p.communicate(timeout=DEADLINE)
+    finally:   # a child that did not end loops for ever: never left behind
+        if p.poll() is None:
+            p.kill()
+            p.wait()
     assert p.returncode == 128 + sig and err.strip() == "interrupted", (p.returncode, err[-2000:])
 
 

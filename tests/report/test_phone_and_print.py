@@ -330,8 +330,8 @@ def test_the_explorers_plots_keep_their_labels_inside_and_the_others_text_size(b
                             if (b.left < box.left - 0.5 || b.top < box.top - 0.5 || b.right > box.right + 0.5
                                 || b.bottom > box.bottom + 0.5) out.push(svg.id + ' ' + t.textContent);
                         }
-                        const t = svg.querySelector('text[font-size="10"]');
-                        if (t) sizes[svg.id] = 10 * k;
+                        const t = svg.querySelector('text[font-size]');   // drawn at the page's size since
+                        if (t) sizes[svg.id] = parseFloat(t.getAttribute('font-size')) * k;   // one body size
                     }
                     return [out, sizes]; }""")
                 view.close()
