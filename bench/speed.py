@@ -21,6 +21,8 @@ is compared with it (so both see the same load); medians are compared:
 * a fresh clone's first build (a copy of the project with nothing in .cache/: SymPy's results
   come from the shipped derivations/solved.pickle, every figure is drawn and the PDF compiled)
   and a build after a comment-only edit of hardware.yaml, against the same floor;
+* the library's first call (`cb.plan`, `cb.compare`, `cb.verdicts`) in a fresh interpreter in a fresh
+  clone, against the build's import floor;
 * `build.py eval` against the bare import of what eval needs (SymPy, Pint, PyYAML, numpy), also of
   the lecture's name answered under a layout (`step_time --set tp=8`) and of `plan` for one model
   over every priced chip; and the plan's search rate (candidates a second, in one process, the
@@ -59,6 +61,11 @@ from chalkboard import FEATURED_HARDWARE  # noqa: E402
 from chalkboard.cache.figcache import FOLDER as FIGURES_KEPT  # noqa: E402
 
 OTHER_CHIP = "h100-sxm"   # a chip the featured figures do not read
+# the library's calls timed on their first use in a fresh interpreter (issue: within 4x the import floor)
+LIBRARY_CALLS = {"plan": "cb.plan('llama-3-70b', 30, context=4096)",
+                 "compare": "cb.compare(['step_time', 'cost_per_token'], hardware=['h100-sxm', 'b200'], "
+                            "models=['llama-3-70b'])",
+                 "verdicts": "cb.verdicts()"}
 BUILD_IMPORTS = ("import sympy, pint, jinja2, yaml, typst, numpy, matplotlib; matplotlib.use('Agg'); "
                  "import matplotlib.pyplot")
 EVAL_IMPORTS = "import sympy, pint, yaml, numpy"
@@ -432,6 +439,9 @@ def main() -> int:
                       "--min-tokens-per-user", "30"], None, None),
             "csv_numpy": ([py, str(script)], None, None),
             "csv": (ours_csv, None, None),
+            # the library's first call in a fresh interpreter, in a fresh clone (nothing in .cache/)
+            **{f"lib_{name}": ([py, "-c", f"import sys; sys.path.insert(0, '.'); import chalkboard as cb; {call}"],
+                               clone, None, fresh) for name, call in LIBRARY_CALLS.items()},
         }, args.repeat)
         floor_b, floor_e = m["floor_b"][0], m["floor_e"][0]
 
@@ -447,6 +457,9 @@ def main() -> int:
         build_row("a comment edited in hardware.yaml", "comment")
         build_row("nothing changed, --force (figures, PDF kept)", "forced")
         build_row("unchanged rebuild", "same")
+        say("  the library's first call, a fresh interpreter in a fresh clone (import floor as the build's)")
+        for name, call in LIBRARY_CALLS.items():
+            row(call.split("(")[0] + "(...)", m[f"lib_{name}"][0], floor_b)
         say("  eval (import floor: SymPy, Pint, PyYAML, numpy)")
         row("bare imports", floor_e, floor_e)
         row("build.py eval step_time", m["eval"][0], floor_e)
