@@ -6,16 +6,12 @@ import sys
 
 
 from ..cache.forked import Forked
+from .lecture import chip_order
 
 
 # -- one report per chip (--all-hardware) --------------------------------------------------------
 INDEX_QUANTITIES = ("balance_batch", "latency_floor", "cost_floor")
 CHIP_INDEPENDENT_FIGURES = ("hardware_by_year", "validation", "lifecycle_compute_vs_tokens")   # drawn once, shared by every chip
-
-
-def chip_order(data) -> list[str]:
-    """Every chip, oldest first (launch year, then id), as the report's summary table orders them."""
-    return sorted(data.hardware, key=lambda h: (data.hardware[h].values["launch_year"].quantity.magnitude, h))
 
 
 def index_cell(sc, name: str) -> dict:

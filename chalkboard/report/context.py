@@ -24,7 +24,7 @@ from ..typeset.fmt import fmt, fmt_named, sig, split
 from ..featured import DENSE_REFERENCE_MODEL
 from .figures import FIGURES
 from .terms import by_terms
-from .lecture import shape
+from .lecture import placeholders, shape
 
 
 
@@ -60,10 +60,6 @@ class _Takeaway(string.Formatter):
         if key in kwargs:
             return kwargs[key]
         return fmt_named(key, self.sc.value(key))
-
-
-def placeholders(template: str) -> list[str]:
-    return [f for _, f, _, _ in string.Formatter().parse(template) if f]
 
 
 def takeaway(sc: Scenario, template: str) -> str:

@@ -8,6 +8,7 @@ the takeaway's placeholders fill (chalkboard/report/context.py, takeaway).
 from __future__ import annotations
 
 import re
+import string
 
 from derivations import REGISTRY
 from derivations.core import CHAPTERS
@@ -21,10 +22,19 @@ FEATURED_STEPS = 2      # numbers a question features: the first with its formul
 GENERATION_COLUMNS = 2  # quantities by generation, a question: two columns of numbers fit a phone
 
 
+def placeholders(template: str) -> list[str]:
+    """The names a takeaway's template fills, in order."""
+    return [f for _, f, _, _ in string.Formatter().parse(template) if f]
+
+
+def chip_order(data) -> list[str]:
+    """Every chip, oldest first (launch year, then id), as the report's summary table orders them."""
+    return sorted(data.hardware, key=lambda h: (data.hardware[h].values["launch_year"].quantity.magnitude, h))
+
+
 def featured_names(section_id: str) -> list[str]:
     """The derived quantities of a section its takeaway names, in the takeaway's order; the
     section's first derived quantity when it names none."""
-    from .context import placeholders
     s = REGISTRY.sections[section_id]
     own = [n for n in s.quantities if not REGISTRY[n].is_input]
     named = [n for n in dict.fromkeys(placeholders(s.takeaway)) if n in own]
@@ -47,7 +57,6 @@ def _number(sc: Scenario, name: str, unit: str | None) -> dict:
 
 def chip_scenarios(data, sc: Scenario) -> list[Scenario]:
     """The featured model and workload on every chip, oldest first (as the summary orders them)."""
-    from .chip_reports import chip_order
     out = []
     for h in chip_order(data):
         c = sc if h == sc.hw.id else Scenario(data, h, sc.model.id, sc.raw_overrides, sc.defaults)
