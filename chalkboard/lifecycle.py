@@ -32,6 +32,18 @@ SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 _PR_SET_PDEATHSIG = 1
 
 
+def alive(pid: int) -> bool:
+    """Whether process ``pid`` still runs (one owned by someone else counts): a folder a process
+    left is removed once that process is gone."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True   # exists, owned by someone else
+    return True
+
+
 def _can_hold() -> bool:
     # the mask is the calling thread's: only the main thread (where Python runs its handlers) holds
     return hasattr(signal, "pthread_sigmask") and threading.current_thread() is threading.main_thread()

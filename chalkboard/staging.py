@@ -15,7 +15,7 @@ from pathlib import Path
 
 
 from .errors import OutputError
-from .lifecycle import forget, held, on_signal
+from .lifecycle import alive, forget, held, on_signal
 
 
 # -- the output folder: built beside, exchanged in one step ------------------------------------
@@ -125,16 +125,6 @@ def _libc():
     return _LIBC[0]
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:
-        return True   # exists, owned by someone else
-    return True
-
-
 @contextmanager
 def _writing_to(out: Path):
     """An OSError while the output is written, as the one line the user reads: what could not be
@@ -207,7 +197,7 @@ class Staging:
         pat = re.compile(rf"^{re.escape(self.prefix)}(\d+)-(old-)?")
         for name in sorted(os.listdir(parent)):
             m = pat.match(name)
-            if not m or _alive(int(m.group(1))):
+            if not m or alive(int(m.group(1))):
                 continue
             if m.group(2) and not self.out.exists() and not self.out.is_symlink():
                 os.rename(parent / name, self.out)

@@ -21,19 +21,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from ..lifecycle import as_worker, forget, held, on_signal
+from ..lifecycle import alive, as_worker, forget, held, on_signal
 
 PREFIX = "typst-"   # the folder's name: typst-PID-XXXXXXXX, PID the loop's process
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:
-        return True
-    return True
 
 
 def _remove_stale(parent: Path) -> None:
@@ -44,7 +34,7 @@ def _remove_stale(parent: Path) -> None:
         return
     for name in names:
         m = re.match(rf"^{PREFIX}(\d+)-", name)
-        if m and not _alive(int(m.group(1))):
+        if m and not alive(int(m.group(1))):
             shutil.rmtree(parent / name, ignore_errors=True)
 
 
