@@ -11,6 +11,12 @@ from .dependence import flag_kind
 from ..errors import MissingInput, NotApplicable
 
 
+def within(fill, share):
+    """The one rule of a fit, for a number or arrays: the physical fill (the share of the whole HBM
+    the weights and the KV cache need) at most the engine's share (a rounding's worth of slack)."""
+    return fill <= share * (1 + 1e-12)
+
+
 class Fit:
     """The fit checks of a Scenario (methods it mixes in)."""
 
@@ -71,7 +77,7 @@ class Fit:
 
     def fits_within(self, fill: float | None) -> bool | None:
         """Whether a physical fill (share of the whole HBM) is within the engine's share; None if unknown."""
-        return None if fill is None else fill <= self.memory_share() * (1 + 1e-12)
+        return None if fill is None else bool(within(fill, self.memory_share()))
 
     def fill_pipelined(self) -> float | None:
         """Share of each chip's HBM a pipelined set-up needs (hbm_fill_pipelined); None if unknown."""

@@ -17,6 +17,7 @@ from derivations import REGISTRY
 
 from ..errors import InputError, MissingInput, short
 from .dependence import flag_kind, setup_dependence
+from .fit import within
 from .evaluate import Scenario
 from .settings import AT_MOST, WHOLE_NUMBERS
 from ..typeset.fmt import sig
@@ -142,7 +143,7 @@ def fits(result: dict) -> np.ndarray:
     if fill is None:
         return np.full(size, np.nan)
     share = np.broadcast_to(np.asarray(result.get("share", 1.0), dtype=float), fill.shape)
-    return np.where(np.isnan(fill), np.nan, (fill <= share * (1 + 1e-12)).astype(float))
+    return np.where(np.isnan(fill), np.nan, within(fill, share).astype(float))
 
 
 RANGE_SUFFIXES = ("_low", "_high")   # an expected number's range, as columns beside it

@@ -8,6 +8,7 @@ import json
 
 import numpy as np
 
+from ..evaluation.fit import within
 from ..typeset.fmt import sig
 from .search import DEPLOYMENTS, LAYOUT_RULES, LEFT_OUT, READING, TTFT, Search
 
@@ -20,7 +21,7 @@ ROW = (("tokens_per_user", "user_speed", "token/s/sequence"), ("cost_per_mtoken"
 def _masks(s: Search):
     c, t = s.columns, s.targets
     speed, cost, _ = READING[t.by]
-    fits = c["hbm_fill_layout"] <= c["memory_share"]   # within the engine's share of the HBM
+    fits = within(c["hbm_fill_layout"], c["memory_share"])   # the engine's share of the HBM, as eval judges
     fast = c[speed] >= t.min_tokens_per_user
     if t.max_ttft is not None:
         fast &= c[TTFT] <= t.max_ttft

@@ -9,6 +9,7 @@ from ..featured import DENSE_REFERENCE_MODEL as DENSE_REFERENCE
 from .drawing import C, chip_styles, legend_below, plt, svg
 from ..errors import InputError, MissingInput
 from ..evaluation.evaluate import Scenario
+from ..evaluation.fit import within
 from ..planner.search import layouts
 from ..evaluation.settings import AT_MOST
 
@@ -91,7 +92,7 @@ def plan_frontier(data, hw, model, overrides=None) -> str:
     chips = [h for h, e in data.hardware.items() if e.get("rental_price") is not None]
     found = plan(data, model, chips, Targets(context, 1.0, by="bound"), None, None,
                  {k: v for k, v in overrides.items() if k not in ("batch", "context")})
-    fits = found.columns["hbm_fill_layout"] <= found.columns["memory_share"]   # as plan judges a fit
+    fits = within(found.columns["hbm_fill_layout"], found.columns["memory_share"])   # as plan and eval judge a fit
     fig, ax = plt.subplots(figsize=(6.4, 3.6))
     styles = chip_styles(data.hardware)
     drawn = 0
