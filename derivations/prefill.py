@@ -96,7 +96,14 @@ t_w_l = R.derived(
     (N_always / tp + sp.Max(E * f_pre / ep, 1) * N_routed / E) * beta_w / (pp * W * c_1), "s",
     "time for one chip of one stage to read its share of the always-read weights and the experts it holds "
     "that the prompts' tokens touch", "t", "weights,pre,layout")
-# the decode step's collectives with every prompt token in place of the one new token
+# the decode step's collectives with every prompt token in place of the one new token (one- and
+# two-shot apart too: eval names the all-reduce a prefill's bytes make the faster)
+R.derived("prefill_allreduce_time_one_shot", R.at("tp_allreduce_time_one_shot", {delta: n_new}), "s",
+          "a prefill's tensor-parallel all-reduces run one-shot", "t", "TP,1,pre",
+          how="tp_allreduce_time_one_shot at tokens_per_step = pass_tokens·(1 − prefix_cache_share)")
+R.derived("prefill_allreduce_time_two_shot", R.at("tp_allreduce_time_two_shot", {delta: n_new}), "s",
+          "a prefill's tensor-parallel all-reduces run two-shot", "t", "TP,2,pre",
+          how="tp_allreduce_time_two_shot at tokens_per_step = pass_tokens·(1 − prefix_cache_share)")
 t_tp_l = R.derived(
     "prefill_tp_comm_time", R.at("tp_comm_time", {delta: n_new}), "s",
     "tensor-parallel all-reduces of one stage during a prefill: two a layer over every prompt token's "

@@ -128,18 +128,11 @@ def collectives(sc, name: str) -> list[dict]:
 def _allreduce_algorithm(sc, tp: float, prefill: bool) -> str:
     """The all-reduce the step's (or, ``prefill``, the prefill's) tensor-parallel term costs: a ring
     where chips do not all reach each other in one hop, else the faster of one- and two-shot at the
-    bytes that term sends (a prefill's are a decode step's with every new prompt token in place of
-    the one new token: the batch scaled by them, as prefill_tp_comm_time is tp_comm_time at them)."""
+    bytes that term sends (a prefill's carry every new prompt token: its own declared times)."""
     if sc.mag("direct_collectives") == 0:   # a reduce-scatter and an all-gather, tp − 1 steps each
         return f"ring ({sc.mag('allreduce_phases') * (tp - 1):g} steps each)"
-    names = ["tp_allreduce_time_one_shot", "tp_allreduce_time_two_shot"]
-    if prefill:
-        tokens = sc.mag("pass_tokens", "token/sequence") * (1 - sc.mag("prefix_cache_share", ""))
-        batch = sc.mag("batch", "sequence") * tokens / sc.mag("tokens_per_step", "token/sequence")
-        at = sc.sweep_many(names, {"batch": ([batch], "sequence")})
-        one, two = float(at[names[0]][0]), float(at[names[1]][0])
-    else:
-        one, two = sc.mag(names[0]), sc.mag(names[1])
+    kind = "prefill_allreduce_time" if prefill else "tp_allreduce_time"
+    one, two = sc.mag(f"{kind}_one_shot"), sc.mag(f"{kind}_two_shot")
     return "one-shot (1 step each)" if one <= two else "two-shot (2 steps each)"
 
 

@@ -64,6 +64,7 @@ SETTLED_BY = {
     "ep_comm_time": ("ep", 1.0, 0.0), "routed_params": ("moe_layers", 0.0, 0.0),
     "always_read_params": ("moe_layers", 0.0, "params_active"),
     "prefill_tp_comm_time": ("tp", 1.0, 0.0), "prefill_ep_comm_time": ("ep", 1.0, 0.0),
+    "prefill_allreduce_time_one_shot": ("tp", 1.0, 0.0), "prefill_allreduce_time_two_shot": ("tp", 1.0, 0.0),
 }
 # a quantity defined as another at one sequence (R.at, batch = 1): where a term below it is settled,
 # it is that quantity evaluated with the batch set to one sequence, which reads what that one reads

@@ -18,6 +18,11 @@ def test_the_prefill_all_reduce_named_is_the_one_costed(cli):
     cheaper = min(one["value"] * {"ms": 1e-3, "µs": 1e-6, "s": 1}[one["unit"]],
                   two["value"] * {"ms": 1e-3, "µs": 1e-6, "s": 1}[two["unit"]])
     assert d["value"] * {"ms": 1e-3, "µs": 1e-6, "s": 1}[d["unit"]] == pytest.approx(cheaper, rel=1e-9)
+    # the prefill's own one- and two-shot times are the decode step's at 4,096 times the tokens
+    for way, decode in (("one_shot", one), ("two_shot", two)):
+        own = json.loads(cli("eval", f"prefill_allreduce_time_{way}", *at, "--json").stdout)
+        assert own["value"] * {"ms": 1e-3, "µs": 1e-6, "s": 1}[own["unit"]] == pytest.approx(
+            decode["value"] * {"ms": 1e-3, "µs": 1e-6, "s": 1}[decode["unit"]], rel=1e-9)
     said = json.loads(cli("eval", "time_to_first_token", *at, "--json").stdout)["collectives"]
     prefill = [c for c in said if c["term"] == "prefill_tp_comm_time"]
     assert prefill and prefill[0]["algorithm"].startswith("two-shot")
