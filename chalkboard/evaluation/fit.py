@@ -75,6 +75,11 @@ class Fit:
         whole = self._shown("hbm_capacity")
         return f"all {whole}" if share == 1 else f"the engine's {share:.0%} of the {whole}"
 
+    def within_note(self) -> str:
+        """", within the engine's 90% (engine_memory_share)": the rule a "fits" was judged by."""
+        share = self.memory_share()
+        return "" if share == 1 else f", within the engine's {share:.0%} (engine_memory_share)"
+
     def fits_within(self, fill: float | None) -> bool | None:
         """Whether a physical fill (share of the whole HBM) is within the engine's share; None if unknown."""
         return None if fill is None else bool(within(fill, self.memory_share()))

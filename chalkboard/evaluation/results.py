@@ -301,7 +301,7 @@ def feasibility(sc: Scenario, name: str | None = None) -> dict:
                 return {"feasible": None, "reason": "unknown: an input of the memory fit is not published"}
             return {"feasible": True, "reason": f"pipelined: each chip's share of the weights and of one "
                                                 f"micro-batch's KV cache per stage fills {fill:.0%} of its HBM"
-                                                f"{_within(sc)}"}
+                                                f"{sc.within_note()}"}
         if on in ("layout", "layout1"):
             why, fill = sc.fit_for(on), sc.fill_layout(None if on == "layout" else 1.0)
             if why is not None:
@@ -311,7 +311,7 @@ def feasibility(sc: Scenario, name: str | None = None) -> dict:
             b = 1.0 if on == "layout1" else sc.mag("batch", "sequence")
             return {"feasible": True, "reason": f"under the layout, each chip's weights and the KV cache of "
                                                 f"{b:,.0f} sequence{'s' if b != 1 else ''} fill {fill:.0%} of its HBM"
-                                                f"{_within(sc)}"}
+                                                f"{sc.within_note()}"}
         if on == "chips":
             batch = 1.0
     why = sc.fit(batch)
@@ -322,13 +322,8 @@ def feasibility(sc: Scenario, name: str | None = None) -> dict:
         return {"feasible": None, "reason": "unknown: an input of the memory fit is not published"}
     b = batch or sc.value("batch").to("sequence").magnitude
     return {"feasible": True, "reason": f"weights and the KV cache of {b:,.0f} sequence{'s' if b != 1 else ''} "
-                                        f"fill {fill:.0%} of each chip's HBM{_within(sc)}"}
+                                        f"fill {fill:.0%} of each chip's HBM{sc.within_note()}"}
 
-
-def _within(sc: Scenario) -> str:
-    """", within the engine's 90%": the rule a "fits" was judged by (evaluation/fit.py)."""
-    share = sc.memory_share()
-    return "" if share == 1 else f", within the engine's {share:.0%} (engine_memory_share)"
 
 
 def board_form(name: str):

@@ -59,7 +59,6 @@ def test_plan_never_picks_a_candidate_over_the_engines_share():
     assert all(r["hbm_fill"] <= 0.9 for r in rows if r)
     # every frontier row's eval says it fits: one rule
     for r in found["frontier"][:3]:
-        import build  # noqa: F401  (the command's entry: the same parser eval uses)
         sets = dict(x.split("=", 1) for x in r["command"].split("--set ")[1:] if x.strip())
         s = cb.scenario(r["hardware"], "llama-3-70b", **{k: v.strip() for k, v in sets.items()})
         assert s.evaluate("step_time").feasible is True
