@@ -58,7 +58,9 @@ def _pinned(package: str) -> str:
     return ""
 
 
-@pytest.mark.parametrize("call", sorted(CALLS))
+# two calls in the default run (the set-up and the planner, which imports the most); every call in the slow set
+@pytest.mark.parametrize("call", [c if c in ("scenario", "plan") else pytest.param(c, marks=pytest.mark.slow)
+                                  for c in sorted(CALLS)])
 def test_a_first_call_solves_nothing_again(data_only, call):
     import pint
     import sympy

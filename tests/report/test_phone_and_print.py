@@ -32,7 +32,8 @@ def built(report_build):
     return report_build[0]
 
 
-@pytest.fixture(scope="module", params=["report", "reference"])
+# the reference (330 pages) is measured the same way in the slow set
+@pytest.fixture(scope="module", params=["report", pytest.param("reference", marks=pytest.mark.slow)])
 def phone(built, request):
     """What each page measures at 390 px with every <details> open."""
     from playwright.sync_api import sync_playwright

@@ -204,6 +204,7 @@ def test_an_unchanged_rebuild_does_nothing_and_any_change_rebuilds(tmp_path):
     assert "wrote" in r.stdout
 
 
+@pytest.mark.slow   # two builds of a copy; tests/cache/test_stamp_inputs.py checks in the default run that every file a build reads is hashed
 def test_an_edited_data_file_rebuilds(tmp_path):
     proj = tmp_path / "proj"
     shutil.copytree(ROOT, proj, ignore=shutil.ignore_patterns(".git", "build", "__pycache__", ".pytest_cache"))

@@ -130,7 +130,9 @@ def test_lecture_times_cannot_be_read_as_seconds(prose, pdf_text):
         assert _hits(r"\(\d:\d\d\)|from \d+:\d\d into", flat) == []
 
 
-@pytest.mark.parametrize("doc, least, lines", [("report", 40, 2), ("reference", 500, 50)])
+# the reference (330 pages) is checked the same way in the slow set
+@pytest.mark.parametrize("doc, least, lines", [("report", 40, 2),
+                                               pytest.param("reference", 500, 50, marks=pytest.mark.slow)])
 def test_no_display_formula_is_wider_than_the_text(built, tmp_path, doc, least, lines):
     """A display formula wider than the text is set over lines, broken at its top-level operators
     (chalkboard/typeset/linebreak.py); one still wider is scaled down to the text's width (measured by
@@ -182,7 +184,8 @@ def test_no_display_formula_is_wider_than_the_text(built, tmp_path, doc, least, 
     assert not needless, f"{len(needless)} formulas scaled that fit as they are"
 
 
-@pytest.mark.parametrize("doc, parts, figures", [("report", 8, 12), ("reference", 11, 1)])
+@pytest.mark.parametrize("doc, parts, figures", [("report", 8, 12),
+                                                 pytest.param("reference", 11, 1, marks=pytest.mark.slow)])
 def test_no_half_empty_pdf_pages(built, tmp_path, doc, parts, figures):
     """Every PDF page but the last is written down to near its foot: a section start, a figure
     or a formula block that does not fit must not leave half a page blank. A part starts a page,
@@ -235,7 +238,7 @@ def test_no_half_empty_pdf_pages(built, tmp_path, doc, parts, figures):
 # -- the page at a phone's width -------------------------------------------------------------
 @pytest.mark.skipif(CHROMIUM is None and not os.environ.get("CI"),
                     reason="Chromium is not installed (apt-get install chromium); CI runs this test")
-@pytest.mark.parametrize("doc", ["report", "reference"])
+@pytest.mark.parametrize("doc", ["report", pytest.param("reference", marks=pytest.mark.slow)])
 def test_page_does_not_scroll_sideways_at_390_px(built, doc):
     from playwright.sync_api import sync_playwright
 
@@ -262,7 +265,7 @@ def test_page_does_not_scroll_sideways_at_390_px(built, doc):
 
 @pytest.mark.skipif(CHROMIUM is None and not os.environ.get("CI"),
                     reason="Chromium is not installed (apt-get install chromium); CI runs this test")
-@pytest.mark.parametrize("doc, least", [("report", 40), ("reference", 500)])
+@pytest.mark.parametrize("doc, least", [("report", 40), pytest.param("reference", 500, marks=pytest.mark.slow)])
 def test_no_display_formula_is_cut_off_at_1280_px(built, doc, least):
     """On a desktop every display formula fits its column (a long one is set over lines,
     chalkboard/typeset/linebreak.py); none is cut off at the right edge. Measured in Chromium, whose

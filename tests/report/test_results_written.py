@@ -7,6 +7,8 @@ import shutil
 import subprocess
 import sys
 
+import pytest
+
 from conftest import ROOT, run_cli
 
 # the PDF made to fail once results.json has been written beside it
@@ -37,6 +39,7 @@ def test_results_written_in_parts_are_the_results_text_and_its_hash_is_recorded(
     assert again.returncode == 0 and "up to date" in again.stderr, again.stderr[-2000:]
 
 
+@pytest.mark.slow   # a whole build up to its PDF; test_report.py::test_failed_build_leaves_previous_report_untouched covers a failed build in the default run
 def test_a_build_failing_after_results_were_written_leaves_the_old_output(report_build, tmp_path):
     out = tmp_path / "out"
     shutil.copytree(report_build[0], out)   # the previous output: a whole build's, stamp and PDFs included
