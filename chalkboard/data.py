@@ -94,6 +94,7 @@ HARDWARE_FIELDS = {
     "scaleup_bandwidth": ("byte/s", False),
     "scaleup_domain": ("chip", False),
     "scaleout_bandwidth": ("byte/s", False),
+    "allreduce_latency": ("s", False),   # the fastest published small all-reduce on the scale-up fabric
     "rental_price": ("USD/hour", False),
 }
 PER_CHIP = {"dies_per_package", "flops_bf16", "flops_fp8", "flops_fp4", "flops_int8", "hbm_capacity", "hbm_bandwidth",

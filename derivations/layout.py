@@ -180,6 +180,21 @@ CHOICE_INPUTS["direct_collectives"] = ("scaleup_topology", {
     "switch": "1", "mesh": "1", "torus": "0",
     None: ("torus", "a ring all-reduce assumed, which runs on any fabric")})
 
+# The fixed time of a one- or two-shot step is what the fastest published all-reduce of a few hundred
+# bytes takes on the fabric (kernel launch, the flags each peer waits on, one NVLink crossing): about
+# 3 µs on Hopper, not the scaling-book's 1 µs ICI hop, which stays the ring's step (hardware.yaml).
+a_meas = R.hardware("allreduce_latency", "s",
+                    "time of one small all-reduce on the chip's scale-up fabric: the fastest published "
+                    "measurement of a one-shot call of a few hundred bytes, launch and synchronisation included",
+                    "α", "AR,meas")
+R.rule("allreduce_call_latency", ("allreduce_latency", "ring_hop_latency"),
+       "the chip's measured small all-reduce (allreduce_latency, the fastest published on its fabric) where "
+       "hardware.yaml gives one, else the ring's per-hop latency", optional=("allreduce_latency",)
+       )(rules.allreduce_call_latency)
+a_call = R.workload("allreduce_step_latency", "s",
+                    "fixed time of each step of a one- or two-shot all-reduce: the fabric's fastest measured "
+                    "small all-reduce", "α", "step", default="=rule:allreduce_call_latency")
+
 # seconds per byte a chip sends: the in-domain and off-domain shares go out in parallel
 s_tp = sp.Max((1 - f_tp_x) / W_up, f_tp_x / W_x)
 # Of a chip's dispatch, the 1/ep routed to its own experts crosses no link (an all-to-all copies a rank's
@@ -194,16 +209,22 @@ n_ar = c_tp * tau                          # all-reduces per layer
 v_tp = B / dp * delta * b_tp * s_tp / c_1  # seconds to send one layer's all-reduce buffers once
 lat = sp.Min(1, tp - 1)                    # no all-reduce, and no latency, at tp = 1
 lat_ep = sp.Min(1, ep - 1)                 # no dispatch or combine leaves the chip, so no hop, at ep = 1
-t_ring = c_AR * (tp - 1) * (n_ar * alpha + v_tp / tp)
-t_one = lat * n_ar * alpha + (tp - 1) * v_tp
-t_two = c_AR * (lat * n_ar * alpha + (tp - 1) * v_tp / tp)
-t_tp_ring = R.derived("tp_allreduce_time_ring", n_layers / pp * t_ring, "s",
+v_call = v_tp / n_ar                       # seconds to send one all-reduce's buffer once
+t_ring = c_AR * (tp - 1) * (alpha + v_call / tp)
+t_one = lat * a_call + (tp - 1) * v_call
+t_two = c_AR * (lat * a_call + (tp - 1) * v_call / tp)
+R.derived(
+    "tp_allreduce_call_time", d_dir * sp.Min(t_one, t_two) + (1 - d_dir) * t_ring, "s",
+    "one tensor-parallel all-reduce of the step's residual vectors (of the two a layer): one-shot or two-shot, "
+    "whichever is faster, where every chip reaches every other in one hop, else a ring", "t", "AR,call",
+    note="TensorRT-LLM's custom all-reduce (AllReduceStrategy ONESHOT/TWOSHOT) on the fabric's measured step")
+t_tp_ring = R.derived("tp_allreduce_time_ring", n_layers / pp * n_ar * t_ring, "s",
                       "the stage's tensor-parallel all-reduces run as rings: 2·(tp − 1) steps each",
                       "t", "TP,ring")
-t_tp_one = R.derived("tp_allreduce_time_one_shot", n_layers / pp * t_one, "s",
+t_tp_one = R.derived("tp_allreduce_time_one_shot", n_layers / pp * n_ar * t_one, "s",
                      "the stage's tensor-parallel all-reduces run one-shot: one step each, every chip sending its "
                      "buffer to every peer", "t", "TP,1")
-t_tp_two = R.derived("tp_allreduce_time_two_shot", n_layers / pp * t_two, "s",
+t_tp_two = R.derived("tp_allreduce_time_two_shot", n_layers / pp * n_ar * t_two, "s",
                      "the stage's tensor-parallel all-reduces run two-shot: a one-step reduce-scatter, then a "
                      "one-step all-gather", "t", "TP,2")
 t_tp = R.derived(

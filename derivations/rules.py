@@ -131,3 +131,9 @@ def best_tier(drain_seconds: dict, lifetime_seconds: float) -> str:
     """prices.py: the tier whose drain time is nearest a cache lifetime, by ratio (C-13: hold a KV
     in the tier whose capacity/bandwidth is about the time it waits)."""
     return min(drain_seconds, key=lambda t: abs(math.log(drain_seconds[t] / lifetime_seconds)))
+
+
+def allreduce_call_latency(measured: float | None, hop: float) -> float:
+    """layout.py: the fixed time of one all-reduce step, the chip's measured small all-reduce where
+    hardware.yaml gives one (the fastest published on its fabric), else the ring's per-hop latency."""
+    return hop if measured is None else measured

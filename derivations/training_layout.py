@@ -167,6 +167,18 @@ R.derived("training_time_achieved", c_hw * N_active * D_pre / (S * X), "day",
           "wall-clock pre-training time at an achieved hardware FLOP/s per chip: Megatron-LM's 8·T·P/(n·X) "
           "with full recomputation, 6·T·P/(n·X) without", "t", "X",
           note="Narayanan et al. 2021, sec. 5.1, eq. 4")
+# Narayanan et al. 2021, eq. 3: 96·B·s·l·h²·(1 + s/(6h) + V/(16·l·h)) FLOPs an iteration, full recomputation
+# included: the weights' 8 per parameter and four forward passes of the attention (all s² pairs there:
+# causal_pair_share = 1 reproduces it). Here the attention is counted at the run's recompute setting too.
+C_hw_tok = R.derived(
+    "train_hardware_flop_per_token", c_hw * N_active + (c_passes + r_set) * att_fwd, "FLOP/token",
+    "training FLOPs per token the chips execute at the run's recompute setting: the weights' 6 (8 with full "
+    "recomputation) per parameter and the attention's three forward passes (four)", "C", "hw,attn",
+    note="Narayanan et al. 2021 (Megatron-LM), eq. 3, divided by the B·s tokens of an iteration")
+R.derived("training_time_achieved_with_attention", C_hw_tok * D_pre / (S * X), "day",
+          "wall-clock pre-training time at an achieved hardware FLOP/s per chip, the attention's FLOPs counted "
+          "(Megatron-LM's eq. 3 over n·X); training_time_achieved is the 8·T·P/(n·X) beside it",
+          "t", "X,attn", note="Narayanan et al. 2021, sec. 5.1, eq. 3")
 R.derived("training_hfu_achieved", X / F_train, "",
           "hardware FLOP utilisation of the run: achieved over peak FLOP/s", "HFU", "X", share=True)
 R.derived("training_mfu_achieved", X * c_train / (c_hw * F_train), "",

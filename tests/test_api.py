@@ -17,7 +17,7 @@ def test_evaluate_is_eval(cli):
     # Megatron's two all-reduces a layer on 8 H100s (tests/derivations/test_layout.py works them out by hand)
     assert {b["name"] for b in r.breakdown} >= {"tp_comm_time"}
     html = r._repr_html_()
-    assert html.count("<math") == 2 and "step_time_layout = 5.45 ms" in html   # 5.25 ms of reads, 0.2 ms of all-reduces
+    assert html.count("<math") == 2 and "step_time_layout = 5.8 ms" in html   # 5.25 ms of reads, 0.55 ms of all-reduces
     even = cb.scenario("h100-sxm", "llama-3-70b", layout="even", **SETS).evaluate("step_time")
     assert even.name == "step_time" and float(even) < float(r)
 

@@ -97,12 +97,13 @@ def collectives(sc, name: str) -> list[dict]:
                    f"within one scale-up domain at {fmt(sc.value('scaleup_bandwidth'))}")
             # the algorithm as the term that costs it chose it: a prefill's all-reduces carry every
             # prompt token, so the faster of one- and two-shot can differ from a decode step's
+            curve = _allreduce_curve(sc)
             passes = [(t, w) for t, w in (("tp_comm_time", ""), ("prefill_tp_comm_time", "prefill "))
                       if t in reads] or [("tp_comm_time", "")]
             for term, what in passes:
                 algo = _allreduce_algorithm(sc, tp, prefill=term.startswith("prefill"))
-                out.append({"term": term, "collective": "all-reduce", "algorithm": algo,
-                            "text": f"{what}tensor-parallel all-reduces over {tp:g} chips: {algo}, {net}"})
+                out.append({"term": term, "collective": "all-reduce", "algorithm": algo, "curve": curve,
+                            "text": f"{what}tensor-parallel all-reduces over {tp:g} chips: {algo}, {net}; {curve}"})
         if "ep_offdomain_share" in leaves and ep > 1 and sc.mag("moe_layers") > 0:
             # the shares of a chip's dispatch as ep_comm_time has them: 1/ep to its own experts, on no link
             f, own = sc.mag("ep_offdomain_share"), 1 / ep
@@ -134,6 +135,19 @@ def _allreduce_algorithm(sc, tp: float, prefill: bool) -> str:
     kind = "prefill_allreduce_time" if prefill else "tp_allreduce_time"
     one, two = sc.mag(f"{kind}_one_shot"), sc.mag(f"{kind}_two_shot")
     return "one-shot (1 step each)" if one <= two else "two-shot (2 steps each)"
+
+
+def _allreduce_curve(sc) -> str:
+    """The latency + size/bandwidth curve the all-reduce is costed on: each step's fixed time (the
+    fabric's fastest published small all-reduce, or the ring's hop) plus the bytes at the link."""
+    if sc.mag("direct_collectives") == 0:
+        return f"each step {fmt(sc.value('ring_hop_latency'))} (ring_hop_latency) + bytes / link bandwidth"
+    try:
+        sc.value("allreduce_latency")
+        src = "the fabric's fastest published small all-reduce, allreduce_latency"
+    except (MissingInput, InputError):
+        src = "no measured all-reduce for this chip: the ring's hop, ring_hop_latency"
+    return f"each step {fmt(sc.value('allreduce_step_latency'))} ({src}) + bytes / link bandwidth"
 
 
 def _reads(name: str) -> set[str]:

@@ -59,6 +59,7 @@ SETTLED_BY = {
     "tp_comm_time": ("tp", 1.0, 0.0), "tp_comm_time_min": ("tp", 1.0, 0.0),
     "tp_allreduce_time_ring": ("tp", 1.0, 0.0), "tp_allreduce_time_one_shot": ("tp", 1.0, 0.0),
     "tp_allreduce_time_two_shot": ("tp", 1.0, 0.0), "kv_share_per_rank": ("tp", 1.0, 1.0),
+    "tp_allreduce_call_time": ("tp", 1.0, 0.0),
     "experts_read_per_chip": ("moe_layers", 0.0, 1.0),
     "pp_comm_time": ("pp", 1.0, 0.0),
     "ep_comm_time": ("ep", 1.0, 0.0), "routed_params": ("moe_layers", 0.0, 0.0),

@@ -6,7 +6,7 @@ import pytest
 
 from conftest import ROOT
 
-from chalkboard.data import HARDWARE_FIELDS, MODEL_FIELDS
+from chalkboard.data import HARDWARE_FIELDS, MODEL_FIELDS, PER_CHIP
 from chalkboard.evaluation.evaluate import Scenario
 from units import Quantity
 
@@ -34,8 +34,7 @@ def test_every_value_has_a_dated_source_and_the_right_dimension(data, kind):
             assert v.source is not None and v.source.title, (eid, f)
             assert DATE.match(v.as_of), (eid, f, v.as_of)
             unit = schema[f][0]
-            want = Quantity(1, unit) / (Quantity(1, "chip") if kind == "hardware" and
-                                        f not in ("launch_year", "scaleup_domain") else 1)
+            want = Quantity(1, unit) / (Quantity(1, "chip") if kind == "hardware" and f in PER_CHIP else 1)
             assert v.quantity.dimensionality == want.dimensionality, (eid, f)
             # counts may be zero (Qwen3 has no shared expert); measured figures are positive
             assert v.quantity.magnitude > 0 or (unit == "" and v.quantity.magnitude == 0), (eid, f)

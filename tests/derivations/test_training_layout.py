@@ -122,3 +122,22 @@ def test_mfu_is_below_hfu_by_the_recomputation(data):
     assert sc.mag("training_mfu_achieved", "") == pytest.approx(140 / 312 * 6 / 8)
     sc = Scenario(data, "a100-80gb", "llama-3-70b", {"achieved_train_flops": "140 TFLOP/s"})
     assert sc.mag("training_mfu_achieved", "") == pytest.approx(sc.mag("training_hfu_achieved", ""))
+
+
+def test_megatron_eq3_training_days_count_the_attention(cli):
+    # Narayanan et al. 2021, eq. 3: 96·B·s·l·h²·(1 + s/(6h) + V/(16·l·h)) FLOPs per iteration of B·s tokens,
+    # full recomputation; GPT-3 175B (l = 96, h = 12288, s = 2048, V = 51200) on 300e9 tokens over 1024 A100s
+    # at 140 TFLOP/s each (sec. 5.1). By hand: 34.73 days, where eq. 4's 8·T·P/(n·X) gives 33.9 ("34 days").
+    per_token = 96 * LAYERS * H * H * (1 + S / (6 * H) + V / (16 * LAYERS * H))
+    by_hand = per_token * 300e9 / (1024 * 140e12) / 86400
+    n = 12 * LAYERS * H * H + V * H
+    r = cli("eval", "training_time_achieved_with_attention", "--model", "custom", "--hardware", "a100-80gb",
+            "--json", "--set", f"params_active={n}", "--set", "pretrain_tokens=300e9", "--set", "chips=1024",
+            "--set", "achieved_train_flops=140 TFLOP/s", "--set", "recompute=1", "--set", f"context={S}",
+            "--set", "causal_pair_share=1", "--set", f"attention_flops_per_token={4 * LAYERS * H} FLOP/token")
+    assert r.returncode == 0, r.stderr
+    d = json.loads(r.stdout)
+    assert by_hand == pytest.approx(34.73, abs=0.01)
+    # the only difference is the output head's recomputed 2·h·V a token, which eq. 3 leaves out
+    assert d["unit"] == "day" and d["value"] == pytest.approx(by_hand, rel=2e-3)
+    assert d["value"] > 8 * 300e9 * n / (1024 * 140e12) / 86400
