@@ -262,12 +262,14 @@ def _upper(r: Result) -> bool:
 
 
 def _prefill_run(data, r: Result):
-    """A run that gives only a prefill figure: one prompt's strict bound, and the speed (prompts a
-    second) the measured efficiency implies, so the fit sees prefill / prefill_efficiency alone."""
+    """A run that gives only a time to first token: one prompt's strict bound, and the speed (prompts
+    a second) measured; the fit sees prefill / prefill_efficiency plus every layer's fixed time once
+    (a prefill is one pass through the layers, as a decode step is)."""
     from . import calibration
     _, ttft = _prefill_bounds(data, r.record, [])
     rec = r.record
-    return calibration.Run(0.0, 0.0, 0.0, 0.0, 1.0, ttft, 1.0, r.efficiencies["ttft"] / ttft, rec.source.id, rec.hardware,
+    layers = record_scenario(data, rec, 1.0, 1.0, 1.0).mag("layers")
+    return calibration.Run(0.0, 0.0, 0.0, layers, 1.0, ttft, 1.0, r.efficiencies["ttft"] / ttft, rec.source.id, rec.hardware,
                            rec.model, rec.engine or "", rec.id, r.regime)
 
 
@@ -275,7 +277,7 @@ def _calibration_run(data, r: Result):
     """What one fitted run gives the efficiency fit (calibration.Run): its decode step's terms (under
     its stated layout where it states one, with the collectives), and, where the measured rate is a
     throughput over whole requests, the bound on one prompt's prefill under that layout, which that
-    rate also paid for. A speculative run's step verifies tokens_per_step tokens a sequence and gains
+    rate also paid for (its compute and collectives). A speculative run's step verifies tokens_per_step tokens a sequence and gains
     accepted_tokens_per_step of them."""
     from . import calibration
     from .evaluation.evaluate import Scenario
@@ -302,7 +304,11 @@ def _calibration_run(data, r: Result):
             one = Scenario(data, rec.hardware, rec.model, {**lay.raw_overrides, "batch": "1 sequence",
                                                            "tokens_per_step": "1 token/sequence",
                                                            "pass_tokens": f"{rec.input_tokens:.17g} token/sequence"})
-            prefill, output = one.mag("prefill_time_layout", "s"), rec.output_tokens
+            # a prompt's share of a batch's prefill: its compute and collectives; the weights are read
+            # once for the whole batch, so one prompt's weight reads are not its own
+            c, w = one.mag("prefill_compute_time_layout", "s"), one.mag("prefill_weight_fetch_time_layout", "s")
+            prefill = one.mag("prefill_time_layout", "s") - one.mag("pp") * (max(c, w) - c)
+            output = rec.output_tokens
     else:
         measured = value * r.batch
     measured /= rec.accepted_tokens_per_step or 1.0    # sequence-steps a second: the fit predicts steps
