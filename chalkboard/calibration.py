@@ -19,11 +19,14 @@ for three reasons the runs show apart, so the model has one parameter for each:
   has it.
 
 The fit is least squares on the log of the speed (a factor too fast and the same factor too slow
-weigh the same), every share capped at 1 so no prediction beats its bound. Its spread is honest:
-each source (a benchmark page, an MLPerf round's logs) is left out in turn, the model is fitted
-without it and the left-out runs are predicted; the 10th and 90th percentiles of those errors are
-the range every expected number carries, and `validate` prints the median error and the share
-within a factor of 1.5.
+weigh the same), every share capped at 1 so no prediction beats its bound. A throughput whose batch
+was not published is a one-sided bound: it can be no faster than the model at the largest batch that
+fits, and counts only where it is. Its spread is honest: each source (a benchmark page, an MLPerf
+round's logs), then each chip, each model and each engine is left out in turn, the model is fitted
+without it and the left-out runs are predicted; the range every expected number carries spans the
+widest of those splits' 10th and 90th percentiles (a split that predicts worse widens it, so each
+keeps at least eight in ten of its runs inside), and `validate` prints each split's median error,
+share within a factor of 1.5 and share inside the range.
 """
 from __future__ import annotations
 
@@ -52,16 +55,22 @@ class Run:
     reads: float        # s: weight and KV reads of one decode step
     comm: float         # s: the step's collectives at full speed (0 where no layout is stated)
     layers: float
-    batch: float        # sequences decoded together
+    batch: float        # sequences decoded together (for an upper run: the largest that fits)
     prefill: float      # s: the bound on one prompt's prefill where the measured rate counts it, else 0
     output: float       # tokens a request decodes (1 where the rate is per step)
     measured: float     # token/s of one copy
     source: str
+    chip: str = ""
+    model: str = ""
+    engine: str = ""
+    id: str = ""
+    regime: str = ""
+    upper: bool = False  # batch not published: the measured speed is at most the one at the largest batch
 
 
 def _arrays(runs):
     return {f: np.array([getattr(r, f) for r in runs], float) for f in
-            ("compute", "reads", "comm", "layers", "batch", "prefill", "output", "measured")}
+            ("compute", "reads", "comm", "layers", "batch", "prefill", "output", "measured", "upper")}
 
 
 def _values(q: np.ndarray) -> np.ndarray:
@@ -118,14 +127,46 @@ _STARTS = [np.log([s, s, t, 0.5]) for s in (0.5, 0.25) for t in (1e-5, 1e-4)]
 _STEPS = (1.0, 1.0, 2.0, 1.0)
 
 
-def _fit_params(a) -> np.ndarray:
-    y = np.log(a["measured"])
+def _residuals(p, a) -> np.ndarray:
+    """log(measured / predicted); a run at an unpublished batch counts only where it is faster than
+    the speed at the largest batch that fits (its one-sided bound), never where it is slower."""
+    r = np.log(a["measured"]) - np.log(_speed(p, a))
+    return np.where(a["upper"] > 0, np.maximum(r, 0.0), r)
 
+
+def _fit_params(a) -> np.ndarray:
     def loss(q):
-        return float(np.sum((y - np.log(_speed(_values(q), a))) ** 2))
+        return float(np.sum(_residuals(_values(q), a) ** 2))
     best = min((_nelder_mead(loss, s, _STEPS) for s in _STARTS), key=lambda r: r[1])
     q, _ = _nelder_mead(loss, best[0], _STEPS)     # restarted once from the best: a simplex can stall
     return _values(q)
+
+
+@dataclass(frozen=True)
+class Split:
+    """The held-out score of one way of splitting the runs (by source, chip, model or engine): each
+    group left out in turn, the model fitted on the rest, the left-out runs predicted."""
+    name: str
+    groups: int           # groups left out in turn (a group that is every run is not)
+    n: int                # runs predicted held out at their published batch
+    median: float         # median |log(measured / predicted)| (natural log)
+    within: float         # share within ×WITHIN
+    inside: float         # share inside the printed range (Efficiency.band)
+    low: float            # factor at this split's BAND[0]th percentile
+    high: float           # and at its BAND[1]th
+    bounded: int = 0      # runs at an unpublished batch predicted held out
+    bounded_inside: float = 1.0   # share of them not faster than the range's top at the largest batch
+
+
+@dataclass(frozen=True)
+class Miss:
+    """One of the runs the held-out model predicts worst."""
+    id: str
+    chip: str
+    model: str
+    regime: str
+    error: float          # measured / predicted, held out
+    split: str            # the split whose held-out prediction this is
 
 
 @dataclass(frozen=True)
@@ -133,11 +174,14 @@ class Efficiency:
     params: tuple[float, ...]   # PARAMS order
     n: int                      # runs fitted
     sources: int                # distinct sources among them
-    band: tuple[float, float]   # factors on the speed at the BAND percentiles of the held-out error
-    cv_median: float            # median |log(measured / predicted)| held out (natural log)
-    cv_within: float            # share of held-out runs within ×WITHIN
-    cv_n: int                   # runs predicted held out (those whose source is not their only one)
+    band: tuple[float, float]   # factors on the speed: the widest of the splits' BAND percentiles
+    cv_median: float            # held out by source: median |log(measured / predicted)| (natural log)
+    cv_within: float            # held out by source: share of runs within ×WITHIN
+    cv_n: int                   # held out by source: runs predicted (those whose source is not their only one)
     of: int = 0                 # published runs in all, the fitted ones among them
+    splits: tuple[Split, ...] = ()
+    worst: tuple[Miss, ...] = ()
+    bounded: int = 0            # fitted runs at an unpublished batch (one-sided)
 
     def inputs(self, factor: float = 1.0) -> dict[str, float]:
         """The expected-number inputs of derivations/measured.py, at a speed ``factor`` times the fit's
@@ -153,28 +197,136 @@ class Efficiency:
     def text(self) -> str:
         lo, hi = self.band
         mfu, mbu, sync, pre = self.params
+        ways = ", ".join(s.name for s in self.splits) or "source"
         return (f"step = compute/{mfu:.3g} + reads/{mbu:.3g} + collectives + layers·{sync * 1e6:.3g} µs, a prefill "
-                f"at {pre:.0%} of its bound; fitted to {self.n} of "
-                f"{self.of or self.n} published runs (those at a known batch without speculative decoding) from "
-                f"{self.sources} sources; held out by source, {BAND[0]}th-{BAND[1]}th percentile ×{lo:.2f}-×{hi:.2f}")
+                f"at {pre:.0%} of its bound; fitted to {self.n} of {self.of or self.n} published runs (those that "
+                f"measure decode or prefill as an expected number runs it; {self.bounded} at an unpublished batch, "
+                f"as a bound) from {self.sources} sources; held out by {ways}, the widest "
+                f"{BAND[0]}th-{BAND[1]}th percentile ×{lo:.2f}-×{hi:.2f}")
+
+    def as_dict(self) -> dict:
+        return {"params": list(self.params), "n": self.n, "sources": self.sources, "band": list(self.band),
+                "cv_median": self.cv_median, "cv_within": self.cv_within, "cv_n": self.cv_n, "of": self.of,
+                "splits": [vars(s) for s in self.splits], "worst": [vars(w) for w in self.worst],
+                "bounded": self.bounded}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "Efficiency":
+        return cls(tuple(d["params"]), d["n"], d["sources"], tuple(d["band"]), d["cv_median"], d["cv_within"],
+                   d["cv_n"], d["of"], tuple(Split(**s) for s in d["splits"]), tuple(Miss(**w) for w in d["worst"]),
+                   d["bounded"])
 
 
-def fit(runs: list[Run], of: int = 0) -> Efficiency:
-    """The fit, and its error with each source held out."""
-    if len(runs) < 6:
-        raise ValueError(f"too few published runs to fit an efficiency ({len(runs)}; at least 6)")
-    a = _arrays(runs)
-    source = np.array([r.source for r in runs], dtype=object)
-    params = _fit_params(a)
-    errors = []
-    for s in dict.fromkeys(source):
-        held = source == s
-        if held.all():
+SPLITS = ("source", "chip", "model", "engine")
+WORST = 10           # the held-out misses validate lists
+
+
+def _held_out(a, labels) -> tuple[np.ndarray, int]:
+    """log(measured / predicted) of every run with its group (``labels``) left out of the fit, NaN
+    where its group is every run; and how many groups were left out."""
+    err = np.full(len(labels), np.nan)
+    groups = 0
+    for g in dict.fromkeys(labels):
+        held = labels == g
+        if held.all() or not g:
             continue
         p = _fit_params({k: v[~held] for k, v in a.items()})
-        errors.extend(np.log(a["measured"][held]) - np.log(_speed(p, {k: v[held] for k, v in a.items()})))
-    err = np.array(errors)
-    lo, hi = np.percentile(err, BAND)
-    return Efficiency(tuple(float(p) for p in params), len(runs), len(set(source)),
-                      (math.exp(lo), math.exp(hi)), float(np.median(np.abs(err))),
-                      float(np.mean(np.abs(err) <= math.log(WITHIN))), int(err.size), of or len(runs))
+        err[held] = np.log(a["measured"][held]) - np.log(_speed(p, {k: v[held] for k, v in a.items()}))
+        groups += 1
+    return err, groups
+
+
+def _band(errors: dict[str, np.ndarray], upper: np.ndarray) -> tuple[float, float]:
+    """The printed range: each split's BAND percentiles of its held-out error at a published batch,
+    the widest of them (a split that predicts worse widens it), and never excluding the fit itself."""
+    lo, hi = 0.0, 0.0
+    for e in errors.values():
+        e = e[~np.isnan(e) & ~upper]
+        if e.size:
+            a, b = np.percentile(e, BAND)
+            lo, hi = min(lo, a), max(hi, b)
+    return math.exp(lo), math.exp(hi)
+
+
+def _split(name, e, groups, upper, band) -> Split:
+    lo, hi = math.log(band[0]), math.log(band[1])
+    point = e[~np.isnan(e) & ~upper]
+    capped = e[~np.isnan(e) & upper]
+    if not point.size:
+        return Split(name, groups, 0, math.nan, math.nan, math.nan, math.nan, math.nan, int(capped.size))
+    a, b = np.percentile(point, BAND)
+    return Split(name, groups, int(point.size), float(np.median(np.abs(point))),
+                 float(np.mean(np.abs(point) <= math.log(WITHIN))),
+                 float(np.mean((point >= lo - 1e-12) & (point <= hi + 1e-12))), math.exp(a), math.exp(b),
+                 int(capped.size), float(np.mean(capped <= hi + 1e-12)) if capped.size else 1.0)
+
+
+def _worst(runs, errors: dict[str, np.ndarray]) -> tuple[Miss, ...]:
+    """The WORST runs at a published batch farthest from their held-out prediction, over every split."""
+    rows = []
+    for name, e in errors.items():
+        for r, x in zip(runs, e):
+            if not np.isnan(x) and not r.upper:
+                rows.append((abs(x), Miss(r.id or r.source, r.chip, r.model, r.regime, math.exp(x), name)))
+    seen, out = set(), []
+    for _, m in sorted(rows, key=lambda t: -t[0]):
+        if m.id not in seen:
+            seen.add(m.id)
+            out.append(m)
+    return tuple(out[:WORST])
+
+
+def fit(runs: list[Run], of: int = 0, splits: tuple[str, ...] = SPLITS) -> Efficiency:
+    """The fit, and its error with each source (chip, model, engine) held out in turn."""
+    if sum(not r.upper for r in runs) < 6:
+        raise ValueError(f"too few published runs to fit an efficiency ({len(runs)}; at least 6)")
+    a = _arrays(runs)
+    upper = a["upper"] > 0
+    params = _fit_params(a)
+    errors, groups = {}, {}
+    for name in dict.fromkeys(("source", *splits)):
+        errors[name], groups[name] = _held_out(a, np.array([getattr(r, name) for r in runs], dtype=object))
+    band = _band(errors, upper)
+    scores = tuple(_split(n, errors[n], groups[n], upper, band) for n in errors)
+    src = scores[0]
+    return Efficiency(tuple(float(p) for p in params), len(runs), len({r.source for r in runs}), band,
+                      src.median, src.within, src.n, of or len(runs), scores, _worst(runs, errors),
+                      int(upper.sum()))
+
+
+# -- the shipped fit --------------------------------------------------------------------------
+# The held-out fits take a second or more; a build reads the fit shipped in chalkboard/engine_fit.py
+# where its key (this file and every run's numbers) matches, and fits afresh where it does not.
+SHIPPED_MODULE = "engine_fit"
+
+
+def key(runs: list[Run], of: int) -> str:
+    import hashlib
+    from pathlib import Path
+    h = hashlib.sha256(Path(__file__).read_bytes())
+    for r in runs:
+        h.update(repr(tuple(f"{x:.9g}" if isinstance(x, float) else str(x) for x in vars(r).values())).encode())
+    h.update(str(of).encode())
+    return h.hexdigest()[:32]
+
+
+def shipped_or_fit(runs: list[Run], of: int = 0) -> Efficiency:
+    """The fit shipped with the project where it was made from these very runs, else a fresh one."""
+    import importlib
+    try:
+        mod = importlib.import_module(f"{__package__}.{SHIPPED_MODULE}")
+    except ImportError:
+        mod = None
+    if mod is not None and getattr(mod, "KEY", None) == key(runs, of):
+        return Efficiency.from_dict(mod.FIT)
+    return fit(runs, of)
+
+
+def ship_text(runs: list[Run], of: int = 0) -> str:
+    """chalkboard/engine_fit.py's text: the fit of ``runs`` and its key."""
+    import pprint
+    d = fit(runs, of).as_dict()
+    return ('"""The engine model fitted to measurements.yaml, shipped so a build need not fit it (written by\n'
+            '`python3 -m chalkboard.validation --ship`; calibration.shipped_or_fit reads it where KEY matches)."""\n'
+            f"KEY = {key(runs, of)!r}\n"
+            f"FIT = {pprint.pformat(d, width=110, sort_dicts=False)}\n")

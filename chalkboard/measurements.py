@@ -23,6 +23,7 @@ QUANTITY_FIELDS = {
     "input_tokens": ("token", True),
     "output_tokens": ("token", True),
     "tokens_per_step": ("token/sequence", False),
+    "accepted_tokens_per_step": ("token/sequence", False),
     "prefix_cache_share": ("", False),
 }
 MEASURED_FIELDS = {
@@ -40,7 +41,9 @@ SPEED_FIELDS = ("throughput_system", "throughput_per_chip", "throughput_per_user
 # ones counted, as a source counts them, with the record's prefix_cache_share), and the time to first token
 PREFILL_FIELDS = ("prefill_throughput_per_chip", "ttft")
 TEXT_FIELDS = {"source": True, "where": True, "hardware": True, "model": True, "parallelism": True,
-               "notes": False, "set_source": False}
+               "notes": False, "set_source": False, "engine": False}
+# the serving engines a source names (the held-out split by engine groups records by it)
+ENGINES = ("trtllm", "vllm", "sglang", "jetstream", "dynamo", "in-house")
 FORMAT_FIELDS = {"weight_format": True, "kv_format": False, "compute_format": False}
 REQUIRED_QUANTITIES = ("chips",)
 KNOWN_FIELDS = (set(QUANTITY_FIELDS) | set(TEXT_FIELDS) | set(FORMAT_FIELDS) | {"measured", "set"})
@@ -68,6 +71,8 @@ class Record:
     set: dict[str, str] = field(default_factory=dict)
     set_source: Source | None = None
     notes: str | None = None
+    engine: str | None = None                    # the engine the source names (ENGINES), if it names one
+    accepted_tokens_per_step: float | None = None   # speculative decoding: tokens a step gains on average, as stated
 
 
 # -- loading ----------------------------------------------------------------------------------
@@ -150,6 +155,11 @@ def _record(label, eid, e, sources, data) -> Record:
         qs[f] = _quantity(label, eid, f, e[f], unit, whole).magnitude
     if qs.get("tokens_per_step") is not None and qs["tokens_per_step"] < 1:
         raise DataError(label, eid, "tokens_per_step", "must be at least 1 token/sequence")
+    acc = qs.get("accepted_tokens_per_step")
+    if acc is not None and not 1 <= acc <= (qs.get("tokens_per_step") or 0):
+        raise DataError(label, eid, "accepted_tokens_per_step", "needs tokens_per_step, and lies from 1 to it")
+    if text["engine"] is not None and text["engine"] not in ENGINES:
+        raise DataError(label, eid, "engine", f"{text['engine']!r} is not one of {', '.join(ENGINES)}")
     if qs.get("system_chips") is not None:
         copies = qs["system_chips"] / qs["chips"]
         if not is_whole(copies) or copies < 1:
@@ -184,7 +194,7 @@ def _record(label, eid, e, sources, data) -> Record:
                  formats, measured, qs.get("system_chips"), qs.get("batch"), qs.get("input_tokens"),
                  qs.get("output_tokens"), qs.get("tokens_per_step"), qs.get("prefix_cache_share"),
                  {str(k): str(v) for k, v in overrides.items()},
-                 set_src, text["notes"])
+                 set_src, text["notes"], text["engine"], acc)
     from .errors import InputError, MissingInput
     try:
         record_scenario(data, rec, rec.batch or 1, record_context(rec)[0], rec.tokens_per_step or 1)

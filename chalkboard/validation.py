@@ -244,25 +244,48 @@ def summary(results: list[Result]) -> dict:
 
 
 def fitted_runs(results: list[Result]) -> list[Result]:
-    """The runs an expected efficiency is fitted to: those that measure decode as the expected
-    number runs it. Left out: a run with speculative decoding (its strict bound counts every drafted
-    token accepted; an expected number has no draft), and a throughput whose batch was not published
-    (its bound is at the loosest batch the HBM holds, so its efficiency says nothing of its own batch)."""
-    return [r for r in results if not r.record.tokens_per_step and r.regime != PREFILL
-            and (r.record.batch is not None
-                 or any(per == "user" for _, per in _measured_rates(r.record).values()))]
+    """The runs an expected efficiency is fitted to: those that measure decode (or a prefill alone) as
+    the expected number runs it. A throughput whose batch was not published enters as a one-sided
+    bound (at most the speed at the largest batch that fits); a run with speculative decoding enters
+    where its source states the acceptance (tokens a step gains on average), else it is left out (its
+    speed depends on an acceptance the expected number cannot know). A prefill alone enters by its
+    time to first token (one prompt); a prefill throughput averaged over a service at an unknown load
+    says only that the engine is at least that fast, and is left out."""
+    return [r for r in results if (not r.record.tokens_per_step or r.record.accepted_tokens_per_step)
+            and (r.regime != PREFILL or "ttft" in r.efficiencies)]
+
+
+def _upper(r: Result) -> bool:
+    """Whether a run is a one-sided bound: a throughput over a batch the source did not publish."""
+    return r.record.batch is None and r.regime != PREFILL and not any(
+        per == "user" for _, per in _measured_rates(r.record).values())
+
+
+def _prefill_run(data, r: Result):
+    """A run that gives only a time to first token: one prompt's strict bound, and the speed (prompts
+    a second) measured; the fit sees prefill / prefill_efficiency plus every layer's fixed time once
+    (a prefill is one pass through the layers, as a decode step is)."""
+    from . import calibration
+    _, ttft = _prefill_bounds(data, r.record, [])
+    rec = r.record
+    layers = record_scenario(data, rec, 1.0, 1.0, 1.0).mag("layers")
+    return calibration.Run(0.0, 0.0, 0.0, layers, 1.0, ttft, 1.0, r.efficiencies["ttft"] / ttft, rec.source.id, rec.hardware,
+                           rec.model, rec.engine or "", rec.id, r.regime)
 
 
 def _calibration_run(data, r: Result):
     """What one fitted run gives the efficiency fit (calibration.Run): its decode step's terms (under
     its stated layout where it states one, with the collectives), and, where the measured rate is a
     throughput over whole requests, the bound on one prompt's prefill under that layout, which that
-    rate also paid for."""
+    rate also paid for (its compute and collectives). A speculative run's step verifies tokens_per_step tokens a sequence and gains
+    accepted_tokens_per_step of them."""
     from . import calibration
     from .evaluation.evaluate import Scenario
+    if r.regime == PREFILL:
+        return _prefill_run(data, r)
     rec = r.record
     value, per = next(rates[f] for rates in [_measured_rates(rec)] for f in SPEED_FIELDS if f in rates)
-    sc = record_scenario(data, rec, r.batch, r.context, 1.0)
+    sc = record_scenario(data, rec, r.batch, r.context, rec.tokens_per_step or 1.0)
     layout = layout_sets(rec)
     try:   # the layout it states, else the one eval deploys on its chips
         lay = Scenario(data, rec.hardware, rec.model, {**sc.raw_overrides, **(layout or {})})
@@ -279,18 +302,48 @@ def _calibration_run(data, r: Result):
         measured = value / copies
         if rec.input_tokens and rec.output_tokens:
             one = Scenario(data, rec.hardware, rec.model, {**lay.raw_overrides, "batch": "1 sequence",
+                                                           "tokens_per_step": "1 token/sequence",
                                                            "pass_tokens": f"{rec.input_tokens:.17g} token/sequence"})
-            prefill, output = one.mag("prefill_time_layout", "s"), rec.output_tokens
+            # a prompt's share of a batch's prefill: its compute and collectives; the weights are read
+            # once for the whole batch, so one prompt's weight reads are not its own
+            c, w = one.mag("prefill_compute_time_layout", "s"), one.mag("prefill_weight_fetch_time_layout", "s")
+            prefill = one.mag("prefill_time_layout", "s") - one.mag("pp") * (max(c, w) - c)
+            output = rec.output_tokens
     else:
         measured = value * r.batch
-    return calibration.Run(compute, reads, comm, sc.mag("layers"), r.batch, prefill, output, measured, rec.source.id)
+    measured /= rec.accepted_tokens_per_step or 1.0    # sequence-steps a second: the fit predicts steps
+    return calibration.Run(compute, reads, comm, sc.mag("layers"), r.batch, prefill, output, measured, rec.source.id,
+                           rec.hardware, rec.model, rec.engine or "", rec.id, r.regime, _upper(r))
 
 
 def efficiency_model(results: list[Result], data):
     """The engine model fitted to the published runs (chalkboard/calibration.py, ``fitted_runs``),
-    with its error held out by source."""
+    with its error held out by source, chip, model and engine."""
     from . import calibration
-    return calibration.fit([_calibration_run(data, r) for r in fitted_runs(results)], of=len(results))
+    return calibration.shipped_or_fit(calibration_runs(results, data), of=len(results))
+
+
+def calibration_runs(results: list[Result], data) -> list:
+    return [_calibration_run(data, r) for r in fitted_runs(results)]
+
+
+def ship(root: Path) -> Path:
+    """Write chalkboard/engine_fit.py: the engine model fitted to the project's measurements.yaml."""
+    from . import calibration
+    from .data import load
+    data = load(root)
+    results = evaluate_all(data, load_measurements(root, data))
+    out = Path(calibration.__file__).with_name(calibration.SHIPPED_MODULE + ".py")
+    out.write_text(calibration.ship_text(calibration_runs(results, data), of=len(results)), encoding="utf-8")
+    return out
+
+
+if __name__ == "__main__":
+    import sys
+    from .home import ROOT
+    if sys.argv[1:] != ["--ship"]:
+        sys.exit("usage: python3 -m chalkboard.validation --ship")
+    print(f"wrote {ship(ROOT)}")
 
 
 def evidence(root: Path, data, label: str = MEASUREMENTS_FILE):
@@ -354,7 +407,9 @@ def as_json(results: list[Result], m) -> dict:
     fitted = {"parameters": dict(zip(calibration.PARAMS, m.params)),
               "runs": m.n, "sources": m.sources, "held_out_runs": m.cv_n,
               "held_out_median_abs_log_error": m.cv_median, "held_out_within_1_5": m.cv_within,
-              "range_factors": list(m.band)}
+              "range_factors": list(m.band),
+              "splits": [vars(x) for x in m.splits], "worst": [vars(x) for x in m.worst],
+              "bounded_runs": m.bounded}
     return {"records": rows, "summary": summary(results), "cited": cited_figures(results),
             "violations": [r.record.id for r in results if r.violates], "efficiency_fit": fitted}
 
@@ -378,8 +433,7 @@ def as_text(results: list[Result], m) -> str:
             lines.append(f"    {g:<27} {_pct(s['median']):>6} ({_pct(s['q1'])}-{_pct(s['q3'])}, "
                          f"{_pct(s['min'])}-{_pct(s['max'])}), {s['n']}")
     lines.append(f"  expected efficiency (the fit every expected number uses): {m.text()}")
-    lines.append(f"  held out by source: median error ×{math.exp(m.cv_median):.2f}, {m.cv_within:.0%} of "
-                 f"{m.cv_n} held-out runs within ×1.5 of the expected number")
+    lines.extend(report_card(m))
     bad = [r for r in results if r.violates]
     fams = len({r.record.hardware for r in results})
     models = len({r.record.model for r in results})
@@ -387,6 +441,29 @@ def as_text(results: list[Result], m) -> str:
                  + (f"{len(bad)} VIOLATIONS: " + ", ".join(r.record.id for r in bad) if bad
                     else "no measurement is faster than the bound"))
     return "\n".join(lines)
+
+
+def report_card(m) -> list[str]:
+    """Each held-out split's score (runs at a published batch: median error, share within ×1.5, share
+    inside the printed range; runs at an unpublished batch: share not above the range's top), and the
+    runs predicted worst, with their regime."""
+    from .calibration import WITHIN
+    lo, hi = m.band
+    out = [f"  held out (each group left out of the fit in turn, its runs predicted; printed range ×{lo:.2f}-×{hi:.2f}):",
+           f"    {'left out':<10}{'groups':>7}{'runs':>6}{'median error':>14}{f'within ×{WITHIN:g}':>13}"
+           f"{'inside range':>14}   at an unpublished batch: not above the range"]
+    for s in m.splits:
+        if not s.n:
+            continue
+        out.append(f"    {'by ' + s.name:<10}{s.groups:>7}{s.n:>6}{'×' + format(math.exp(s.median), '.2f'):>14}"
+                   f"{s.within:>13.0%}{s.inside:>14.0%}   {s.bounded_inside:.0%} of {s.bounded}")
+    out.append(f"  held out by source: median error ×{math.exp(m.cv_median):.2f}, {m.cv_within:.0%} of "
+               f"{m.cv_n} held-out runs within ×1.5 of the expected number")
+    out.append("  worst held-out predictions (measured / expected, the split that held it out):")
+    w = max((len(x.id) for x in m.worst), default=0)
+    for x in m.worst:
+        out.append(f"    {x.id:<{w}}  {x.chip:<12}{x.model:<16}{x.regime:<27}×{x.error:<7.2f} by {x.split}")
+    return out
 
 
 # -- the report (its figure is chalkboard/report/figures_validation.py) ---------------------------

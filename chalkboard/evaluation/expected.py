@@ -24,7 +24,8 @@ class Expected:
         model = self.evidence()
         lo, hi = model.band
         src = (f"evidence: the engine model fitted to {model.n} published runs ({model.sources} sources); held "
-               f"out by source, the runs lie within ×{lo:.2f}–×{hi:.2f} of its speed (10th–90th percentile) "
+               f"out by source, chip, model and engine, the runs lie within ×{lo:.2f}–×{hi:.2f} of its speed (the "
+               f"widest 10th–90th percentile) "
                f"({self.data.files.get('measurements', 'measurements.yaml')}; `validate`)")
         value = Quantity(model.inputs()[name], "s" if name == "expected_sync_time" else "")
         return self._record(name, value.to(q.unit or ""), src)

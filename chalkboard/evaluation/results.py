@@ -400,7 +400,7 @@ def describe_as_asked(sc: Scenario, asked: str, layout: str = "deployed") -> dic
         d["range"] = {"low": split_named(name, lo, d["unit"])[0], "high": split_named(name, hi, d["unit"])[0],
                       "display": f"{fmt_named(name, lo)} – {fmt_named(name, hi)}",
                       "why": "the engine model's speed moved to the 10th and 90th percentile of its error on "
-                             "published runs held out by source (`validate`)"}
+                             "published runs held out by source, chip, model and engine, the widest (`validate`)"}
     return d
 
 
