@@ -156,7 +156,7 @@ def build(root: Path, args, process=None, watch=None) -> int:
     not kept is handed to its warm Typst process (``watch.compile``) instead of compiled here, the
     page is committed with the previous PDF (``watch.keep_pdf``), and ``watch.built`` is told
     what was done; the loop writes the new PDF, and the stamp, once Typst is done."""
-    from .data import check_counts, load, read_yaml
+    from .data import load, read_yaml
 
     t_start = time.perf_counter()
     timings = []
@@ -221,7 +221,6 @@ def build(root: Path, args, process=None, watch=None) -> int:
         from .cache import incremental
         parts.use(data)
     sc = Scenario(data, args.hardware, args.model, overrides)
-    check_counts(sc.overrides)
     validation = None
     if has_measurements:
         from . import validation as val

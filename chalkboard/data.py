@@ -15,9 +15,8 @@ from pathlib import Path
 
 import yaml
 
-from units import UnitParseError, conform, magnitude_problem, parse
+from units import UnitParseError, conform, parse
 
-from .limits import LARGEST, not_a_year, too_large  # noqa: F401  (LARGEST re-exported: each count's largest value)
 from .safety import CONTROL_CHARS, MAX_YAML_BYTES, MAX_YAML_DEPTH, UniqueKeyLoader
 
 ID_RE = re.compile(r"^[a-z0-9]+(?:[.-][a-z0-9]+)*$")
@@ -79,69 +78,21 @@ class Entry:
         return self.values.get(key)
 
 
-# Field schemas: (expected unit of the file's value, required?). Hardware figures are per
-# chip; a value may omit the '/chip' ("989 TFLOP/s") or state it ("989 TFLOP/s/chip").
-HARDWARE_FIELDS = {
-    "launch_year": ("", True),
-    "dies_per_package": ("die", False),
-    "flops_bf16": ("FLOP/s", False),   # at least one flops_* field is required
-    "flops_fp8": ("FLOP/s", False),
-    "flops_fp4": ("FLOP/s", False),
-    "flops_int8": ("FLOP/s", False),   # dense int8 operations per second, counted as FLOP/s
-    "hbm_capacity": ("byte", True),
-    "hbm_bandwidth": ("byte/s", True),
-    "host_memory_capacity": ("byte", False),   # CPU memory the chip reaches coherently (its share), where it does
-    "scaleup_bandwidth": ("byte/s", False),
-    "scaleup_domain": ("chip", False),
-    "scaleout_bandwidth": ("byte/s", False),
-    "allreduce_latency": ("s", False),   # the fastest published small all-reduce on the scale-up fabric
-    "rental_price": ("USD/hour", False),
-}
-PER_CHIP = {"dies_per_package", "flops_bf16", "flops_fp8", "flops_fp4", "flops_int8", "hbm_capacity", "hbm_bandwidth",
-            "host_memory_capacity",
-            "scaleup_bandwidth", "scaleout_bandwidth", "rental_price"}
+# The fields each file requires. The unit of each field (per chip where it ends in /chip; a
+# value may omit the '/chip', "989 TFLOP/s", or state it) and its rules are those of the input it
+# feeds, declared in derivations/ (``fields``); launch_year is the file's own, read by no formula.
+REQUIRED = {"hardware": ("launch_year", "hbm_capacity", "hbm_bandwidth"),   # and one flops_* at least
+            "model": ("params_total", "params_active", "layers"), "price": ("input_price", "output_price"),
+            "tier": ("capacity", "bandwidth")}
+# a chip's launch, past or announced: the figures set the chips on a time axis, which a year of 1e29
+# stretched until matplotlib's layout collapsed; the first integrated circuit was made in 1958
+YEARS = (1958, 2100)
 HARDWARE_TAGS = {"name": True, "vendor": True, "family": False, "per": True, "note": False,
                  "source": False}
 # how the chips of a scale-up domain are wired: a switch (NVLink) or a full mesh of links (AMD
 # Infinity Fabric) reaches every peer in one hop; a torus (TPU ICI, Trainium NeuronLink) does not
 HARDWARE_CHOICES = {"scaleup_topology": (("switch", "mesh", "torus"), False)}
-
-MODEL_FIELDS = {
-    "params_total": ("parameter", True),
-    "params_active": ("parameter", True),
-    "layers": ("", True),
-    "d_model": ("", False),
-    "n_heads": ("", False),
-    "n_kv_heads": ("", False),
-    "d_head": ("", False),
-    "kv_latent_dim": ("", False),
-    "kv_rope_dim": ("", False),
-    "experts": ("", False),
-    "experts_per_token": ("", False),
-    "shared_experts": ("", False),
-    "moe_layers": ("", False),
-    "d_expert": ("", False),
-    "d_ff": ("", False),
-    "vocab_size": ("", False),
-    "q_latent_dim": ("", False),
-    "mtp_draft_tokens": ("token/sequence", False),   # a model's own multi-token-prediction draft
-    "mtp_acceptance": ("", False),
-    "mtp_params": ("parameter", False),
-    "mtp_params_active": ("parameter", False),
-}
-# inputs that may be 0, in a data file or with --set: no shared experts or MoE layers; attention
-# FLOPs set aside (an estimate that leaves them out); no per-hop latency (a bandwidth-only
-# collective time); no fp32 master copy or no gradient buffer kept; ZeRO stage 0 (none) and no
-# sequence parallelism (switches that are 0 or more)
-# inputs that may be 0 where the formula allows it: a pure matmul has no context and no KV cache
-MAY_BE_ZERO = ("shared_experts", "moe_layers", "attention_flops_per_token", "ring_hop_latency",
-               "bytes_per_master_weight", "bytes_per_gradient", "zero_stage", "sequence_parallel",
-               "context", "kv_bytes_per_token", "recompute", "draft_tokens", "prefix_cache_share")
-HARDWARE_WHOLE_NUMBER_FIELDS = ("launch_year", "dies_per_package", "scaleup_domain")
 SAFE_URL = re.compile(r"^https?://[^\s]+$", re.I)
-WHOLE_NUMBER_FIELDS = ("layers", "d_model", "n_heads", "n_kv_heads", "d_head", "kv_latent_dim", "kv_rope_dim",
-                       "experts", "experts_per_token", "shared_experts", "moe_layers", "d_expert",
-                       "d_ff", "vocab_size", "q_latent_dim")
 
 MODEL_CHOICES = {"weight_format": (NUMBER_FORMAT_NAMES, True), "kv_format": (NUMBER_FORMAT_NAMES, False),
                  "attention": (ATTENTIONS, True), "embeddings": (EMBEDDINGS, False),
@@ -149,25 +100,37 @@ MODEL_CHOICES = {"weight_format": (NUMBER_FORMAT_NAMES, True), "kv_format": (NUM
 MODEL_TAGS = {"name": True, "source": False, "note": False, "label": False}
 
 # prices.yaml: API price snapshots (USD per million tokens) and the memory tiers below HBM.
-PRICE_FIELDS = {
-    "input_price": ("USD/Mtoken", True),
-    "output_price": ("USD/Mtoken", True),
-    "long_context_threshold": ("token/sequence", False),
-    "long_input_price": ("USD/Mtoken", False),
-    "long_output_price": ("USD/Mtoken", False),
-    "cache_write_5m_price": ("USD/Mtoken", False),
-    "cache_write_1h_price": ("USD/Mtoken", False),
-    "cache_read_price": ("USD/Mtoken", False),
-}
 PRICE_TAGS = {"name": True, "provider": True, "source": False, "note": False}
 LONG_CONTEXT_FIELDS = ("long_context_threshold", "long_input_price", "long_output_price")
-TIER_FIELDS = {
-    "capacity": ("byte", True),
-    "bandwidth": ("byte/s", True),
-    "cost": ("USD/hour", False),
-}
 TIER_TAGS = {"name": True, "source": False, "note": False}
 MEMORY_TIERS = ("ddr", "flash", "disk")   # below HBM, fastest first; HBM is the chip's own
+
+
+def fields(kind: str) -> dict:
+    """The fields of a ``kind`` entry ("hardware", "model", "price", "tier") -> the input each feeds
+    (its unit and rules), in declaration order: every declared input of that origin whose field is
+    a name (a tier's: the first tier's), flops_<format> for each format a chip may publish a rate in."""
+    from derivations import REGISTRY
+    from derivations.core import Quantity, Rules
+
+    out = {"launch_year": Quantity("launch_year", None, "", "launch year", "hardware", "y",
+                                   rules=Rules(whole=True))} if kind == "hardware" else {}
+    for q in REGISTRY.inputs(kind):
+        f = q.field.split(".")[-1]
+        if f.startswith("flops_<"):
+            out.update({f"flops_{r}": q for r in RATE_FORMATS})
+        elif "<" not in f and f not in out and f not in MODEL_CHOICES:
+            out[f] = q
+    return out
+
+
+def too_large(name: str, magnitude: float) -> str | None:
+    """Why ``magnitude`` (in the input's declared unit) is past the largest value input ``name``
+    declares, or None."""
+    from derivations import REGISTRY
+
+    most = REGISTRY[name].rules.most if name in REGISTRY else None
+    return f"at most {most[0]:,} ({most[1]})" if most and magnitude > most[0] else None
 
 
 @dataclass
@@ -304,7 +267,7 @@ def read_sources(doc, label) -> dict[str, Source]:
     return out
 
 
-def _value(label, eid, fname, raw, default_source, sources, expected, per_chip):
+def _value(label, eid, fname, raw, default_source, sources, q):
     if isinstance(raw, dict):
         if "value" not in raw:
             raise DataError(label, eid, fname, "missing 'value'")
@@ -319,30 +282,26 @@ def _value(label, eid, fname, raw, default_source, sources, expected, per_chip):
     if not isinstance(text, str):
         shown = "a list" if isinstance(text, list) else "a mapping" if isinstance(text, dict) else repr(text)
         raise DataError(label, eid, fname,
-                        f"value must be a quoted string with its unit, e.g. \"{_example(expected)}\" (got {shown})")
+                        f"value must be a quoted string with its unit, e.g. \"{_example(q.unit)}\" (got {shown})")
     place_text(label, eid, fname, text)
     if sid is None:
         raise DataError(label, eid, fname, "no source (give 'source' on the field or the entry)")
     sid = source_id(label, eid, fname, sid, sources)
     try:
-        q = parse(text)
+        v = parse(text)
     except UnitParseError as e:
         raise DataError(label, eid, fname, str(e)) from None
     try:
-        q = conform(q, f"{expected}/chip" if per_chip else expected, per_chip=per_chip)
+        v = conform(v, q.unit, per_chip=q.unit.endswith("/chip"))
     except UnitParseError as e:
         raise DataError(label, eid, fname, f"{text!r}: {e}") from None
-    problem = magnitude_problem(q, allow_zero=fname in MAY_BE_ZERO)
+    problem = q.rules.problem(v, q.unit)   # the input's declared rules, as --set reads them
     if problem:
         raise DataError(label, eid, fname, f"{problem} (got {text!r})")
-    if fname in WHOLE_NUMBER_FIELDS + HARDWARE_WHOLE_NUMBER_FIELDS and not is_whole(q.magnitude):
-        raise DataError(label, eid, fname, f"must be a whole number (got {text!r}; it counts something)")
-    big = too_large(fname, q.to(f"{expected}/chip" if per_chip else expected or "").magnitude) \
-        or not_a_year(fname, q.magnitude)
-    if big:
-        raise DataError(label, eid, fname, f"{big} (got {text!r})")
+    if fname == "launch_year" and not YEARS[0] <= v.magnitude <= YEARS[1]:
+        raise DataError(label, eid, fname, f"a year from {YEARS[0]} to {YEARS[1]} (got {text!r})")
     src = sources[sid]
-    return Value(q, text, src, str(as_of) if as_of else src.as_of, note)
+    return Value(v, text, src, str(as_of) if as_of else src.as_of, note)
 
 
 def is_whole(x) -> bool:
@@ -351,12 +310,13 @@ def is_whole(x) -> bool:
 
 
 def _example(unit):
+    unit = unit.removesuffix("/chip") if unit.endswith("/chip") else unit
     return {"USD/Mtoken": "5 USD/Mtoken", "token/sequence": "200000 token/sequence",
             "FLOP/s": "989 TFLOP/s", "byte": "80 GB", "byte/s": "3.35 TB/s", "chip": "8 chip",
             "USD/hour": "2.99 USD/hour", "parameter": "70e9 parameter"}.get(unit, "1")
 
 
-def _entries(doc, label, key, kind, fields, tags, choices, sources):
+def _entries(doc, label, key, kind, tags, choices, sources):
     raw = doc.get(key)
     if not isinstance(raw, dict) or not raw:
         raise DataError(label, key, None, f"missing or empty '{key}' mapping")
@@ -367,7 +327,8 @@ def _entries(doc, label, key, kind, fields, tags, choices, sources):
             raise DataError(label, eid, None, "ids are lowercase letters, digits and hyphens")
         if not isinstance(e, dict):
             raise DataError(label, eid, None, "expected a mapping of fields")
-        known = set(fields) | set(tags) | set(choices)
+        schema = fields(kind)
+        known = set(schema) | set(tags) | set(choices)
         for f in e:
             if f not in known:
                 raise DataError(label, eid, place_text(label, eid, None, f),
@@ -395,21 +356,26 @@ def _entries(doc, label, key, kind, fields, tags, choices, sources):
             entry.tags[f] = v
             sid = raw_v.get("source", default_source) if isinstance(raw_v, dict) else default_source
             source_id(label, eid, f, sid, sources)
-        for f, (unit, required) in fields.items():
+        for f, q in schema.items():
             if f not in e or e[f] is None:
-                if required:
+                if f in REQUIRED[kind]:
                     raise DataError(label, eid, f, "missing")
                 continue
-            entry.values[f] = _value(label, eid, f, e[f], default_source, sources, unit,
-                                     kind == "hardware" and f in PER_CHIP)
+            entry.values[f] = _value(label, eid, f, e[f], default_source, sources, q)
         out[eid] = entry
     return out
 
 
 def check_model(label, m: Entry):
-    tot, act = m.values["params_total"].quantity, m.values["params_active"].quantity
-    if act > tot:
-        raise DataError(label, m.id, "params_active", "exceeds params_total")
+    schema = fields("model")
+
+    def given(f):   # a field's value in its input's declared unit, or None
+        return m.values[f].quantity.to(schema[f].unit or "").magnitude if f in m.values else None
+
+    for f in m.values:   # each input's declared order and divisibility (params_active within params_total)
+        broken = schema[f].rules.against(f, given(f), given)
+        if broken:
+            raise DataError(label, m.id, f, broken[1])
     att = m.tags["attention"]
     need = ("kv_latent_dim", "kv_rope_dim") if att == "mla" else ("n_kv_heads", "d_head")
     for f in need:
@@ -417,37 +383,10 @@ def check_model(label, m: Entry):
             raise DataError(label, m.id, f, f"missing (needed for {att} attention)")
     if ("experts" in m.values) != ("experts_per_token" in m.values):
         raise DataError(label, m.id, "experts_per_token", "give experts and experts_per_token together")
-    if "experts" in m.values and m.values["experts_per_token"].quantity > m.values["experts"].quantity:
-        raise DataError(label, m.id, "experts_per_token", "exceeds experts")
     if "experts" in m.values:
         for f in ("moe_layers", "d_expert", "d_model"):
             if f not in m.values:
                 raise DataError(label, m.id, f, "missing (an MoE model needs it to count its routed parameters)")
-    a = m.values.get("mtp_acceptance")
-    if a is not None and a.quantity.to("").magnitude >= 1:
-        raise DataError(label, m.id, "mtp_acceptance", "must be below 1 (a probability; at 1 every drafted "
-                                                       "token is accepted, the strict bound)")
-    for small, large in (("moe_layers", "layers"), ("n_kv_heads", "n_heads")):
-        if small in m.values and large in m.values and m.values[small].quantity > m.values[large].quantity:
-            raise DataError(label, m.id, small, f"exceeds {large}")
-    if "n_kv_heads" in m.values and "n_heads" in m.values:
-        kv, heads = (round(m.values[f].quantity.magnitude) for f in ("n_kv_heads", "n_heads"))
-        if kv and heads % kv:
-            raise DataError(label, m.id, "n_kv_heads", f"{kv} does not divide n_heads ({heads}): each KV head "
-                                                       "serves a whole group of query heads")
-
-
-# (context is not among them: a measurement's mean context is an average, e.g. 145.6 tokens)
-WORKLOAD_COUNTS = ("batch", "chips", "racks", "pipeline_stages", "micro_batches", "moe_layers_per_stage")
-
-
-def check_counts(overrides) -> None:
-    """InputError if a --set workload count (batch, chips, racks, ...) is not a whole number."""
-    from .errors import InputError
-    for name in WORKLOAD_COUNTS:
-        v = overrides.get(name)
-        if v is not None and hasattr(v, "magnitude") and not is_whole(v.magnitude):
-            raise InputError(f"--set {name}={v.magnitude:g}: must be a whole number (it counts something)")
 
 
 PRICES_FILE = "prices.yaml"   # optional under this default name; a --prices-file given must exist
@@ -462,7 +401,7 @@ def load_prices(root: Path, prices_file: str = PRICES_FILE):
             raise DataError(prices_file, place_text(prices_file, None, None, k), None,
                             f"unknown section (known: {', '.join(sorted(known))})")
     sources = read_sources(doc, prices_file)
-    prices = _entries(doc, prices_file, "prices", "price", PRICE_FIELDS, PRICE_TAGS, {}, sources)
+    prices = _entries(doc, prices_file, "prices", "price", PRICE_TAGS, {}, sources)
     for p in prices.values():
         given = [f for f in LONG_CONTEXT_FIELDS if f in p.values]
         if given and len(given) != len(LONG_CONTEXT_FIELDS):
@@ -472,7 +411,7 @@ def load_prices(root: Path, prices_file: str = PRICES_FILE):
         for long, base in (("long_input_price", "input_price"), ("long_output_price", "output_price")):
             if long in p.values and p.values[long].quantity < p.values[base].quantity:
                 raise DataError(prices_file, p.id, long, f"is below {base} (a long-context tier costs more)")
-    tiers = _entries(doc, prices_file, "memory_tiers", "tier", TIER_FIELDS, TIER_TAGS, {}, sources)
+    tiers = _entries(doc, prices_file, "memory_tiers", "tier", TIER_TAGS, {}, sources)
     for t in tiers:
         if t not in MEMORY_TIERS:
             raise DataError(prices_file, t, None, f"unknown memory tier (known: {', '.join(MEMORY_TIERS)})")
@@ -490,7 +429,7 @@ def load(root: Path, hardware_file: str = "hardware.yaml", models_file: str = "m
     them by configmodel.add_config_model)."""
     hw_doc = _read_yaml(root / hardware_file, hardware_file)
     hw_sources = read_sources(hw_doc, hardware_file)
-    hardware = _entries(hw_doc, hardware_file, "hardware", "hardware", HARDWARE_FIELDS,
+    hardware = _entries(hw_doc, hardware_file, "hardware", "hardware",
                         HARDWARE_TAGS, HARDWARE_CHOICES, hw_sources)
     for h in hardware.values():
         if h.tags.get("per") not in ("package", "die"):
@@ -499,7 +438,7 @@ def load(root: Path, hardware_file: str = "hardware.yaml", models_file: str = "m
             raise DataError(hardware_file, h.id, "flops_bf16", "missing (give at least one of flops_bf16, flops_fp8, flops_fp4)")
     m_doc = _read_yaml(root / models_file, models_file)
     m_sources = read_sources(m_doc, models_file)
-    models = _entries(m_doc, models_file, "models", "model", MODEL_FIELDS, MODEL_TAGS,
+    models = _entries(m_doc, models_file, "models", "model", MODEL_TAGS,
                       MODEL_CHOICES, m_sources)
     for m in models.values():
         check_model(models_file, m)

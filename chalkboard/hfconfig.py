@@ -33,7 +33,7 @@ ARCHITECTURES = {"LlamaForCausalLM": "llama", "MistralForCausalLM": "mistral",
                  "DeepseekV3ForCausalLM": "deepseek_v3"}
 UNDATED = "undated (read from the file)"
 COUNT_MOST = 2**53   # the largest whole number a float holds exactly
-# the model input each count of a config is read as (its bound, data.LARGEST, is checked as it is read)
+# the model input each count of a config is read as (the largest value it declares is checked as it is read)
 AS_INPUT = {"num_hidden_layers": "layers", "hidden_size": "d_model", "vocab_size": "vocab_size",
             "intermediate_size": "d_ff", "num_attention_heads": "n_heads", "num_key_value_heads": "n_kv_heads",
             "head_dim": "d_head", "q_lora_rank": "q_latent_dim", "kv_lora_rank": "kv_latent_dim",
@@ -65,7 +65,7 @@ class _Config:
             self.fail(fld, f"expected a whole number, got {json.dumps(v)[:40]}")
         if v < 0 or (v == 0 and not allow_zero):
             self.fail(fld, f"must be {'zero or more' if allow_zero else 'positive'} (got {v:g})")
-        big = too_large(AS_INPUT.get(fld, ""), v)   # the bounds the models file is held to (data.LARGEST)
+        big = too_large(AS_INPUT.get(fld, ""), v)   # the bounds the models file is held to (data.too_large)
         if big or v > COUNT_MOST:
             self.fail(fld, f"{v:.3g}: {big or f'at most {COUNT_MOST:,}'}")
         return int(v)

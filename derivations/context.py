@@ -7,6 +7,7 @@ DeepSeek's top-k selection (an indexer over all L tokens, full KV for k of them)
 """
 import sympy as sp
 
+from .inputs import HEADS, WIDTH
 from .inputs import R, B, L, S, F, W, b_kv, a_attn, k_sel, b_idx, L_ref, c_MAC, n_layers, n_score
 from .roofline import t_compute, t_compute_w, t_attn, t_kv, t_mem, t_weights
 
@@ -61,9 +62,11 @@ t_kv_topk = R.derived(
     "KV fetch with top-k selection: an index over all L tokens, full KV for k of them",
     "t", "KV,top-k")
 h_idx = R.workload("index_heads", "", "heads of the sparse-attention indexer", "h", "idx",
-                   default="64", source="DeepSeek-V3.2-Exp config: index_n_heads 64")
+                   default="64", source="DeepSeek-V3.2-Exp config: index_n_heads 64",
+                   whole=True, most=HEADS)
 d_idx = R.workload("index_head_dim", "", "width of one indexer head", "d", "idx",
-                   default="128", source="DeepSeek-V3.2-Exp config: index_head_dim 128")
+                   default="128", source="DeepSeek-V3.2-Exp config: index_head_dim 128",
+                   whole=True, most=WIDTH)
 a_idx = R.derived(
     "index_flops_per_token", c_MAC * n_score * n_layers * h_idx * d_idx, "FLOP/token",
     "indexer FLOP per cached token for one new token: one score per indexer head", "a", "idx")

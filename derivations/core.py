@@ -15,7 +15,7 @@ Nothing here touches the filesystem or knows about rendering.
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 import sympy as sp
 
@@ -24,6 +24,52 @@ ORIGINS = ("hardware", "model", "price", "tier", "workload", "constant", "derive
 # SymPy results of an earlier run from the same derivation sources, handed in by the caller
 # before the lecture modules are imported (build.py keys them by a hash of the sources).
 PRELOADED: dict = {}
+
+
+@dataclass(frozen=True)
+class Rules:
+    """The values an input may take, declared with it; the data files' loader, --set, the library,
+    --sweep, the explorer's boxes and check all read them. Limits are in the declared unit."""
+    whole: bool = False             # a count: whole numbers only
+    zero: bool = False              # may be 0 (else positive: it divides, or counts something)
+    most: tuple | None = None       # (the largest value, why)
+    below: tuple | None = None      # (a value it stays below, why)
+    within: tuple | None = None     # (an input it may not exceed, why)
+    divides: tuple | None = None    # (an input it must divide, why)
+
+    def problem(self, q, unit: str) -> str | None:
+        """Why the Pint quantity ``q`` is not a value of the input, or None: the range every
+        input keeps (units.magnitude_problem), then the declared rules, in ``unit``."""
+        from units import magnitude_problem
+        p = magnitude_problem(q, allow_zero=self.zero)
+        if p:
+            return p + " (it divides, or counts something)" if p == "must be positive" else p
+        x = q.to(unit or "").magnitude
+        if self.whole and abs(x - round(x)) > 1e-9:
+            return "must be a whole number (it counts something)"
+        if self.most and x > self.most[0]:
+            return f"at most {self.most[0]:,} ({self.most[1]})"
+        if self.below and x >= self.below[0]:
+            return f"must be below {self.below[0]:g} ({self.below[1]})"
+        return None
+
+    def against(self, name: str, x: float, given) -> tuple[str, str] | None:
+        """(the other input, why) where ``name`` at ``x`` exceeds or does not divide the input its
+        rules name; ``given(other)``: that input's value (in its unit), or None where unknown."""
+        if self.within and (y := given(self.within[0])) is not None and x > y * (1 + 1e-12):
+            return self.within[0], f"{name} ({x:g}) exceeds {self.within[0]} ({y:g}): {self.within[1]}"
+        if self.divides and (y := given(self.divides[0])) is not None and x >= 1 and not divides(x, y):
+            return self.divides[0], f"{name} ({x:g}) does not divide {self.divides[0]} ({y:g}): {self.divides[1]}"
+        return None
+
+
+def divides(a: float, b: float) -> bool:
+    """Whether ``a`` divides ``b``: exactly for whole numbers (b / a rounds 64 / 10^12 to 0, a multiple)."""
+    whole = abs(a - round(a)) <= 1e-9 and abs(b - round(b)) <= 1e-9
+    return round(b) % round(a) == 0 if whole else abs(b / a - round(b / a)) <= 1e-9
+
+
+RULES = tuple(f.name for f in fields(Rules))
 
 
 @dataclass(eq=False)
@@ -46,6 +92,7 @@ class Quantity:
     moe_only: bool = False    # meaningful only for a mixture-of-experts model (n/a for a dense one)
     fit_measure: bool = False  # measures the memory fit itself (never flagged as "does not fit")
     share: bool = False       # a fraction of a whole (MFU, HBM fill): shown as a percentage
+    rules: Rules = Rules()    # an input's values: whole, may be zero, limits, order, divisibility
 
     @property
     def is_input(self) -> bool:
@@ -144,7 +191,8 @@ class Registry:
     def declare(self, name: str, unit: str, meaning: str, origin: str, base: str,
                 sub: str | None = None, **kw) -> sp.Symbol:
         sym = sp.Symbol(name, positive=True)
-        return self._add(Quantity(name, sym, unit, meaning, origin, base, sub, **kw))
+        rules = Rules(**{r: kw.pop(r) for r in RULES if r in kw})   # declared beside the rest: whole=True
+        return self._add(Quantity(name, sym, unit, meaning, origin, base, sub, rules=rules, **kw))
 
     def hardware(self, name, unit, meaning, base, sub=None, field=None, **kw):
         return self.declare(name, unit, meaning, "hardware", base, sub, field=field or name, **kw)

@@ -10,6 +10,17 @@ from .core import Registry
 
 R = Registry()
 
+# The largest value a count may take, with why: far past anything built or published, so that no
+# input (a data file, --set, --sweep) can make a rule that reads it run for minutes or exhaust memory
+DEPTH = (2**16, "the deepest published models have a few hundred layers")
+WIDTH = (2**24, "a width; the widest published models are about 2^15 wide")
+HEADS = (2**16, "the most published attention heads are a few hundred")
+EXPERTS = (2**20, "the most published experts are a few hundred per layer")
+DEGREE = (10**9, "a billion chips is a thousand times the largest machine built")
+STEPS = (10**6, "a million stages or micro-batches is far past any pipeline built")
+MATMUL = (10**9, "a matrix dimension of a billion is far past any layer")
+PROBABILITY = (1, "a probability; at 1 every drafted token is accepted, the strict bound user_speed_spec_max")
+
 # -- hardware (hardware.yaml), per chip ---------------------------------------------------
 F = R.hardware("peak_flops", "FLOP/s/chip",
                "dense peak matrix throughput of one chip in the number format in use",
@@ -22,22 +33,33 @@ C_host = R.hardware("host_memory_capacity", "byte/chip",
 W_up = R.hardware("scaleup_bandwidth", "byte/s/chip",
                   "scale-up (NVLink, ICI) bandwidth of one chip, per direction", "W", "up")
 D_up = R.hardware("scaleup_domain", "chip",
-                  "chips in one scale-up domain (all-to-all over the fast network)", "D", "up")
+                  "chips in one scale-up domain (all-to-all over the fast network)", "D", "up",
+                  whole=True, most=(2**20, "the largest scale-up domains built are a few hundred chips"))
 W_out = R.hardware("scaleout_bandwidth", "byte/s/chip",
                    "scale-out (data-centre network) bandwidth of one chip, per direction", "W", "out")
 price = R.hardware("rental_price", "USD/hour/chip", "rental price of one chip", "p")
 
 # -- model (models.yaml) ------------------------------------------------------------------
 N_total = R.model("params_total", "parameter", "total parameters of the model", "N", "total")
-N_active = R.model("params_active", "parameter", "parameters used for each token", "N", "active")
-n_layers = R.model("layers", "", "transformer layers", "n", "L")
-d_model = R.model("d_model", "", "residual-stream width (numbers per token)", "d", "model")
-n_kv_heads = R.model("n_kv_heads", "", "key/value heads per layer", "h", "kv")
-d_head = R.model("d_head", "", "numbers per attention head vector", "d", "head")
-d_latent = R.model("kv_latent_dim", "", "MLA: compressed KV latent width per layer", "d", "c")
-d_rope = R.model("kv_rope_dim", "", "MLA: decoupled RoPE key width per layer", "d", "R")
-E = R.model("experts", "", "routed experts per MoE layer", "E")
-k = R.model("experts_per_token", "", "routed experts each token is sent to", "k")
+N_active = R.model("params_active", "parameter", "parameters used for each token", "N", "active",
+                   within=("params_total", "the sparsity N_total/N_active would be below 1"))
+n_layers = R.model("layers", "", "transformer layers", "n", "L",
+                   whole=True, most=DEPTH)
+d_model = R.model("d_model", "", "residual-stream width (numbers per token)", "d", "model",
+                  whole=True, most=WIDTH)
+n_kv_heads = R.model("n_kv_heads", "", "key/value heads per layer", "h", "kv",
+                     whole=True, most=HEADS, within=("n_heads", "more KV heads than query heads"),
+                     divides=("n_heads", "each KV head serves a whole group of query heads"))
+d_head = R.model("d_head", "", "numbers per attention head vector", "d", "head",
+                 whole=True, most=WIDTH)
+d_latent = R.model("kv_latent_dim", "", "MLA: compressed KV latent width per layer", "d", "c",
+                   whole=True, most=WIDTH)
+d_rope = R.model("kv_rope_dim", "", "MLA: decoupled RoPE key width per layer", "d", "R",
+                 whole=True, most=WIDTH)
+E = R.model("experts", "", "routed experts per MoE layer", "E",
+            whole=True, most=EXPERTS)
+k = R.model("experts_per_token", "", "routed experts each token is sent to", "k",
+            whole=True, most=EXPERTS, within=("experts", "a token cannot use more experts than there are"))
 beta_w = R.model("bytes_per_weight", "byte/parameter",
                  "bytes per stored weight in the number format in use", "β", "w",
                  field="<format>")
@@ -45,20 +67,29 @@ beta_kv = R.model("bytes_per_kv_number", "byte",
                   "bytes per cached key/value number", "β", "kv", field="kv_format")
 b_kv = R.model("kv_bytes_per_token", "byte/token",
                "KV-cache bytes per token of context, over all layers", "b", "kv",
-               field="<attention>", note="derived from the architecture (section KV cache)")
+               field="<attention>", note="derived from the architecture (section KV cache)",
+               zero=True)
 a_attn = R.model("attention_flops_per_token", "FLOP/token",
                  "attention FLOP one new token spends on each cached token of its context, over all layers",
                  "a", "attn", field="<attention>",
-                 note="derived from the architecture (section KV cache and attention)")
-n_heads = R.model("n_heads", "", "query heads per layer", "h", "q")
-n_moe = R.model("moe_layers", "", "layers whose MLP is a mixture of experts (0 for a dense model)", "n", "MoE")
-d_expert = R.model("d_expert", "", "hidden width of one routed expert's MLP", "d", "E")
+                 note="derived from the architecture (section KV cache and attention)",
+                 zero=True)
+n_heads = R.model("n_heads", "", "query heads per layer", "h", "q",
+                  whole=True, most=HEADS)
+n_moe = R.model("moe_layers", "", "layers whose MLP is a mixture of experts (0 for a dense model)", "n", "MoE",
+                whole=True, zero=True, most=DEPTH, within=("layers", "more MoE layers than layers"))
+d_expert = R.model("d_expert", "", "hidden width of one routed expert's MLP", "d", "E",
+                   whole=True, most=WIDTH)
 n_shared = R.model("shared_experts", "",
                    "shared experts per MoE layer, each as wide as a routed one (every token uses them)",
-                   "E", "shared")
-d_ff = R.model("d_ff", "", "hidden width of a dense layer's MLP", "d", "ff")
-V = R.model("vocab_size", "", "tokens in the vocabulary (rows of the embedding matrix)", "V")
-d_q = R.model("q_latent_dim", "", "MLA: compressed query latent width per layer", "d", "q")
+                   "E", "shared",
+                   whole=True, zero=True, most=EXPERTS)
+d_ff = R.model("d_ff", "", "hidden width of a dense layer's MLP", "d", "ff",
+               whole=True, most=WIDTH)
+V = R.model("vocab_size", "", "tokens in the vocabulary (rows of the embedding matrix)", "V",
+            whole=True, most=(2**24, "the largest published vocabularies are about 2^18 tokens"))
+d_q = R.model("q_latent_dim", "", "MLA: compressed query latent width per layer", "d", "q",
+              whole=True, most=WIDTH)
 n_emb = R.model("embedding_matrices", "parameter",
                 "weights per (vocabulary × model width) cell: 1 when the output head is the input "
                 "embedding (tied), 2 when it is a matrix of its own", "n", "emb", field="<embeddings>")
@@ -72,11 +103,14 @@ N_attn_layer = R.model("attention_params_per_layer", "parameter",
 
 # -- workload -----------------------------------------------------------------------------
 B = R.workload("batch", "sequence", "sequences decoded together in one step", "B",
-               default="2000 sequence")
+               default="2000 sequence",
+               whole=True, most=(10**9, "a billion sequences at once is far past any deployment"))
 L = R.workload("context", "token/sequence", "context length of each sequence", "L",
-               default="8192 token/sequence")
+               default="8192 token/sequence",
+               zero=True, most=(10**9, "a billion tokens of context is a thousand times the longest window offered"))
 S = R.workload("chips", "chip", "chips that serve one copy of the model", "S",
-               default="=rule:serving_chips")
+               default="=rule:serving_chips",
+               whole=True, most=DEGREE)
 S_rack = R.workload("rack_chips", "chip", "most chips one copy of the model is spread over: one rack", "S", "rack",
                     default="72 chip",
                     source="the lecture's unit of serving, a 72-GPU Blackwell NVL72 rack (000@1:49)")
@@ -94,7 +128,8 @@ b_idx = R.workload("index_bytes_per_token", "byte/token",
                    default="7808 byte/token",
                    source="DeepSeek-V3.2-Exp config: one 128-number FP8 indexer key per layer, 61 layers")
 n_racks = R.workload("racks", "", "scale-up domains one MoE layer is spread across", "n", "rack",
-                     default="1")
+                     default="1",
+                     whole=True, most=(10**6, "a million racks is far past any machine built"))
 
 # -- named constants ----------------------------------------------------------------------
 c_F = R.constant("flop_per_param_token", "2 FLOP/parameter/token",

@@ -38,6 +38,7 @@ the experts a token needs, and at least one expert where it holds any that a ste
 import sympy as sp
 
 from . import rules
+from .inputs import DEGREE
 from .inputs import (R, B, L, F, W, W_up, W_out, D_up, C_hbm, E, k, delta, tau, c_F, beta_w, b_kv, a_attn,
                      n_layers, n_moe, n_kv_heads, n_lat_vec, price)
 from .latency_cost import B_1
@@ -68,14 +69,18 @@ R.section(
 
 # -- the layout ----------------------------------------------------------------------------------
 tp = R.workload("tp", "", "tensor-parallel degree: chips each attention and dense layer is split over",
-                "t", "TP", default="=rule:tensor_parallel")
+                "t", "TP", default="=rule:tensor_parallel",
+                whole=True, most=DEGREE, divides=("n_heads", "each tensor-parallel rank holds whole query heads"))
 pp = R.workload("pp", "", "pipeline stages the layers of one copy are cut into", "p", "PP", default="1",
-                source="one stage: a copy on one scale-up domain")
+                source="one stage: a copy on one scale-up domain",
+                whole=True, most=DEGREE, divides=("layers", "each pipeline stage holds whole layers"))
 dp = R.workload("dp_attention", "",
                 "attention data-parallel groups inside one copy: each holds the attention and dense weights "
-                "and serves its share of the sequences", "d", "attn", default="=rule:attention_groups")
+                "and serves its share of the sequences", "d", "attn", default="=rule:attention_groups",
+                whole=True, most=DEGREE)
 ep = R.workload("ep", "", "expert-parallel degree: chips the routed experts of a layer are spread over",
-                "e", "EP", default="=rule:expert_parallel")
+                "e", "EP", default="=rule:expert_parallel",
+                whole=True, most=DEGREE, divides=("experts", "each chip of the expert-parallel group holds whole experts"))
 
 R.rule("tensor_parallel", ("chips", "moe_layers", "pp", "n_heads"),
        "a dense model tensor-parallel over the chips of a pipeline stage, as far as whole query heads "

@@ -36,7 +36,8 @@ R.section(
               "moe_capacity_params", "domain_dies", "cables_single_tier"),
 )
 
-n_dies = R.hardware("dies_per_package", "die/chip", "compute dies in one package", "n", "die")
+n_dies = R.hardware("dies_per_package", "die/chip", "compute dies in one package", "n", "die",
+                    whole=True, most=(1024, "packages hold a few dies"))
 S_E = R.workload("expert_chips", "chip", "chips the experts of one layer are spread over", "S", "E",
                  default="=rule:expert_chips")
 beta_act = R.workload("bytes_per_activation", "byte",

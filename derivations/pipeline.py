@@ -17,6 +17,7 @@ import sympy as sp
 
 from . import rules
 
+from .inputs import STEPS
 from .inputs import R, S, C_hbm, C_host, W_up, W_out, k, d_model, n_moe
 from .moe_rack import a2a_tok, beta_act, ratio_net
 from .textbook import M_w as w_bytes   # the weights' bytes, one copy
@@ -42,13 +43,15 @@ R.section(
 )
 
 P = R.workload("pipeline_stages", "", "pipeline stages (racks) one copy of the model is cut into", "P",
-               default="4", source="the lecture's example of 4 racks (chapters-3-7.md#P-09)")
+               default="4", source="the lecture's example of 4 racks (chapters-3-7.md#P-09)",
+               whole=True, most=STEPS)
 c_res = R.constant("residual_vectors_per_boundary", "1 /token",
                    "activation vectors each token carries across a stage boundary: its residual "
                    "stream, once", "c", "res",
                    source="the lecture's stage boundary (chapters-3-7.md#P-02)")
 L_stage = R.workload("moe_layers_per_stage", "", "MoE layers each pipeline stage holds", "L", "stage",
-                     default="=rule:moe_layers_per_stage")
+                     default="=rule:moe_layers_per_stage",
+                     whole=True, most=STEPS)
 
 
 R.rule("moe_layers_per_stage", ("moe_layers", "pipeline_stages"),
@@ -99,7 +102,8 @@ R.section(
 )
 
 m = R.workload("micro_batches", "", "micro-batches in flight through the pipeline", "m",
-               default="=rule:micro_batches")
+               default="=rule:micro_batches",
+               whole=True, most=STEPS)
 
 
 R.rule("micro_batches", ("pipeline_stages",),

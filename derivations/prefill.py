@@ -48,7 +48,8 @@ R.section(
 
 h_cache = R.workload("prefix_cache_share", "", "share of a prompt's tokens whose KV cache is already held (a "
                      "prefix-cache hit): the prefill computes only the others", "h", "cache", default="0",
-                     share=True)
+                     share=True,
+                     zero=True, below=(1, "a share of the prompt; at 1 nothing is left to prefill"))
 n_new = n_pass * (1 - h_cache)   # the prompt tokens a prefill computes
 
 c_causal = R.constant("causal_pair_share", "0.5",

@@ -65,7 +65,8 @@ B_cap = R.derived(
 u_mem = R.workload("engine_memory_share", "", "share of each chip's HBM a serving engine gives the weights and the "
                    "KV cache; the rest holds its activations, workspace and runtime", "u", "mem", default="0.9",
                    share=True, source="vLLM's default gpu_memory_utilization = 0.90 (EngineArgs, "
-                                      "vllm/engine/arg_utils.py)")
+                                      "vllm/engine/arg_utils.py)",
+                   most=(1, "a share of the HBM: at 1 the engine gives the weights and KV cache all of it"))
 R.derived(
     "max_batch_engine", sp.floor((S * C_hbm * u_mem - N_total * beta_w) / (L * b_kv) / B_1) * B_1, "sequence",
     "largest whole batch whose KV cache fits beside the weights in an engine's share of the HBM", "B", "eng",

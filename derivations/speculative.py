@@ -16,6 +16,7 @@ drafted token is accepted (k + 1 tokens a step) and drafting costs nothing.
 """
 import sympy as sp
 
+from .inputs import PROBABILITY
 from .inputs import R, B, F, W, c_F, delta, tau, beta_w, price
 from .layout import S_layout, t_step as t_step_layout
 
@@ -41,16 +42,19 @@ mtp_k = R.model("mtp_draft_tokens", "token/sequence",
                 "tokens the model's own multi-token-prediction modules draft per step (one per module)",
                 "k", "MTP")
 mtp_a = R.model("mtp_acceptance", "", "acceptance rate of a drafted token, as the model's report states it",
-                "a", "MTP")
+                "a", "MTP",
+                below=PROBABILITY)
 mtp_n = R.model("mtp_params", "parameter", "parameters of the multi-token-prediction modules", "N", "MTP")
 mtp_na = R.model("mtp_params_active", "parameter",
                  "parameters the multi-token-prediction modules use for one drafted token", "N", "MTP,act")
 
 k_d = R.workload("draft_tokens", "token/sequence", "tokens the draft proposes per sequence per step", "k", "d",
-                 default="=mtp_draft_tokens")
+                 default="=mtp_draft_tokens",
+                 zero=True)
 a_d = R.workload("draft_acceptance", "",
                  "probability that the model accepts a drafted token, given it accepted the ones before it",
-                 "a", "d", default="=mtp_acceptance")
+                 "a", "d", default="=mtp_acceptance",
+                 below=PROBABILITY)
 N_d = R.workload("draft_params", "parameter", "parameters of the draft (a draft model, or MTP modules)",
                  "N", "d", default="=mtp_params")
 N_da = R.workload("draft_params_active", "parameter", "parameters the draft uses for one drafted token",

@@ -19,6 +19,7 @@ Parameter counts from a model's dimensions and pipeline quantities are declared 
 """
 import sympy as sp
 
+from .inputs import DEGREE, MATMUL
 from .inputs import (R, B, L, S, F, W, C_hbm, N_total, N_active, d_model, beta_w, b_kv, a_attn,
                      c_F, c_MAC, delta)
 from .moe_rack import beta_act
@@ -53,19 +54,23 @@ V = R.workload("collective_bytes", "byte/chip",
                source="scaling-book, GPUs chapter: an MLP matrix of LLaMA 3-70B with 8-way model "
                       "sharding, bf16[8192, 3584] = 58 MB")
 n_ring = R.workload("ring_chips", "chip", "chips on the ring the collective runs over", "n",
-                    default="=chips")
+                    default="=chips",
+                    whole=True, most=DEGREE)
 W_l = R.workload("link_bandwidth", "byte/s/chip",
                  "bandwidth each chip sends into the ring in one direction", "W", "link",
                  default="=scaleup_bandwidth")
 n_dir = R.workload("ring_directions", "", "directions the ring sends in at once: 1, or 2 for a "
                    "bidirectional ring (TPU ICI with wraparound)", "n", "dir", default="1",
                    source="a ring through a switch (NVLink) uses the GPU's egress in one direction "
-                          "(scaling-book, GPUs chapter)")
+                          "(scaling-book, GPUs chapter)",
+                   whole=True, most=(64, "a ring runs in one or two directions"))
 n_ax = R.workload("collective_axes", "", "torus axes the collective runs over at once, each with its own links",
-                  "n", "axes", default="1", source=_SHARDING)
+                  "n", "axes", default="1", source=_SHARDING,
+                  whole=True, most=(64, "a collective runs over a few axes of the network"))
 alpha = R.workload("ring_hop_latency", "s", "latency of one hop around the ring", "α", "hop", default="1 us",
                    source="scaling-book, 'Sharded Matrices', problem 3: a latency-bound all-gather over "
-                          "2 hops takes 'roughly 2us'")
+                          "2 hops takes 'roughly 2us'",
+                   zero=True)
 c_AR = R.constant("allreduce_phases", "2", "passes around the ring an all-reduce makes: a reduce-scatter, "
                   "then an all-gather", "c", "AR", source=_SHARDING)
 
@@ -127,13 +132,16 @@ R.derived(
          "attention); here scores and values over the cached context, as in kv_cache")
 
 m_mm = R.workload("matmul_m", "", "rows of the left operand of a matmul: its batch of tokens", "m",
-                  default="4096", source="a batch of 4,096 tokens (illustrative)")
+                  default="4096", source="a batch of 4,096 tokens (illustrative)",
+                  whole=True, most=MATMUL)
 k_mm = R.workload("matmul_k", "", "contracted dimension of a matmul (rows of the weight matrix)", "k",
                   default="=d_model", source="the model's width: a matmul of its residual stream (the "
-                                             "scaling-book's worked matmuls take LLaMA 3-70B's d_model, 8,192)")
+                                             "scaling-book's worked matmuls take LLaMA 3-70B's d_model, 8,192)",
+                  whole=True, most=MATMUL)
 n_mm = R.workload("matmul_n", "", "columns of the weight matrix (and of the product)", "n",
                   default="=d_ff", source="the width of the model's dense MLP: its up-projection (the "
-                                          "scaling-book's take LLaMA 3-70B's F = 28,672)")
+                                          "scaling-book's take LLaMA 3-70B's F = 28,672)",
+                  whole=True, most=MATMUL)
 p_1 = R.constant("params_per_weight_entry", "1 parameter", "each entry of a weight matrix is one parameter",
                  "p", "1", source="definition")
 C_mm = R.derived(

@@ -55,16 +55,19 @@ beta_p = R.workload("bytes_per_param_train", "byte/parameter",
                     "bytes per parameter of the working (forward and backward) copy of the weights",
                     "β", "p", default="2 byte/parameter", source=_ZERO)
 beta_g = R.workload("bytes_per_gradient", "byte/parameter", "bytes per parameter of the gradient",
-                    "β", "g", default="2 byte/parameter", source=_ZERO)
+                    "β", "g", default="2 byte/parameter", source=_ZERO,
+                    zero=True)
 beta_master = R.workload("bytes_per_master_weight", "byte/parameter",
                          "bytes per parameter of the optimizer's master copy of the weights (0: none)",
-                         "β", "master", default="4 byte/parameter", source=_ZERO)
+                         "β", "master", default="4 byte/parameter", source=_ZERO,
+                         zero=True)
 beta_mom = R.workload("bytes_per_optimizer_moment", "byte/parameter",
                       "bytes per parameter of each optimizer moment", "β", "mom",
                       default="4 byte/parameter", source=_ZERO)
 n_mom = R.workload("optimizer_moments", "", "moments the optimizer keeps per parameter", "n", "mom",
                    default="2", source="Adam (Kingma and Ba 2015) keeps two: the mean and the "
-                                       "uncentred variance of the gradient")
+                                       "uncentred variance of the gradient",
+                   whole=True, most=(64, "optimizers keep a few moments (Adam: two)"))
 D_b = R.workload("train_batch_tokens", "token", "tokens in one training step (the global batch)",
                  "D", "step", default="4e6 token",
                  source="scaling-book, 'Training LLaMA 3 on TPUs': LLaMA 3-70B was pretrained with a "

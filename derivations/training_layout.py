@@ -22,6 +22,7 @@ stages, activations under tensor and sequence parallelism, and both bubble conve
 import sympy as sp
 
 from . import rules
+from .inputs import DEGREE, STEPS
 from .inputs import R, F as F_train, L, S, N_total, N_active, n_layers, d_model, n_heads, a_attn, delta
 from .pipeline import P, m
 from .prefill import c_causal
@@ -70,20 +71,26 @@ R.derived("train_flop_per_token_with_recompute", c_train_re * N_active + (c_pass
 
 # -- the layout: data, tensor and pipeline parallelism; ZeRO ---------------------------------------
 t = R.workload("train_tp", "", "tensor-parallel degree of the training run", "t", "train", default="1",
-               source="no tensor parallelism unless given")
+               source="no tensor parallelism unless given",
+               whole=True, most=DEGREE, divides=("n_heads", "each tensor-parallel rank holds whole query heads"))
 p = R.workload("train_pp", "", "pipeline stages of the training run", "p", "train", default="1",
-               source="no pipeline parallelism unless given")
+               source="no pipeline parallelism unless given",
+               whole=True, most=DEGREE, divides=("layers", "each pipeline stage holds whole layers"))
 d = R.workload("train_dp", "", "data-parallel degree of the training run: chips / (train_tp · train_pp)", "d",
-               "train", default="=rule:train_data_parallel")
+               "train", default="=rule:train_data_parallel",
+               whole=True, most=DEGREE)
 R.rule("train_data_parallel", ("chips", "train_tp", "train_pp"),
        "the chips left after tensor and pipeline parallelism: chips / (train_tp · train_pp)"
        )(rules.train_data_parallel)
 z = R.workload("zero_stage", "", "ZeRO stage: 0 none, 1 the optimizer state, 2 also the gradients, 3 also "
                "the parameters partitioned over the data-parallel group (3 is FSDP)", "z", default="0",
-               source="Rajbhandari et al. 2020, ZeRO, sec. 5")
+               source="Rajbhandari et al. 2020, ZeRO, sec. 5",
+               whole=True, zero=True,
+               most=(3, "ZeRO stage 3 partitions everything: the parameters, gradients and optimizer state"))
 sigma = R.workload("sequence_parallel", "", "1 with sequence parallelism (the layer norms and dropouts split "
                    "over the tensor-parallel ranks), 0 without", "σ", "SP", default="1",
-                   source="Korthikanti et al. 2022, sec. 4.2.2: used with tensor parallelism")
+                   source="Korthikanti et al. 2022, sec. 4.2.2: used with tensor parallelism",
+                   zero=True, most=(1, "a switch: 1 with sequence parallelism, 0 without"))
 
 # sharded or not, by stage: the optimizer state from stage 1, the gradients from 2, the parameters at 3
 s_opt = sp.Min(z, 1)
@@ -142,7 +149,8 @@ R.derived(
 
 # -- pipeline bubbles, both conventions ------------------------------------------------------------
 v = R.workload("virtual_stages", "", "model chunks each chip holds in an interleaved pipeline schedule", "v",
-               default="1", source="Narayanan et al. 2021, sec. 2.2.2 (1: the plain 1F1B schedule)")
+               default="1", source="Narayanan et al. 2021, sec. 2.2.2 (1: the plain 1F1B schedule)",
+               whole=True, most=STEPS)
 R.derived("training_bubble_ratio", (P - 1) / m, "",
           "pipeline bubble time over the ideal step time (the Megatron papers' convention)", "b", "PP")
 R.derived("training_bubble_ratio_interleaved", (P - 1) / (v * m), "",
@@ -157,7 +165,8 @@ r_set = R.workload("recompute", "", "activation recomputation of the training ru
                    "(attention's cheap parts only: no weight FLOPs), 1 full (the forward pass re-run in the "
                    "backward)", "r", "re", default="0",
                    source="none unless given; Korthikanti et al. 2022, sec. 5: selective recomputation adds "
-                          "2.7% of the FLOPs at 175B, full adds a forward pass")
+                          "2.7% of the FLOPs at 175B, full adds a forward pass",
+                   zero=True, most=(1, "a switch: 1 with full recomputation, 0 without (or selective)"))
 c_hw = R.derived("train_hardware_flop_per_param_token", c_train + r_set * c_F, "FLOP/parameter/token",
                  "FLOP per parameter per training token the chips execute: 6, and 2 more with full "
                  "recomputation", "c", "hw")

@@ -11,7 +11,6 @@ from .common import ROOT, UserError, ids, load, parse_sets
 
 def cmd_eval(args) -> int:
     from chalkboard.evaluation import layouts
-    from chalkboard.data import check_counts
     from chalkboard.evaluation.evaluate import Scenario
     from chalkboard.evaluation.dependence import unused_overrides
     from chalkboard.evaluation.results import describe_as_asked
@@ -29,7 +28,6 @@ def cmd_eval(args) -> int:
         raise UserError("--csv goes with --sweep (numbers print as text or --json)")
     data = load(args)
     sc = Scenario(data, args.hardware, args.model, parse_sets(args.set), defaults="serving")
-    check_counts(sc.overrides)
     if (ROOT / "measurements.yaml").exists():   # the evidence for expected efficiencies, read if asked
         from chalkboard.validation import evidence
         sc.evidence = evidence(ROOT, data)
@@ -106,7 +104,6 @@ def _print_one(d: dict, sc, layouts, explain: bool = False) -> None:
 
 def _eval_choice(args) -> int:
     """eval of a choice (e.g. best_kv_tier): the option chosen, and each option's value."""
-    from chalkboard.data import check_counts
     from chalkboard.evaluation.evaluate import Scenario
     from chalkboard.typeset.fmt import sig
     from chalkboard.evaluation.results import describe_choice
@@ -116,7 +113,6 @@ def _eval_choice(args) -> int:
                         "--sweep or --csv")
     data = load(args)
     sc = Scenario(data, args.hardware, args.model, parse_sets(args.set), defaults="serving")
-    check_counts(sc.overrides)
     d = describe_choice(sc, args.quantity[0])
     if args.json:
         print(json.dumps(d, indent=2, ensure_ascii=False))
@@ -147,7 +143,6 @@ def _known_quantity(name, registry) -> None:
 
 def _eval_sweep(args) -> int:
     from chalkboard.evaluation import layouts, sweep as sw
-    from chalkboard.data import check_counts
     from chalkboard.evaluation.evaluate import Scenario
 
     if len(args.sweep) > 3:
@@ -157,7 +152,6 @@ def _eval_sweep(args) -> int:
     names, note = layouts.answered(asked, args.layout)
     data = load(args)
     sc = Scenario(data, args.hardware, args.model, parse_sets(args.set), defaults="serving")
-    check_counts(sc.overrides)
     if (ROOT / "measurements.yaml").exists():   # the fitted engine model, read if an expected number asks
         from chalkboard.validation import evidence
         sc.evidence = evidence(ROOT, data)

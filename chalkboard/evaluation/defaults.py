@@ -8,15 +8,15 @@ from __future__ import annotations
 import re
 
 from derivations import NUMBER_FORMATS, REGISTRY
-from units import Quantity, UnitParseError, conform, fmt_unit, is_count, magnitude_problem, parse
+from units import Quantity, UnitParseError, conform, fmt_unit, is_count, parse
 
 from derivations import rules
 
-from ..data import MAY_BE_ZERO, RATE_FORMATS, check_counts, is_whole
+from ..data import RATE_FORMATS
 from ..errors import InputError, MissingInput, short
 from .dependence import derived_below, fields_to_inputs
-from .settings import (AT_MOST, AT_ONE_SEQUENCE, BELOW, DIVIDES, FORMAT_KEYS, LAYOUT_DEGREES, ORDERED, SELECT_KEYS,
-                       SERVING_WORKLOAD, SETTLED_BY, WHOLE_NUMBERS)
+from .settings import (AT_ONE_SEQUENCE, FORMAT_KEYS, LAYOUT_DEGREES, SELECT_KEYS, SERVING_WORKLOAD, SETTLED_BY,
+                       related, rules_of)
 
 # "1,024" or "2,000,000 tokens": a number written with thousands separators, refused by name
 THOUSANDS = re.compile(r"\s*[+-]?\d{1,3}(,\d{3})+(\.\d*)?(\s|$)")
@@ -83,14 +83,9 @@ class Defaults:
                 v = conform(v, unit, per_chip=unit.endswith("/chip"), bare=True)
             except UnitParseError as e:
                 raise InputError(f"--set {name}={short(str(text))}: {e}") from None
-            problem = magnitude_problem(v, allow_zero=key in MAY_BE_ZERO)
+            problem = rules_of(key).problem(v, unit)   # its declared rules, as the data files' loader reads them
             if problem:
-                raise InputError(f"--set {name}={short(text)}: {problem} (it divides, or counts something)"
-                                 if problem == "must be positive" else f"--set {name}={short(text)}: {problem}")
-            if key in AT_MOST and v.magnitude > AT_MOST[key][0]:
-                raise InputError(f"--set {name}={short(text)}: at most {AT_MOST[key][0]:,} ({AT_MOST[key][1]})")
-            if key in BELOW and v.magnitude >= BELOW[key][0]:
-                raise InputError(f"--set {name}={short(text)}: must be below {BELOW[key][0]:g} ({BELOW[key][1]})")
+                raise InputError(f"--set {name}={short(text)}: {problem}")
             out[key] = v
             if isinstance(text, str) and len(_SET_PARSED) < 10_000:
                 _SET_PARSED[(name, text)] = (key, v)
@@ -124,32 +119,17 @@ class Defaults:
         return v.to(q.unit or "").magnitude
 
     def _coherent(self) -> None:
-        """--set values that contradict each other or the model are errors naming the conflict."""
-        if not self.overrides:
-            return
-        check_counts(self.overrides)   # the library's keywords as --set's: a count is whole in both
-        for name in WHOLE_NUMBERS:
-            if name in self.overrides:
-                v = self._given(name)
-                if abs(v - round(v)) > 1e-9:
-                    raise InputError(f"--set {name}={v:g}: must be a whole number (it counts something)")
-        for small, large, why in ORDERED:
-            if small not in self.overrides and large not in self.overrides:
+        """--set values that break an input's declared order or divisibility against another input
+        or the model (tp divides n_heads) are errors naming the conflict."""
+        for q in related(len(REGISTRY.quantities)) if self.overrides else ():
+            r = q.rules
+            others = [rel[0] for rel in (r.within, r.divides) if rel]
+            if not {q.name, *others} & self.overrides.keys() or (x := self._given(q.name)) is None:
                 continue
-            a, b = self._given(small), self._given(large)
-            if a is not None and b is not None and a > b * (1 + 1e-12):
-                set_ = small if small in self.overrides else large
-                raise InputError(f"--set {set_}: {small} ({a:g}) exceeds {large} ({b:g}) "
-                                 f"for {self.model.id}: {why}")
-        for part, whole, why in DIVIDES:
-            if part not in self.overrides and whole not in self.overrides:
-                continue
-            a, b = self._given(part), self._given(whole)
-            # exact for whole numbers: b / a rounds a tiny quotient (64 / 10^12) to 0, a multiple
-            if a is not None and b is not None and a >= 1 and (
-                    round(b) % round(a) if is_whole(a) and is_whole(b) else abs(b / a - round(b / a)) > 1e-9):
-                raise InputError(f"--set {part}={a:g}: {self.model.id}'s {whole} ({b:g}) is not a multiple of "
-                                 f"it: {why}")
+            broken = r.against(q.name, x, self._given)
+            if broken:
+                set_ = q.name if q.name in self.overrides else broken[0]
+                raise InputError(f"--set {set_}={self._given(set_):g}: {self.model.id}: {broken[1]}")
 
     def _prompt_within_context(self) -> None:
         """A prompt (pass_tokens) longer than the context cannot fit in it: each sequence's KV cache

@@ -1,13 +1,14 @@
-"""What --set accepts and what a set-up must keep coherent: the format keys, the counts that
-are whole numbers, the degrees a layout divides, the inputs with an upper limit or an order, and
-the compute format a chip and a weight format choose together."""
+"""What --set accepts and what a set-up must keep coherent: the format keys, each input's declared
+rules (rules_of), the degrees that state a layout, and the compute format a chip and a weight
+format choose together."""
 from __future__ import annotations
 
-from derivations import (ATTENTION_FLOPS_BY_ATTENTION, ATTENTION_PARAMS_BY_ATTENTION, KV_BYTES_BY_ATTENTION,
-                         KV_SHARDS_BY_ATTENTION)
+from functools import lru_cache
 
-from ..data import (FORMATS_ORDER, HARDWARE_WHOLE_NUMBER_FIELDS, LARGEST, RATE_FORMATS,
-                   WHOLE_NUMBER_FIELDS, Data)
+from derivations import (ATTENTION_FLOPS_BY_ATTENTION, ATTENTION_PARAMS_BY_ATTENTION, KV_BYTES_BY_ATTENTION,
+                         KV_SHARDS_BY_ATTENTION, REGISTRY)
+
+from ..data import FORMATS_ORDER, RATE_FORMATS, Data
 from ..errors import MissingInput
 
 
@@ -21,18 +22,6 @@ BY_ATTENTION = {"kv_bytes_per_token": KV_BYTES_BY_ATTENTION,
                 "attention_flops_per_token": ATTENTION_FLOPS_BY_ATTENTION,
                 "attention_params_per_layer": ATTENTION_PARAMS_BY_ATTENTION,
                 "kv_shards": KV_SHARDS_BY_ATTENTION}
-# counts an override must give as whole numbers: the model's, the hardware's and the workload's
-WHOLE_NUMBERS = (*WHOLE_NUMBER_FIELDS, *HARDWARE_WHOLE_NUMBER_FIELDS, "batch", "chips", "racks",
-                 "index_heads", "index_head_dim", "ring_chips", "ring_directions", "collective_axes",
-                 "optimizer_moments", "matmul_m", "matmul_k", "matmul_n", "tp", "pp", "ep", "dp_attention",
-                 "train_tp", "train_pp", "train_dp", "zero_stage", "virtual_stages")
-# a layout's degree and what it must divide: (degree, the model's count, why)
-DIVIDES = (("tp", "n_heads", "each tensor-parallel rank holds whole query heads"),
-           ("ep", "experts", "each chip of the expert-parallel group holds whole experts"),
-           ("pp", "layers", "each pipeline stage holds whole layers"),
-           ("train_tp", "n_heads", "each tensor-parallel rank holds whole query heads"),
-           ("train_pp", "layers", "each pipeline stage holds whole layers"),
-           ("n_kv_heads", "n_heads", "each KV head serves a whole group of query heads"))
 # the degrees that state a layout (derivations/layout.py): setting any of them sets the chips
 LAYOUT_DEGREES = ("tp", "dp_attention", "pp")
 # What eval, compare, sweeps, plan and the library take where the user gives no workload (Scenario's
@@ -70,23 +59,20 @@ SETTLED_BY = {
 # a quantity defined as another at one sequence (R.at, batch = 1): where a term below it is settled,
 # it is that quantity evaluated with the batch set to one sequence, which reads what that one reads
 AT_ONE_SEQUENCE = {"latency_floor_layout": "step_time_layout"}
-# inputs with a largest meaningful value: (the value, what it means)
-AT_MOST = {"engine_memory_share": (1, "a share of the HBM: at 1 the engine gives the weights and KV cache all of it"),
-           "zero_stage": (3, "ZeRO stage 3 partitions everything: the parameters, gradients and optimizer state"),
-           "sequence_parallel": (1, "a switch: 1 with sequence parallelism, 0 without"),
-           "recompute": (1, "a switch: 1 with full recomputation, 0 without (or selective)"),
-           **LARGEST}   # every count's bound (data.py), for --set and --sweep as for the data files
-# inputs that must stay below a value, (the value, why)
-BELOW = {"prefix_cache_share": (1, "a share of the prompt; at 1 nothing is left to prefill"),
-         "draft_acceptance": (1, "a probability; at 1 every drafted token is accepted, the strict bound "
-                                 "user_speed_spec_max"),
-         "mtp_acceptance": (1, "a probability; at 1 every drafted token is accepted, the strict bound "
-                               "user_speed_spec_max")}
-# pairs (smaller, larger) that a coherent model keeps in order, with what breaking it means
-ORDERED = (("params_active", "params_total", "the sparsity N_total/N_active would be below 1"),
-           ("experts_per_token", "experts", "a token cannot use more experts than there are"),
-           ("moe_layers", "layers", "more MoE layers than layers"),
-           ("n_kv_heads", "n_heads", "more KV heads than query heads"))
+@lru_cache(maxsize=4)
+def related(count: int) -> tuple:
+    """The inputs whose rules name another input (tp divides n_heads), of a registry of ``count``
+    quantities: a set-up checks only these, and it makes thousands of set-ups."""
+    return tuple(q for q in REGISTRY.inputs() if q.rules.within or q.rules.divides)
+
+
+def rules_of(name: str):
+    """The rules an input declares (derivations/: whole, may be zero, limits, order, divisibility),
+    by its name or a data file's field (flops_bf16: the peak FLOP/s); none for any other name."""
+    from derivations.core import Rules
+
+    q = REGISTRY.quantities.get("peak_flops" if name.startswith("flops_") else name)
+    return q.rules if q is not None else Rules()
 
 
 def _has_rate(hw, f: str, overrides) -> bool:

@@ -19,7 +19,7 @@ from ..errors import InputError, MissingInput, short
 from .dependence import flag_kind, setup_dependence
 from .fit import within
 from .evaluate import Scenario
-from .settings import AT_MOST, WHOLE_NUMBERS
+from .settings import rules_of
 from ..typeset.fmt import sig
 
 MAX_POINTS = 10_000_000
@@ -71,14 +71,15 @@ def parse_axis(text: str) -> tuple[str, np.ndarray]:
                 values = np.linspace(lo, hi, n)
     except (ValueError, OverflowError):
         raise InputError(f"--sweep {short(text)}: expected a,b,c or start:stop[:N][:log]") from None
-    if name in WHOLE_NUMBERS and values.size:  # a count: whole points only, each once
+    rules = rules_of(name)
+    if rules.whole and values.size:  # a count: whole points only, each once
         values = np.unique(np.round(values))
     if values.size == 0 or values.size > MAX_POINTS or not np.all(np.isfinite(values)):
         raise InputError(f"--sweep {short(text)}: between 1 and {MAX_POINTS:,} finite points")
     if np.any(values <= 0):
         raise InputError(f"--sweep {short(text)}: values must be positive")
-    if name in AT_MOST and values.max() > AT_MOST[name][0]:
-        raise InputError(f"--sweep {short(text)}: {name} is at most {AT_MOST[name][0]:,} ({AT_MOST[name][1]})")
+    if rules.most and values.max() > rules.most[0]:
+        raise InputError(f"--sweep {short(text)}: {name} is at most {rules.most[0]:,} ({rules.most[1]})")
     return name, values
 
 
@@ -327,7 +328,7 @@ def sweep_records(result: dict, quantities: list[str]) -> list[dict]:
     recs = []
     ok = fits(result)
     for i in range(size):
-        r = {n: (int(v[i]) if n in WHOLE_NUMBERS else float(v[i])) for n, v in result["axes"].items()}
+        r = {n: (int(v[i]) if rules_of(n).whole else float(v[i])) for n, v in result["axes"].items()}
         r.update({q: (None if math.isnan(result["columns"][q][i]) else float(result["columns"][q][i]) * units[q][1])
                   for q in quantities})
         r["feasible"] = None if math.isnan(ok[i]) else bool(ok[i])
@@ -353,7 +354,7 @@ def sweep_csv(result: dict, quantities: list[str], chunk: int = 65_536):
     that does not apply; and whether the set-up fits, "true" or "false" (as every CSV). Written
     column by column (each column's numbers turned to text at once; a count as a whole number) and
     joined a chunk of rows at a time, so a 10^6-point sweep holds no record per point."""
-    cols = [list(map(str, v.astype(np.int64).tolist())) if n in WHOLE_NUMBERS else list(map(repr, v.tolist()))
+    cols = [list(map(str, v.astype(np.int64).tolist())) if rules_of(n).whole else list(map(repr, v.tolist()))
             for n, v in result["axes"].items()]
     shown = {q: _shown_unit(q, _sample(result["columns"][q])) for q in quantities}
     for q in quantities:

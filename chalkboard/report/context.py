@@ -240,8 +240,8 @@ def _data_cell(entry, fld, unit):
         return {"text": "–", "href": None, "title": "no sourced figure"}
     from units import Quantity
 
-    from ..data import PER_CHIP
-    q = v.quantity * Quantity(1, "chip") if fld in PER_CHIP else v.quantity
+    from ..data import fields
+    q = v.quantity * Quantity(1, "chip") if fields("hardware")[fld].unit.endswith("/chip") else v.quantity
     text = f"{sig(q.to(unit).magnitude)}" if unit else f"{int(q.magnitude)}"
     title = f"{v.source.title} (as of {v.as_of})"
     if v.source.secondary:      # a secondary source, kept where no primary one was found: low confidence

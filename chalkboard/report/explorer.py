@@ -45,8 +45,7 @@ from ..evaluation import compiled, layouts
 from ..errors import InputError, MissingInput
 from ..evaluation.evaluate import EVIDENCE_INPUTS, Scenario
 from ..evaluation.dependence import derived_below, flag_kind, read_shared
-from ..evaluation.settings import AT_MOST, BELOW, WHOLE_NUMBERS
-from ..data import MAY_BE_ZERO, WORKLOAD_COUNTS
+from ..evaluation.settings import rules_of
 from .drawing import chip_styles
 from ..typeset.fmt import SHARE_SYMBOL, unit_factor, shown_unit, display_labels, plural, share_factor
 
@@ -527,7 +526,7 @@ def data(d, sc: Scenario) -> dict:
             "dynamic": [{"name": n, "kind": "table" if n in tables else "solved" if n in SOLVED else "evidence",
                          "args": _rule(n)[2] if n in tables else [],
                          "factors": {a: compiled.declared(a)[1] for a in (_rule(n)[2] if n in tables else [])},
-                         "whole": n in WHOLE_NUMBERS, "reads": _dynamic_reads(n),
+                         "whole": rules_of(n).whole, "reads": _dynamic_reads(n),
                          "why": (f"{n}: {REGISTRY.rules[REGISTRY[n].default[6:]][2]}"
                                  if str(REGISTRY[n].default).startswith("=rule:") else "")}
                         for n in dynamic],
@@ -542,18 +541,17 @@ def data(d, sc: Scenario) -> dict:
 
 def accepted(name: str) -> dict:
     """What ``--set NAME=...`` accepts for a workload input, in its declared unit, from the same
-    declarations its checks read (chalkboard/evaluation/defaults.py), so that the page's box refuses
-    exactly what the command line refuses: 0 only where MAY_BE_ZERO allows it, a whole number for a
-    count, at most AT_MOST's bound (LARGEST, chalkboard/limits.py) and within the magnitudes any
-    input may have (units.MAGNITUDE_RANGE, in base units); ``rule`` says it in words."""
+    rules its declaration states (derivations/, which --set reads too), so that the page's box
+    refuses exactly what the command line refuses: 0 only where it may be zero, a whole number for a
+    count, at most its largest value and within the magnitudes any input may have
+    (units.MAGNITUDE_RANGE, in base units); ``rule`` says it in words."""
     _, f = compiled.declared(name)
     lo, hi = MAGNITUDE_RANGE
-    most, why = AT_MOST.get(name, (hi / f, "the largest magnitude any input may have"))
+    rules = rules_of(name)
+    most, why = rules.most or (hi / f, "the largest magnitude any input may have")
     most = min(most, hi / f)
-    whole = name in WHOLE_NUMBERS or name in WORKLOAD_COUNTS
-    zero = name in MAY_BE_ZERO
+    whole, zero, below = rules.whole, rules.zero, rules.below
     least = 0 if zero else 1 if whole else lo / f
-    below = BELOW.get(name)
     rule = (f"{'a whole number' if whole else 'a number'} from {least:,} to "
             + (f"below {below[0]:g} ({below[1]})" if below else f"{most:,} ({why})"))
     return {"zero": zero, "whole": whole, "least": lo / f, "most": most,

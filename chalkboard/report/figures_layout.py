@@ -11,7 +11,7 @@ from ..errors import InputError, MissingInput
 from ..evaluation.evaluate import Scenario
 from ..evaluation.fit import within
 from ..planner.search import layouts
-from ..evaluation.settings import AT_MOST
+from ..evaluation.settings import rules_of
 
 DENSE_BATCH = "64"                # sequences: a batch every chip's HBM holds for it at a few thousand tokens
 TERMS = (("compute_time_layout", "compute", "compute"), ("weight_fetch_time_layout", "weights", "weights"),
@@ -124,7 +124,7 @@ def plan_frontier(data, hw, model, overrides=None) -> str:
 
 
 TRAIN_TP = (1, 2, 4, 8)     # tensor-parallel degrees drawn (within one 8-GPU box, as Megatron-LM runs them)
-ZERO_STAGES = tuple(range(AT_MOST["zero_stage"][0] + 1))   # none, then each stage ZeRO defines
+ZERO_STAGES = tuple(range(rules_of("zero_stage").most[0] + 1))   # none, then each stage ZeRO defines
 
 
 def training_memory(data, hw, model, overrides=None) -> str:

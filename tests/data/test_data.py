@@ -6,7 +6,7 @@ import pytest
 
 from conftest import ROOT
 
-from chalkboard.data import HARDWARE_FIELDS, MODEL_FIELDS, PER_CHIP
+from chalkboard.data import fields
 from chalkboard.evaluation.evaluate import Scenario
 from units import Quantity
 
@@ -27,15 +27,14 @@ def test_required_entries_present(data):
 @pytest.mark.parametrize("kind", ["hardware", "models"])
 def test_every_value_has_a_dated_source_and_the_right_dimension(data, kind):
     entries = data.hardware if kind == "hardware" else data.models
-    schema = HARDWARE_FIELDS if kind == "hardware" else MODEL_FIELDS
+    schema = fields(kind.removesuffix("s"))
     for eid, e in entries.items():
         assert e.values, eid
         for f, v in e.values.items():
             assert v.source is not None and v.source.title, (eid, f)
             assert DATE.match(v.as_of), (eid, f, v.as_of)
-            unit = schema[f][0]
-            want = Quantity(1, unit) / (Quantity(1, "chip") if kind == "hardware" and f in PER_CHIP else 1)
-            assert v.quantity.dimensionality == want.dimensionality, (eid, f)
+            unit = schema[f].unit   # per chip where the declared unit says so (byte/s/chip)
+            assert v.quantity.dimensionality == Quantity(1, unit).dimensionality, (eid, f)
             # counts may be zero (Qwen3 has no shared expert); measured figures are positive
             assert v.quantity.magnitude > 0 or (unit == "" and v.quantity.magnitude == 0), (eid, f)
 

@@ -447,14 +447,16 @@ PROBES = ("-5", "0", "0.5", "1", "7", "4096", "1000000000", "1000000001", "1e12"
 
 
 def test_the_boxes_limits_are_the_command_lines(data):
-    """Each box's limits are made from the declarations --set is checked against (LARGEST, MAY_BE_ZERO,
-    the counts): the page once took a batch of 10^12 that the command line refuses."""
-    from chalkboard.limits import LARGEST
+    """Each box's limits are made from the declarations --set is checked against (each input's
+    rules: its largest value, whether it may be zero, whether it counts): the page once took a batch
+    of 10^12 that the command line refuses."""
+    from derivations import REGISTRY
     from chalkboard.report import explorer
 
     for name in explorer.SLIDERS:
         a = explorer.accepted(name)
-        assert a["most"] == LARGEST[name][0] and LARGEST[name][1] in a["rule"]
+        most = REGISTRY[name].rules.most
+        assert a["most"] == most[0] and most[1] in a["rule"]
         for text in PROBES:
             x = float(text)
             page = (a["zero"] if x == 0 else x >= a["least"]) and x <= a["most"] and (not a["whole"] or x.is_integer())
