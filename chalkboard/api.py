@@ -78,7 +78,7 @@ class Table(list):
         self._csv_text = csv_text   # rows that nest their values (compare's) write as their command does
 
     def to_csv(self) -> str:
-        from .evaluation.sweep import csv_bool
+        from .evaluation.tables import csv_bool
 
         if self._csv_text is not None:
             return self._csv_text(self)
@@ -156,7 +156,7 @@ class Setup:
         """``names`` over the grid of ``axes`` (input name -> values), one row per point."""
         import numpy as np
 
-        from .evaluation import layouts, sweep as sw
+        from .evaluation import layouts, sweep as sw, tables as tb
 
         asked = list(dict.fromkeys(names))
         answered, _ = layouts.answered(asked, self.layout)
@@ -164,8 +164,8 @@ class Setup:
             result = sw.renamed(sw.sweep(self._scenario, list(dict.fromkeys(answered)),
                                          [(k, np.asarray(v, dtype=float)) for k, v in axes.items()]), answered, asked)
         shown = sw.shown_quantities(result, asked)
-        units = {n: u for n, (u, _) in sw.column_units(result, shown).items()}
-        return Table(sw.sweep_records(result, shown), units)
+        units = {n: u for n, (u, _) in tb.column_units(result, shown).items()}
+        return Table(tb.sweep_records(result, shown), units)
 
 
 def scenario(hardware: str = FEATURED_HARDWARE, model: str = FEATURED_MODEL, *, layout: str = "deployed",
@@ -183,7 +183,7 @@ def compare(quantities: list[str], hardware: list[str] | None = None, models: li
             layout: str = "deployed", root: str | Path | None = None, **sets) -> Table:
     """``quantities`` for each chip x model, one row each, as `compare --json`."""
     data = _data(root)   # SymPy's kept results loaded before anything that imports the derivations
-    from .evaluation import layouts, sweep as sw
+    from .evaluation import layouts, sweep as sw, tables as tb
 
     asked = list(dict.fromkeys(quantities))
     names, _ = layouts.answered(asked, layout)
@@ -191,7 +191,7 @@ def compare(quantities: list[str], hardware: list[str] | None = None, models: li
         rows = sw.compare(data, hardware or list(data.hardware), models or [FEATURED_MODEL], names,
                           {k: str(v) for k, v in sets.items()}, asked=asked, defaults="serving")
     return Table(rows, {a: rows[0]["values"][a]["unit"] for a in asked} if rows else {},
-                 lambda t: sw.compare_csv(list(t), asked))
+                 lambda t: tb.compare_csv(list(t), asked))
 
 
 def sweep(quantities: str | list[str], hardware: str = FEATURED_HARDWARE, model: str = FEATURED_MODEL, *,

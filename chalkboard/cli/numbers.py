@@ -142,7 +142,7 @@ def _known_quantity(name, registry) -> None:
 
 
 def _eval_sweep(args) -> int:
-    from chalkboard.evaluation import layouts, sweep as sw
+    from chalkboard.evaluation import layouts, sweep as sw, tables as tb
     from chalkboard.evaluation.evaluate import Scenario
 
     if len(args.sweep) > 3:
@@ -162,25 +162,25 @@ def _eval_sweep(args) -> int:
         note = "\n".join(x for x in (note, f"note: {', '.join(f'{n} = {v}' for n, v in held.items())} held over "
                                             f"the sweep (serving defaults; --set to choose)") if x)
     if args.json:
-        units = sw.column_units(result, shown)
-        print(sw.as_json({"hardware": sc.hw.id, "model": sc.model.id, "formats": sc.formats,
+        units = tb.column_units(result, shown)
+        print(tb.as_json({"hardware": sc.hw.id, "model": sc.model.id, "formats": sc.formats,
                           "layout": args.layout,
                           "answered_as": {a: n for a, n in zip(asked, names) if a != n},
                           "defaults": held,
                           "units": {n: u for n, (u, _) in units.items()},
-                          "points": sw.sweep_records(result, shown)}))
+                          "points": tb.sweep_records(result, shown)}))
     elif args.csv:
-        sys.stdout.writelines(sw.sweep_csv(result, shown))
+        sys.stdout.writelines(tb.sweep_csv(result, shown))
     else:
         print(f"{', '.join(asked)} on {sc.hw.id} x {sc.model.id}; {sc.formats_text()}")
-        print(sw.aligned(sw.sweep_table(result, shown)))
+        print(tb.aligned(tb.sweep_table(result, shown)))
     if note:
         print(note, file=sys.stderr)
     return 0
 
 
 def cmd_compare(args) -> int:
-    from chalkboard.evaluation import layouts, sweep as sw
+    from chalkboard.evaluation import layouts, sweep as sw, tables as tb
     from derivations import REGISTRY
 
     for name in args.quantity:
@@ -204,11 +204,11 @@ def cmd_compare(args) -> int:
         sets["chips"] = args.chips
     rows = sw.compare(data, hardware, models, names, sets, fitted, asked, defaults="serving")
     if args.json:
-        print(sw.as_json(rows))
+        print(tb.as_json(rows))
     elif args.csv:
-        print(sw.compare_csv(rows, asked), end="")
+        print(tb.compare_csv(rows, asked), end="")
     else:
-        print(sw.aligned(sw.compare_table(rows, asked)))
+        print(tb.aligned(tb.compare_table(rows, asked)))
         if any(not r["feasible"] for r in rows):
             print("† the set-up does not fit in the engine's share of the chips' HBM (see `eval ...` for the reason)")
         if args.chips is None and "chips" not in sets and len({r["chips"] for r in rows}) > 1:

@@ -35,12 +35,14 @@ def test_sweep_json_matches_hand_computation(cli):
 def allreduces_by_hand(batch):
     """Megatron-LM's two all-reduces a layer (Shoeybi et al. 2019, sec. 3) of the batch's bf16
     residual vectors (d_model 8192) over 8 H100s on NVSwitch at 450 GB/s per direction (scaling-book
-    GPUs chapter), 1 µs a step: the faster of one-shot (one step, each GPU sends its buffer to the 7
+    GPUs chapter), 3.19 µs a step (the fastest small all-reduce in AIConfigurator 0.4.0's measured
+    TensorRT-LLM table for H100, hardware.yaml's allreduce_latency): the faster of one-shot (one step, each GPU sends its buffer to the 7
     others) and two-shot (a one-step reduce-scatter and all-gather, 2 · 7/8 of the buffer), as
     TensorRT-LLM's ONESHOT/TWOSHOT all-reduces run them."""
     buffer = 2 * batch * 8192 * 2
-    one = 2 * 1e-6 + 7 * buffer / 0.45e12
-    two = 2 * (2 * 1e-6 + 7 / 8 * buffer / 0.45e12)
+    step = 3.19e-6
+    one = 2 * step + 7 * buffer / 0.45e12
+    two = 2 * (2 * step + 7 / 8 * buffer / 0.45e12)
     return 80 * min(one, two)
 
 
@@ -116,7 +118,7 @@ def test_csv_is_the_table_at_full_precision():
     table)."""
     import numpy as np
 
-    from chalkboard.evaluation import sweep as sw
+    from chalkboard.evaluation import tables as tb
     from chalkboard.typeset.fmt import sig
 
     nan = float("nan")
@@ -126,8 +128,8 @@ def test_csv_is_the_table_at_full_precision():
                           "mfu": np.array([0.5, 0.25, nan, 0.125, 1.0])},
               "fill": np.array([0.5, 1.0, 1.5, nan, 1.0000001])}
     names = ["step_time", "cost_per_token", "mfu"]
-    table = sw.sweep_table(result, names)
-    texts = {"".join(sw.sweep_csv(result, names, chunk=chunk)) for chunk in (1, 2, 65_536)}
+    table = tb.sweep_table(result, names)
+    texts = {"".join(tb.sweep_csv(result, names, chunk=chunk)) for chunk in (1, 2, 65_536)}
     assert len(texts) == 1                       # chunking changes nothing
     head, *rows = list(csv.reader(io.StringIO(texts.pop())))
     assert table[0] == ["batch [sequence]", "context [token/sequence]", "step_time [ms]",
@@ -140,7 +142,7 @@ def test_csv_is_the_table_at_full_precision():
         assert {"true": "yes", "false": "NO †", "": "n/a"}[got[5]] == shown[5]
     assert rows[3][2] == repr(1.0 / 300.0 * 1000)   # full precision, not the table's 3.33
     no_fill = {**result, "fill": None}
-    assert [r[-1] for r in csv.reader(io.StringIO("".join(sw.sweep_csv(no_fill, ["mfu"]))))][1:] == [""] * 5
+    assert [r[-1] for r in csv.reader(io.StringIO("".join(tb.sweep_csv(no_fill, ["mfu"]))))][1:] == [""] * 5
 
 
 def test_a_share_reads_as_a_percentage_in_eval_sweep_and_compare(cli):
