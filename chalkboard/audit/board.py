@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from derivations import REGISTRY
 
-from ..evaluation.evaluate import InputError, MissingInput, Scenario
+from ..errors import InputError, MissingInput
+
+from ..evaluation.evaluate import Scenario
 from ..evaluation.walk import walk
 from ..typeset import printers
 from ..typeset.fmt import fmt_named, sig

@@ -13,7 +13,8 @@ from units import Quantity, UnitParseError, parse
 
 from .. import exprtext, seeds
 from ..data import Data, DataError, UniqueKeyLoader
-from ..evaluation.evaluate import InputError, MissingInput, Scenario
+from ..errors import InputError, MissingInput
+from ..evaluation.evaluate import Scenario
 from ..evaluation.walk import placeholders, walk
 from ..typeset.fmt import fmt
 from ..featured import FEATURED_HARDWARE as DEFAULT_HARDWARE, FEATURED_MODEL as DEFAULT_MODEL

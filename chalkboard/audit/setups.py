@@ -13,7 +13,9 @@ import sympy as sp
 
 from derivations import REGISTRY
 
-from ..evaluation.evaluate import InputError, MissingInput, Scenario
+from ..errors import InputError, MissingInput
+
+from ..evaluation.evaluate import Scenario
 from ..evaluation.walk import walk
 from ..typeset.fmt import sig
 

@@ -10,7 +10,8 @@ import sympy as sp
 from derivations import REGISTRY
 
 from ..data import DataError
-from ..evaluation.evaluate import InputError, MissingInput, Scenario
+from ..errors import InputError, MissingInput
+from ..evaluation.evaluate import Scenario
 from ..evaluation.dependence import PIPELINE_CHAPTERS
 from ..typeset.fmt import fmt, fmt_named, sig
 from units import parse

@@ -3,8 +3,8 @@
   walk.py          an expression walked with Pint quantities at its leaves (the dimension check's
                    placeholders, or numbers)
   check.py         the dimension check of every definition and equation (kept with SymPy's work)
-  evaluate.py      Scenario: one chip x model x workload, its inputs with their sources, values,
-                   sweeps; MissingInput and NotApplicable
+  evaluate.py      Scenario: one chip x model x workload, its values and sweeps
+  inputs.py        where each of its inputs gets its value, recorded with its source
   defaults.py      what a Scenario is given: --set checked, the serving defaults, the layout a stated
                    degree holds, the quantities one input settles (one chip: no all-reduce)
   compiled.py      each definition lambdified once: floats in base units, Pint only at the edges
@@ -15,6 +15,7 @@
   layouts.py       which form a command answers: the deployed layout's or the lecture's
   results.py       every chip x model at once
   sweep.py         `eval --sweep` and `compare`
+  tables.py        their rows as text, CSV and JSON
 
 It reads the data and the derivations below it; the audit, the validation, the planner, the
 report and the commands above it read it.

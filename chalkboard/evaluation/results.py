@@ -14,7 +14,8 @@ from ..typeset import printers
 
 from . import layouts
 from ..data import Data
-from .evaluate import MissingInput, Scenario
+from ..errors import MissingInput
+from .evaluate import Scenario
 from .dependence import (MEASURED_SECTIONS, TRAINING_CHAPTERS, derived_below, flag_kind, read_shared,
                          setup_dependence)
 from .defaults import CONTEXT_RAISED

@@ -165,7 +165,7 @@ def _fitted_efficiency(sc, quantities: list[str], flat: dict):
     """Where the quantities read the engine model fitted to the published runs (an expected number):
     ({input: its value at each point}, the same at the low end of its range, at the high end), in
     base units."""
-    from .evaluate import EVIDENCE_INPUTS
+    from .expected import EVIDENCE_INPUTS
 
     read = {l.name for q in quantities for l in REGISTRY.leaves(q)}
     fitted = [n for n in EVIDENCE_INPUTS if n in read and sc._way(n) == "evidence"]

@@ -17,7 +17,8 @@ from derivations.core import CHAPTERS
 from ..typeset import printers
 from . import explorer
 from ..typeset.linebreak import formula, kept_formula
-from ..evaluation.evaluate import MissingInput, NotApplicable, NotGiven, Scenario
+from ..errors import MissingInput, NotApplicable, NotGiven
+from ..evaluation.evaluate import Scenario
 from ..evaluation.settings import EVIDENCE
 from ..evaluation.walk import DimensionMismatch
 from ..typeset.fmt import fmt, fmt_named, sig, split

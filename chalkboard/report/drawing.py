@@ -7,7 +7,9 @@ from __future__ import annotations
 import io
 import re
 
-from ..evaluation.evaluate import MissingInput, NotApplicable, Scenario
+from ..errors import MissingInput, NotApplicable
+
+from ..evaluation.evaluate import Scenario
 
 _STYLE = {
     "svg.hashsalt": "chalkboard",      # deterministic ids: two builds give identical SVG

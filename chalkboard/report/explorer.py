@@ -43,7 +43,8 @@ from units import MAGNITUDE_RANGE, parse
 
 from ..evaluation import compiled, layouts
 from ..errors import InputError, MissingInput
-from ..evaluation.evaluate import EVIDENCE_INPUTS, Scenario
+from ..evaluation.expected import EVIDENCE_INPUTS
+from ..evaluation.evaluate import Scenario
 from ..evaluation.dependence import derived_below, flag_kind, read_shared
 from ..evaluation.settings import rules_of
 from .drawing import chip_styles

@@ -9,7 +9,8 @@ from __future__ import annotations
 import numpy as np
 
 from .drawing import bars, C, featured_batch, legend_below, plt, points_right, shade_unfit, svg, sweep_values, unmeasured_row_labels
-from ..evaluation.evaluate import MissingInput, NotApplicable, Scenario
+from ..errors import MissingInput, NotApplicable
+from ..evaluation.evaluate import Scenario
 from .figures_chapters import lifecycle_compute_vs_tokens, pipelining_by_chip, token_latency_vs_stages
 from .figures_layout import layout_breakdown, plan_frontier, training_memory
 from .figures_pipeline import memory_vs_stages

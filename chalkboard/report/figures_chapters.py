@@ -17,7 +17,8 @@ from __future__ import annotations
 import numpy as np
 
 from .drawing import bars, C, legend_below, plt, points_right, superscript, svg, sweep_values, unmeasured_row_labels
-from ..evaluation.evaluate import MissingInput, NotApplicable, Scenario
+from ..errors import MissingInput, NotApplicable
+from ..evaluation.evaluate import Scenario
 
 # -- chapter 3: the pipelining condition, chip by chip ------------------------------------------
 

@@ -10,7 +10,8 @@ from __future__ import annotations
 import numpy as np
 
 from .drawing import C, plt, svg, sweep_values
-from ..evaluation.evaluate import MissingInput, Scenario
+from ..errors import MissingInput
+from ..evaluation.evaluate import Scenario
 
 
 def cost_vs_context(data, hw, model, overrides=None) -> str:

@@ -13,7 +13,9 @@ import string
 from derivations import REGISTRY
 from derivations.core import CHAPTERS
 
-from ..evaluation.evaluate import MissingInput, NotApplicable, Scenario
+from ..errors import MissingInput, NotApplicable
+
+from ..evaluation.evaluate import Scenario
 from ..evaluation.walk import DimensionMismatch
 from ..typeset import printers
 from ..typeset.fmt import sig, split_named

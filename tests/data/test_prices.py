@@ -9,7 +9,8 @@ import shutil
 import pytest
 
 from chalkboard.data import DataError, load
-from chalkboard.evaluation.evaluate import InputError, MissingInput, Scenario
+from chalkboard.errors import InputError, MissingInput
+from chalkboard.evaluation.evaluate import Scenario
 from derivations import REGISTRY
 from derivations.prices import best_tier
 from tests.conftest import ROOT, run_cli

@@ -9,7 +9,9 @@ import math
 
 import pytest
 
-from chalkboard.evaluation.evaluate import InputError, MissingInput, Scenario
+from chalkboard.errors import InputError, MissingInput
+
+from chalkboard.evaluation.evaluate import Scenario
 
 # bytes per number of each format (bf16 = 2 bytes, fp8 = 1, fp4 = half a byte)
 BYTES = {"bf16": 2, "fp8": 1, "fp4": 0.5, "int8": 1, "int4": 0.5}

@@ -12,7 +12,9 @@ import warnings
 import numpy as np
 import pytest
 
-from chalkboard.evaluation.evaluate import MissingInput, NotApplicable, Scenario
+from chalkboard.errors import MissingInput, NotApplicable
+
+from chalkboard.evaluation.evaluate import Scenario
 from chalkboard.report.figures import FIGURES, draw_all
 from chalkboard.report import figures_chapters as fc
 from derivations import REGISTRY as R

@@ -348,7 +348,8 @@ def test_the_explorers_plots_keep_their_labels_inside_and_the_others_text_size(b
 def test_the_summary_has_no_two_equal_columns_and_r_is_the_dense_balance_batch(data):
     """Appendix A showed 'R at bf16' and 'B* dense' equal in every row: one column says both, and the
     equality it claims holds for every chip (evaluated here, not read from the table)."""
-    from chalkboard.evaluation.evaluate import MissingInput, Scenario
+    from chalkboard.errors import MissingInput
+    from chalkboard.evaluation.evaluate import Scenario
     from chalkboard.featured import DENSE_REFERENCE_MODEL
     from chalkboard.report.context import summary
 
