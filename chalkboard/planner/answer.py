@@ -48,6 +48,11 @@ def _row(s: Search, i: int, data_args: str) -> dict:
             "cost_per_mtoken": sorted([_num(c[cost + "_low"][i]), _num(c[cost + "_high"][i])], key=_key),
             "step_time_ms": sorted([_num(c[step + "_low"][i]), _num(c[step + "_high"][i])], key=_key)}
     r["hbm_fill"] = _num(c["hbm_fill_layout"][i])
+    # what a launch command needs (emit.py): the formats, the engine's share of HBM and the weights' in it
+    r["kv_format"] = c["kv_format"][i] if "kv_format" in c else ""
+    r["native_format"] = c["native_format"][i]
+    r["memory_share"] = float(c["memory_share"][i])
+    r["weight_share"] = float(c["weight_share"][i])
     r["ttft_s"] = _num(c[TTFT][i])
     kv = c["kv_format"][i] if "kv_format" in c else ""
     sets = [f"weight_format={r['weight_format']}", *([f"kv_format={kv}"] if kv else []), f"context={t.context:g}",

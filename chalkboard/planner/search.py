@@ -38,7 +38,8 @@ DEPLOYMENTS = {
 # (quantity, unit shown) read for every candidate; the expected ones after the efficiencies are known
 BOUND = {"step_time_layout": "ms", "user_speed_layout": "token/s/sequence", "hbm_fill_layout": "",
          "user_speed_colocated": "token/s/sequence", "cost_per_token_colocated": "USD/Mtoken",
-         "cost_per_token_disaggregated": "USD/Mtoken", "prefill_pool_ratio": ""}
+         "cost_per_token_disaggregated": "USD/Mtoken", "prefill_pool_ratio": "",
+         "weights_per_chip_layout": "byte/chip"}
 EXPECTED = {"step_time_expected_layout": "ms", "user_speed_expected_layout": "token/s/sequence",
             "user_speed_colocated_expected": "token/s/sequence", "cost_per_token_colocated_expected": "USD/Mtoken",
             "cost_per_token_disaggregated_expected": "USD/Mtoken", "prefill_pool_ratio_expected": ""}
@@ -202,7 +203,9 @@ def plan(data, model: str, hardware: list[str], targets: Targets, formats: list[
             meta = {"hardware": np.full(n, hw, dtype=object),
                     "weight_format": np.full(n, sc.format, dtype=object),
                     "kv_format": np.full(n, sc.kv_format, dtype=object),
-                    "compute_format": np.full(n, sc.compute_format or "", dtype=object)}
+                    "compute_format": np.full(n, sc.compute_format or "", dtype=object),
+                    "native_format": np.full(n, sc.model.tags.get("weight_format", ""), dtype=object),
+                    "weight_share": vals["weights_per_chip_layout"] / sc.mag("hbm_capacity", "byte/chip")}
             for way, reading in DEPLOYMENTS.items():   # every candidate once per deployment
                 row = {**meta, **grid, "deployment": np.full(n, way, dtype=object),
                        "hbm_fill_layout": vals["hbm_fill_layout"], TTFT: vals[reading["ttft"]],
