@@ -55,8 +55,10 @@ def cmd_plan(args) -> int:
             raise UserError(f"--formats {short(f)}: expected weight formats among {', '.join(NUMBER_FORMATS)}")
     if not hardware:
         raise UserError(f"{args.hardware_file}: no chip with a rental price to plan over: name chips with --hardware")
+    if args.total_gpus is not None and args.total_gpus < 1:
+        raise UserError(f"--total-gpus {args.total_gpus}: must be a whole number of chips, at least 1")
     targets = pl.Targets(read["--context"], read["--min-tokens-per-user"], ttft, read["--prompt"], args.by,
-                         read["--output"])
+                         read["--output"], total_gpus=args.total_gpus)
     found = (ROOT / args.measurements_file).exists()
     search = pl.plan(data, args.model, hardware, targets, formats,
                      evidence(ROOT, data, args.measurements_file) if found else None, parse_sets(args.set))
