@@ -274,6 +274,10 @@ def text(s: Search, data_args: str = "") -> str:
             lines.append(f"  within the pick's range (the expected numbers cannot tell them apart): "
                          + ", ".join(b["within_range"]))
         lines.append(f"  reproduce: {b['command']}")
+        if b.get("prefill_command"):   # xPyD: the command gives the decode worker's cost, the row's per chip used
+            lines.append(f"    (the decode worker's cost; the deployment's is it x {sig(b['gpus_used'])} chips / "
+                         f"{sig(b['workers']['decode']['count'] * b['chips'])} decoding)")
+            lines.append(f"  first token: {b['prefill_command']}")
     lines.append("")
     lines.append("frontier (no candidate is both cheaper and faster), fastest first:")
     head = ("chip", "weights", "layout (chips)", "deployment", "batch", "token/s/user", "USD/Mtoken", "step ms", "HBM")

@@ -26,6 +26,7 @@ LEFT_OUT = (
     "and the queue)",
     "in-flight batching (a step sharing a token budget between prompt chunks and decodes) as a mode of its own: "
     "a colocated copy stops its decodes for each prefill",
+    "speculative decoding: no draft or draft length is searched",
 )
 # The two ways to deploy a candidate (derivations/disaggregation.py): its reading of (speed, cost,
 # step, time to first token) under the bound, and under the expected numbers.
