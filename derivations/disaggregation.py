@@ -96,3 +96,28 @@ c_pre_e = R.derived("prefill_cost_per_token_expected", price * S_layout * t_pre1
                     "expected rental cost per answer token of the prompt's prefill on a prefill pool", "c", "pre,exp")
 R.derived("cost_per_token_disaggregated_expected", R["cost_per_token_expected_layout"].sym + c_pre_e,
           "USD/Mtoken", "expected rental cost of an answer token with a prefill pool", "c", "disagg,exp")
+
+# -- queueing: the first token waits for the prompts ahead of it ----------------------------------
+# Prompts arrive at random (Poisson) and a prefill server takes the same time for each: an M/D/1
+# queue, whose mean wait is Pollaczek-Khinchine's ρ·s/(2(1−ρ)) (Kleinrock, "Queueing Systems" vol. 1,
+# 1975, eq. 5.73 with a deterministic service). A server batching B prompts in a pass serves one in
+# pass/B; the prompt then waits for its whole pass.
+rho = R.workload("prefill_load", "", "share of the time a prefill server is busy at the offered load: prompts "
+                 "arriving per second times its time per prompt (below 1, or the queue grows without end)",
+                 "ρ", "pre", default="0.5", share=True)
+t_pass = R["prefill_time_layout"].sym
+w_q = R.derived("prefill_queue_wait", rho * (t_pass * B_1 / B) / (2 * (1 - rho)), "s",
+                "mean time a prompt waits for a prefill server that batches B prompts a pass, at prefill_load: "
+                "M/D/1, ρ·s/(2(1−ρ)) with s the pass's time per prompt", "W", "pre",
+                valid="the prefill server is busy all the time (prefill_load at or above 1): the queue never empties")
+R.derived("time_to_first_token_queued", w_q + t_pass + R["kv_transfer_time"].sym, "s",
+          "time to the first token on a prefill server at prefill_load: the wait in its queue, the pass of the "
+          "prompt's batch, then the KV cache's transfer to a decoding copy", "t", "TTFT,queue")
+rho_co = R.derived("prefill_load_colocated", B / B_1 * t_pre1 / t_req, "",
+                   "share of a colocated copy's time spent prefilling: the load its own prompts put on it as a "
+                   "prefill server (prefills go first, as vLLM's and SGLang's schedulers admit them)", "ρ", "coloc",
+                   share=True)
+R.derived("time_to_first_token_colocated", R.at("prefill_queue_wait", {rho: rho_co, B: B_1}) + t_pre1, "s",
+          "time to the first token on a colocated copy: the wait for the prefills queued ahead (M/D/1 at "
+          "prefill_load_colocated), then its own prefill", "t", "TTFT,coloc",
+          how="prefill_queue_wait at prefill_load = prefill_load_colocated and batch = 1 sequence, plus prefill_time_one")

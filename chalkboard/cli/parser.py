@@ -218,6 +218,14 @@ def make_parser() -> argparse.ArgumentParser:
                          f"(default: {PATHS['measurements_file']})")
     pn.add_argument("--json", action="store_true", help="print one JSON object")
     pn.add_argument("--csv", action="store_true", help="print the frontier as CSV, units in the header")
+    pn.add_argument("--total-gpus", type=int, metavar="N",
+                    help="a budget of chips: deploy whole workers within it (colocated: N / chips copies; "
+                         "disaggregated: x prefill and y decode workers, each with its own layout and batch, "
+                         "rate-matched), the time to first token with the wait in the prefill queue")
+    pn.add_argument("--emit", choices=("vllm", "sglang", "trtllm"),
+                    help="print the launch command of the pick for this serving engine (its documented flags: "
+                         "parallel sizes, max sequences = the batch, memory fraction = engine_memory_share, max "
+                         "model length = the context, the weight and KV cache formats, speculative settings)")
     model_config(pn)
     pn.set_defaults(command="plan", paths_declared=('hardware_file', 'models_file', 'prices_file', 'measurements_file'))
 

@@ -55,14 +55,23 @@ def cmd_plan(args) -> int:
             raise UserError(f"--formats {short(f)}: expected weight formats among {', '.join(NUMBER_FORMATS)}")
     if not hardware:
         raise UserError(f"{args.hardware_file}: no chip with a rental price to plan over: name chips with --hardware")
+    if args.total_gpus is not None and args.total_gpus < 1:
+        raise UserError(f"--total-gpus {args.total_gpus}: must be a whole number of chips, at least 1")
     targets = pl.Targets(read["--context"], read["--min-tokens-per-user"], ttft, read["--prompt"], args.by,
-                         read["--output"])
+                         read["--output"], total_gpus=args.total_gpus)
     found = (ROOT / args.measurements_file).exists()
     search = pl.plan(data, args.model, hardware, targets, formats,
                      evidence(ROOT, data, args.measurements_file) if found else None, parse_sets(args.set))
     extra = "".join(f" --model-config {args.model_config}" for _ in [0] if args.model_config) + "".join(
         f" --set {x}" for x in args.set or [])
-    if args.json:
+    if args.emit:
+        from chalkboard.planner.emit import command, hub_repo
+        d = pl.as_json(search, extra)
+        if d["best"] is None:
+            raise UserError(f"--emit {args.emit}: no deployment searched meets the targets, so there is no pick to "
+                            f"launch (run without --emit to see why each chip loses)")
+        print(command(args.emit, d["best"], d["context"], hub_repo(data, args.model)))
+    elif args.json:
         print(json.dumps(pl.as_json(search, extra), indent=2, ensure_ascii=False))
     elif args.csv:
         print(pl.as_csv(search, extra), end="")

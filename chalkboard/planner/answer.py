@@ -11,6 +11,7 @@ import numpy as np
 from ..evaluation.fit import within
 from ..typeset.fmt import sig
 from .search import DEPLOYMENTS, LAYOUT_RULES, LEFT_OUT, READING, TTFT, Search
+from .workers import TOKEN_BUDGET
 
 DEGREES = ("tp", "dp_attention", "ep", "pp", "chips")
 # the columns of a row: (key, the quantity it is, its unit)
@@ -22,6 +23,8 @@ def _masks(s: Search):
     c, t = s.columns, s.targets
     speed, cost, _ = READING[t.by]
     fits = within(c["hbm_fill_layout"], c["memory_share"])   # the engine's share of the HBM, as eval judges
+    if "within" in c:   # whole workers within --total-gpus
+        fits = fits & c["within"]
     fast = c[speed] >= t.min_tokens_per_user
     if t.max_ttft is not None:
         fast &= c[TTFT] <= t.max_ttft
@@ -37,6 +40,17 @@ def _row(s: Search, i: int, data_args: str) -> dict:
          **{k: int(c[k][i]) for k in DEGREES}, "batch": int(c["batch"][i])}
     if way == "disaggregated":
         r["prefill_pool_ratio"] = _num(c["pool_ratio"][i])
+    if "copies" in c:   # whole workers within --total-gpus: each kind's count, layout and batch
+        r["total_gpus"] = t.total_gpus
+        dec = {"count": int(c["copies"][i]), **{k: int(c[k][i]) for k in (*DEGREES, "batch")}}
+        if way == "disaggregated":
+            r["workers"] = {"prefill": {"count": int(c["prefill_workers"][i]),
+                                        **{k: int(c["prefill_" + k][i]) for k in (*DEGREES, "batch")},
+                                        "token_budget": TOKEN_BUDGET, "load": _num(c["prefill_load"][i])},
+                            "decode": dec}
+        else:
+            r["workers"] = {"colocated": dec}
+        r["gpus_used"] = sum(w["count"] * w["chips"] for w in r["workers"].values())
     for by, (speed, cost, step) in READING.items():
         r[by] = {"tokens_per_user": _num(c[speed][i]), "cost_per_mtoken": _num(c[cost][i]),
                  "step_time_ms": _num(c[step][i])}
@@ -48,14 +62,27 @@ def _row(s: Search, i: int, data_args: str) -> dict:
             "cost_per_mtoken": sorted([_num(c[cost + "_low"][i]), _num(c[cost + "_high"][i])], key=_key),
             "step_time_ms": sorted([_num(c[step + "_low"][i]), _num(c[step + "_high"][i])], key=_key)}
     r["hbm_fill"] = _num(c["hbm_fill_layout"][i])
+    # what a launch command needs (emit.py): the formats, the engine's share of HBM and the weights' in it
+    r["kv_format"] = c["kv_format"][i] if "kv_format" in c else ""
+    r["native_format"] = c["native_format"][i]
+    r["memory_share"] = float(c["memory_share"][i])
+    r["weight_share"] = float(c["weight_share"][i])
     r["ttft_s"] = _num(c[TTFT][i])
     kv = c["kv_format"][i] if "kv_format" in c else ""
     sets = [f"weight_format={r['weight_format']}", *([f"kv_format={kv}"] if kv else []), f"context={t.context:g}",
             f"pass_tokens={t.prompt or t.context:g}", f"output_tokens={t.output:g}",
             *(f"{k}={r[k]}" for k in DEGREES), f"batch={r['batch']}"]
     quantity = DEPLOYMENTS[way][t.by][1]
-    r["command"] = (f"python3 build.py eval {quantity} --hardware {r['hardware']} --model {s.model}{data_args} "
-                    + " ".join(f"--set {x}" for x in sets))
+    head = f"python3 build.py eval {{}} --hardware {r['hardware']} --model {s.model}{data_args} "
+    if "prefill" in r.get("workers", {}):
+        # xPyD: the decode worker's own cost (the row's is it times the chips per decode chip), and
+        # the first token on a prefill worker at its load
+        quantity = "cost_per_token_expected_layout" if t.by == "expected" else "cost_per_token_layout"
+        p = r["workers"]["prefill"]
+        pre = [x for x in sets if not x.startswith((*DEGREES, "batch="))]
+        pre += [*(f"{k}={p[k]}" for k in DEGREES), f"batch={p['batch']}", f"prefill_load={float(c['prefill_load'][i])!r}"]
+        r["prefill_command"] = head.format("time_to_first_token_queued") + " ".join(f"--set {x}" for x in pre)
+    r["command"] = head.format(quantity) + " ".join(f"--set {x}" for x in sets)
     return r
 
 
@@ -165,8 +192,22 @@ def _layout(r: dict) -> str:
     return f"tp {r['tp']} · dp {r['dp_attention']} · ep {r['ep']} = {r['chips']}"
 
 
+def _workers(r: dict) -> str:
+    """Whole workers in a few words: "2 prefill tp 2 (2 prompts a pass) + 1 decode tp 4 (batch 64)"."""
+    def one(role, w):
+        lay = f"tp {w['tp']}" + (f" · dp {w['dp_attention']} · ep {w['ep']}" if w["ep"] > 1 else "")
+        what = (f"{w['batch']} prompt{'s' if w['batch'] != 1 else ''} a pass" if role == "prefill"
+                else f"batch {w['batch']:,}")
+        return f"{w['count']} {role} {lay} ({what})"
+    return " + ".join(one(role, w) for role, w in r["workers"].items())
+
+
 def _deployment(r: dict) -> str:
     """How a row is deployed, in a few words: colocated, or the prefill pool's chips per decoding chip."""
+    if "workers" in r:
+        ws = r["workers"]
+        return (f"{ws['prefill']['count']}P{ws['decode']['count']}D" if r["deployment"] == "disaggregated"
+                else f"colocated x{ws['colocated']['count']}")
     if r["deployment"] == "colocated":
         return "colocated"
     ratio = r.get("prefill_pool_ratio")
@@ -216,8 +257,12 @@ def text(s: Search, data_args: str = "") -> str:
         lines.append(f"cheapest: {b['hardware']}, weights {b['weight_format']}, {_layout(b)} chips, {_deployment(b)}, batch "
                      f"{b['batch']:,}: {sig(b[by]['tokens_per_user'])} token/s per user{_range(b, by, 'tokens_per_user')}, "
                      f"{sig(b[by]['cost_per_mtoken'])} USD/Mtoken{_range(b, by, 'cost_per_mtoken')}, step "
-                     f"{sig(b[by]['step_time_ms'])} ms, first token {sig(b['ttft_s'])} s (its bound), "
+                     f"{sig(b[by]['step_time_ms'])} ms, first token {sig(b['ttft_s'])} s ({_ttft_kind(b)}), "
                      f"{b['hbm_fill']:.0%} of HBM")
+        if "workers" in b:
+            lines.append(f"  mode: {b['deployment']}; workers within {b['total_gpus']} GPUs ({b['gpus_used']} used): "
+                         f"{_workers(b)}" + (f"; prefill load {b['workers']['prefill']['load']:.0%}"
+                                               if "prefill" in b["workers"] else ""))
         other = "bound" if by == "expected" else "expected"
         if b[other]["cost_per_mtoken"] is not None:
             lines.append(f"  ({other}: {sig(b[other]['tokens_per_user'])} token/s per user, "
@@ -229,6 +274,10 @@ def text(s: Search, data_args: str = "") -> str:
             lines.append(f"  within the pick's range (the expected numbers cannot tell them apart): "
                          + ", ".join(b["within_range"]))
         lines.append(f"  reproduce: {b['command']}")
+        if b.get("prefill_command"):   # xPyD: the command gives the decode worker's cost, the row's per chip used
+            lines.append(f"    (the decode worker's cost; the deployment's is it x {sig(b['gpus_used'])} chips / "
+                         f"{sig(b['workers']['decode']['count'] * b['chips'])} decoding)")
+            lines.append(f"  first token: {b['prefill_command']}")
     lines.append("")
     lines.append("frontier (no candidate is both cheaper and faster), fastest first:")
     head = ("chip", "weights", "layout (chips)", "deployment", "batch", "token/s/user", "USD/Mtoken", "step ms", "HBM")
@@ -246,6 +295,13 @@ def text(s: Search, data_args: str = "") -> str:
     lines.append("rules kept: " + "; ".join(LAYOUT_RULES))
     lines.append("left out: " + "; ".join(LEFT_OUT))
     return "\n".join(lines)
+
+
+def _ttft_kind(r: dict) -> str:
+    """What the first token's time holds: the queue, where the deployment has one."""
+    if r["deployment"] == "colocated" or "workers" in r:
+        return "its bound and the wait for the prompts queued ahead, M/D/1"
+    return "its bound"
 
 
 def _range(r: dict, by: str, key: str) -> str:

@@ -12,6 +12,7 @@ from units import Quantity
 
 from ..errors import InputError, MissingInput
 from ..evaluation.evaluate import Scenario
+from .workers import budget
 
 # The batches searched: every eighth of a doubling from 1 to 65,536 sequences, whole numbers.
 BATCHES = np.unique(np.round(2.0 ** (np.arange(0, 16 * 8 + 1) / 8)))
@@ -19,9 +20,13 @@ BATCHES = np.unique(np.round(2.0 ** (np.arange(0, 16 * 8 + 1) / 8)))
 LEFT_OUT = (
     "tensor parallelism over the scale-out network and pipeline stages (pp = 1): a dense model's copy stays "
     "within one scale-up domain",
-    "a prefill pool of its own layout: a disaggregated deployment prefills on copies laid out as its decoding ones",
-    "queueing: the time to first token is one prompt's prefill alone on the layout (and the KV cache's transfer "
-    "where disaggregated), as if no other prompt or step waited",
+    "without --total-gpus, a prefill pool of its own layout and its queue: a disaggregated deployment prefills on "
+    "copies laid out as its decoding ones, in a fraction of a copy, the first token its prefill and the KV cache's "
+    "transfer as if no other prompt waited (--total-gpus searches whole workers, each kind with its own layout, "
+    "and the queue)",
+    "in-flight batching (a step sharing a token budget between prompt chunks and decodes) as a mode of its own: "
+    "a colocated copy stops its decodes for each prefill",
+    "speculative decoding: no draft or draft length is searched",
 )
 # The two ways to deploy a candidate (derivations/disaggregation.py): its reading of (speed, cost,
 # step, time to first token) under the bound, and under the expected numbers.
@@ -29,7 +34,7 @@ DEPLOYMENTS = {
     "colocated": {"bound": ("user_speed_colocated", "cost_per_token_colocated", "step_time_layout"),
                   "expected": ("user_speed_colocated_expected", "cost_per_token_colocated_expected",
                                "step_time_expected_layout"),
-                  "ttft": "prefill_time_one", "ratio": None},
+                  "ttft": "time_to_first_token_colocated", "ratio": None},
     "disaggregated": {"bound": ("user_speed_layout", "cost_per_token_disaggregated", "step_time_layout"),
                       "expected": ("user_speed_expected_layout", "cost_per_token_disaggregated_expected",
                                    "step_time_expected_layout"),
@@ -38,10 +43,13 @@ DEPLOYMENTS = {
 # (quantity, unit shown) read for every candidate; the expected ones after the efficiencies are known
 BOUND = {"step_time_layout": "ms", "user_speed_layout": "token/s/sequence", "hbm_fill_layout": "",
          "user_speed_colocated": "token/s/sequence", "cost_per_token_colocated": "USD/Mtoken",
-         "cost_per_token_disaggregated": "USD/Mtoken", "prefill_pool_ratio": ""}
+         "cost_per_token_disaggregated": "USD/Mtoken", "prefill_pool_ratio": "",
+         "weights_per_chip_layout": "byte/chip", "cost_per_token_layout": "USD/Mtoken",
+         "time_to_first_token_colocated": "s"}
 EXPECTED = {"step_time_expected_layout": "ms", "user_speed_expected_layout": "token/s/sequence",
             "user_speed_colocated_expected": "token/s/sequence", "cost_per_token_colocated_expected": "USD/Mtoken",
-            "cost_per_token_disaggregated_expected": "USD/Mtoken", "prefill_pool_ratio_expected": ""}
+            "cost_per_token_disaggregated_expected": "USD/Mtoken", "prefill_pool_ratio_expected": "",
+            "cost_per_token_expected_layout": "USD/Mtoken"}
 FIRST = {"prefill_time_one": "s", "time_to_first_token_disaggregated": "s"}   # at batch 1 for each layout
 # the columns a candidate is read by, whichever its deployment: (speed, cost, step) under each reading
 READING = {by: (f"speed_{by}", f"cost_{by}", f"step_{by}") for by in ("bound", "expected")}
@@ -61,6 +69,7 @@ class Targets:
     by: str = "expected"
     output: float | None = None        # tokens a request decodes; None: the workload's default
     context_raised: bool = False       # the default context raised to hold the prompt and its answer
+    total_gpus: int | None = None      # a budget of chips: whole workers within it (workers.py)
 
 
 @dataclass
@@ -202,7 +211,9 @@ def plan(data, model: str, hardware: list[str], targets: Targets, formats: list[
             meta = {"hardware": np.full(n, hw, dtype=object),
                     "weight_format": np.full(n, sc.format, dtype=object),
                     "kv_format": np.full(n, sc.kv_format, dtype=object),
-                    "compute_format": np.full(n, sc.compute_format or "", dtype=object)}
+                    "compute_format": np.full(n, sc.compute_format or "", dtype=object),
+                    "native_format": np.full(n, sc.model.tags.get("weight_format", ""), dtype=object),
+                    "weight_share": vals["weights_per_chip_layout"] / sc.mag("hbm_capacity", "byte/chip")}
             for way, reading in DEPLOYMENTS.items():   # every candidate once per deployment
                 row = {**meta, **grid, "deployment": np.full(n, way, dtype=object),
                        "hbm_fill_layout": vals["hbm_fill_layout"], TTFT: vals[reading["ttft"]],
@@ -214,6 +225,8 @@ def plan(data, model: str, hardware: list[str], targets: Targets, formats: list[
                         for end in ("", "_low", "_high") if by == "expected" else ("",):
                             row[col + end] = vals.get(q + end, np.full(n, np.nan))
                 row["efficiency"] = row["speed_expected"] / row["speed_bound"]   # the share of the bound's speed
+                if targets.total_gpus is not None:   # whole workers within the budget
+                    budget(sc, way, row, vals, lays, targets, prompt, _sweep)
                 for k, v in row.items():
                     cols.setdefault(k, []).append(v)
             res.chips.setdefault(hw, "")
