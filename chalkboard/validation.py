@@ -6,6 +6,10 @@ the strict lower bound on one decode step: compute, or the active weights plus t
 read from HBM, whichever is longer -- through the same ``Scenario`` path as `eval`, and
 compares speeds: efficiency = measured speed / bound speed (= bound time / measured time).
 
+A prefill figure is judged against the strict prefill bound: under the record's stated layout
+``prefill_time_layout_min`` (the all-to-all overlapped with compute, in the stated dispatch format),
+else the prompt's compute alone.
+
 The invariant: no record is faster than the bound (efficiency <= 1). A value a source did not
 publish is never guessed; where the bound needs it, it takes the value that makes the bound
 loosest and says so (``Result.assumed``).
@@ -25,6 +29,7 @@ from .evaluation.regimes import REGIMES, SMALL_BATCH, regime_index  # noqa: F401
 
 PREFILL = "prefill"          # the regime of a record that gives only prefill figures
 TOLERANCE = 1e-9            # float noise allowed on the invariant
+LOOSEST_DISPATCH = "1 byte"  # the narrowest dispatch published (DeepEP's FP8), where a record states none
 
 
 @dataclass
@@ -186,8 +191,29 @@ def _prefill_bounds(data, rec: Record, assumed: list[str]) -> tuple[float, float
     if "compute_format" in rec.formats:
         o["compute_format"] = rec.formats["compute_format"]
     sc = Scenario(data, rec.hardware, rec.model, o)
+    layout = layout_sets(rec)
+    if layout is not None:
+        return _prefill_bounds_layout(data, rec, {**o, **layout}, n, assumed)
     # at any batch a prompt costs at least its compute; the cached tokens are counted, not computed
     return n / sc.mag("prefill_compute_time", "s") / rec.chips, sc.mag("prefill_time", "s")
+
+
+def _prefill_bounds_layout(data, rec: Record, o: dict, n: float, assumed: list[str]) -> tuple[float, float]:
+    """The strict prefill bounds under the record's stated layout (prefill_time_layout_min: the all-to-all
+    overlapped with compute), at its published batch of prompts, else the largest the HBM holds (the rate
+    only grows with the batch); the time to first token of one prompt alone."""
+    from .evaluation.evaluate import Scenario
+    if "dispatch_bytes_per_activation" not in o:
+        o = {**o, "dispatch_bytes_per_activation": LOOSEST_DISPATCH}
+        assumed.append(f"prefill: dispatch format not published, the bound takes {LOOSEST_DISPATCH} (fp8)")
+    one = Scenario(data, rec.hardware, rec.model, o)
+    batch = rec.batch
+    if batch is None:
+        batch = one.mag("max_batch_capacity", "sequence")
+        assumed.append(f"prefill: batch not published, the bound takes the largest the HBM holds, {batch:,.0f}")
+    many = Scenario(data, rec.hardware, rec.model, {**o, "batch": f"{batch:.17g} sequence"})
+    rate = batch * n / many.mag("prefill_time_layout_min", "s") / rec.chips
+    return rate, one.mag("prefill_time_layout_min", "s")
 
 
 def _prefill_efficiencies(data, rec: Record, assumed: list[str]) -> dict[str, float]:

@@ -32,17 +32,19 @@ tensor-parallel all-reduces and the expert dispatch after them (a layer needs th
 residual before it goes on), stage after stage. The hops between stages cross the scale-out
 network, which not every chip publishes, so they are a quantity of their own (``pp_comm_time``)
 and not in the step: with pp > 1 add it. ``step_time_layout_min`` is a strict lower
-bound: communication overlaps the rest at best, and a chip reads at least the average share of
-the experts a token needs, and at least one expert where it holds any that a step reads.
+bound: communication overlaps the rest at best, a chip reads at least the average share of
+the experts a token needs, and at least one expert where it holds any that a step reads, and a
+token crosses the scale-out network once to each other domain that holds any of its experts
+(``ep_comm_time_min``), in the dispatch format the deployment states.
 """
 import sympy as sp
 
 from . import rules
 from .inputs import DEGREE
 from .inputs import (R, B, L, F, W, W_up, W_out, D_up, C_hbm, E, k, delta, tau, c_F, beta_w, b_kv, a_attn,
-                     n_layers, n_moe, n_kv_heads, n_lat_vec, price)
+                     d_model, n_layers, n_moe, n_kv_heads, n_lat_vec, price)
 from .latency_cost import B_1
-from .moe_rack import a2a_tok, c_a2a
+from .moe_rack import beta_act, c_a2a
 from .params import CHOICE_INPUTS
 from .pipeline import b_stage
 from .roofline import N_always, N_routed, f_read
@@ -200,6 +202,25 @@ a_call = R.workload("allreduce_step_latency", "s",
                     "fixed time of each step of a one- or two-shot all-reduce: the fabric's fastest measured "
                     "small all-reduce", "α", "step", default="=rule:allreduce_call_latency")
 
+# The deployment's wire formats: DeepEP's kernels and DeepSeek-V3/R1's inference system dispatch in FP8 and
+# combine in BF16, so the two directions of the all-to-all need not carry the same bytes.
+beta_disp = R.workload("dispatch_bytes_per_activation", "byte",
+                       "bytes per activation number a token's dispatch to its experts sends (the combine returns "
+                       "the results at bytes_per_activation)", "β", "disp", default="=bytes_per_activation",
+                       source="the activations' format unless the deployment states its own: DeepEP's normal and "
+                              "low-latency kernels run 'FP8 dispatching and BF16 combining' "
+                              "(https://github.com/deepseek-ai/DeepEP, README)")
+b_ep = R.derived("ep_bytes_per_token", k * d_model * (beta_disp + beta_act) / tau, "byte/token",
+                 "expert all-to-all bytes per token per MoE layer in the deployment's formats: k activations "
+                 "dispatched, k results combined", "b", "EP", moe_only=True)
+# A token whose experts sit on several chips of one other scale-up domain need cross the scale-out network
+# only once to reach them: DeepEP's internode dispatch sends it once to each node that holds one of its
+# experts and forwards it there over NVLink, and its combine reduces there before the return trip.
+r_dom = R.derived(
+    "ep_remote_domains_per_token", f_ep_x / (1 - f_ep_x) * (1 - f_ep_x ** k), "",
+    "scale-up domains other than the sender's that hold at least one of a token's k experts (uniform "
+    "routing): the copies of it that must cross the scale-out network", "n", "EP,dom")
+
 # seconds per byte a chip sends: the in-domain and off-domain shares go out in parallel
 s_tp = sp.Max((1 - f_tp_x) / W_up, f_tp_x / W_x)
 # Of a chip's dispatch, the 1/ep routed to its own experts crosses no link (an all-to-all copies a rank's
@@ -245,12 +266,20 @@ t_tp_min = R.derived(
     "and two (two-shot) on any fabric", "t", "TP,min")
 t_ep = R.derived(
     "ep_comm_time",
-    n_moe / pp * (lat_ep * c_a2a * tau * alpha + B * delta * R.expand(a2a_tok) * s_ep / (ep * c_1)), "s",
+    n_moe / pp * (lat_ep * c_a2a * tau * alpha + B * delta * R.expand(b_ep) * s_ep / (ep * c_1)), "s",
     "expert dispatch and combine of one stage: each MoE layer sends every token's k activations to its "
     "experts and back, spread over ep chips' links (scale-up within the domain, scale-out to the chips of "
     "other domains, in parallel), with one hop of latency each way; the 1/ep routed to the sender's own "
     "experts stays on the chip (at ep = 1 nothing is sent)",
     "t", "EP")
+# strict: each copy in the domain sent once, and across domains one copy per remote domain touched
+s_ep_min = sp.Max(k * (1 - f_ep_x - 1 / ep) / W_up, r_dom / W_x)
+t_ep_min = R.derived(
+    "ep_comm_time_min",
+    n_moe / pp * (lat_ep * c_a2a * tau * alpha + B * delta * d_model * (beta_disp + beta_act) / tau * s_ep_min / (ep * c_1)),
+    "s", "strict lower bound on the expert dispatch and combine of one stage: a token crosses the scale-out "
+    "network once to each other scale-up domain holding any of its experts and is forwarded there over the "
+    "scale-up links (DeepEP's internode kernels), in the dispatch format stated", "t", "EP,min")
 t_pp = R.derived(
     "pp_comm_time", (pp - 1) * (alpha + B * delta * b_stage / (dp * W_out * c_1)), "s",
     "hops between pipeline stages: each passes the group's residual vectors over the scale-out network",
@@ -266,9 +295,10 @@ t_step = R.derived(
     "all-reduces and the expert all-to-all that the next layer waits for (the hops between stages "
     "apart: pp_comm_time)", "t", "step,layout")
 R.derived(
-    "step_time_layout_min", pp * sp.Max(t_c, t_w_min + t_kv, t_tp_min + t_ep), "s",
+    "step_time_layout_min", pp * sp.Max(t_c, t_w_min + t_kv, t_tp_min + t_ep_min), "s",
     "strict lower bound on a decode step under the layout: communication overlapped with compute and "
-    "reads at best, each chip reading at least its share of one token's experts", "t", "step,layout,min")
+    "reads at best, each chip reading at least its share of one token's experts, each token crossing the "
+    "scale-out network once to each other domain holding its experts", "t", "step,layout,min")
 t_floor = R.derived(
     "latency_floor_layout", R.at("step_time_layout", {B: B_1}), "s",
     "least time per token under the layout: one sequence, each layer waiting for the chip that holds the "

@@ -24,7 +24,7 @@ tokens is judged with its share.
 import sympy as sp
 
 from .inputs import R, B, S, F, W, E, k, tau, delta, beta_w, a_attn, c_F
-from .layout import dp, ep, pp, tp
+from .layout import dp, ep, pp, tp, t_w_min
 from .textbook import c_1
 from .prices import n_pass
 from .roofline import N_always, N_routed
@@ -121,3 +121,23 @@ t_pre_l = R.derived(
 R.derived("time_to_first_token_layout", t_pre_l, "s",
           "time to the first token under the layout: the prefill, whose last position gives it (queueing apart)",
           "t", "TTFT,layout")
+
+# The strict form, as DeepSeek's and SGLang's prefill runs it: two micro-batches, one computing while the
+# other's all-to-all is on the wire (two-batch overlap), so a stage takes the longest of its compute, its
+# weight reads and its communication, not their sum.
+t_tp_min_l = R.derived(
+    "prefill_tp_comm_time_min", R.at("tp_comm_time_min", {delta: n_new}), "s",
+    "strict lower bound on the tensor-parallel all-reduces of one stage during a prefill", "t", "TP,pre,min",
+    how="tp_comm_time_min at tokens_per_step = pass_tokens·(1 − prefix_cache_share)")
+t_ep_min_l = R.derived(
+    "prefill_ep_comm_time_min", R.at("ep_comm_time_min", {delta: n_new}), "s",
+    "strict lower bound on the expert dispatch and combine of one stage during a prefill: each computed prompt "
+    "token once to each other scale-up domain holding its experts, in the dispatch format stated", "t", "EP,pre,min",
+    how="ep_comm_time_min at tokens_per_step = pass_tokens·(1 − prefix_cache_share)")
+R.derived(
+    "prefill_time_layout_min", pp * sp.Max(t_c_l, t_w_min, t_tp_min_l + t_ep_min_l), "s",
+    "strict lower bound on a prefill under the layout: two micro-batches overlap each stage's all-reduces and "
+    "all-to-all with its compute, so a stage takes the longest of its compute, its weight reads (at least one "
+    "token's experts) and its communication", "t", "pre,layout,min",
+    note="two-batch overlap: DeepSeek, 'Day 6: DeepSeek-V3/R1 Inference System Overview' (prefilling); "
+         "SGLang's large-scale EP blog (LMSYS, 2025-05-05)")

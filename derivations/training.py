@@ -15,7 +15,7 @@ chip-hours and rental cost.
 """
 import sympy as sp
 
-from .inputs import R, F, S, N_active, price, c_F
+from .inputs import R, F, S, N_active, c_F
 
 # -- what a model's life costs: pre-training, RL, inference --------------------------------
 R.section(
@@ -204,19 +204,17 @@ R.section(
     chapter="training",
     question="At a stated MFU on a stated number of chips, how many days, chip-hours and dollars "
              "do the pre-training FLOP take?",
-    takeaway="{model} on {pretrain_tokens}: {training_time} on {chips} of {hardware} at "
-             "{training_mfu} MFU, or {training_chip_hours} (training_cost prices them where the "
-             "chip has a rental price).",
-    featured=("training_time", "training_chip_hours", "training_cost"),
+    takeaway="{model} on {pretrain_tokens} in sequences of {context}: {training_time} on {chips} of {hardware} at "
+             "{training_mfu} MFU ({training_time_6nd} counting 6·N·D alone), or {training_chip_hours} "
+             "(training_cost prices them where the chip has a rental price).",
+    featured=("training_time", "training_time_6nd", "training_chip_hours", "training_cost"),
 )
 
 u_train = R.workload("training_mfu", "", "model FLOP utilisation of pre-training", "u", "train",
                      default="0.4",
                      source="Llama 3 paper (Dubey et al. 2024), Table 4: 38–43% BF16 MFU on 8–16 K H100s")
-t_train = R.derived(
-    "training_time", C_pre / (S * F * u_train), "day",
-    "wall-clock pre-training time: pre-training FLOP over the chips' delivered FLOP/s", "t", "train")
-R.derived("training_chip_hours", S * t_train, "chip*hour",
-          "chip-hours of pre-training", "H", "train")
-R.derived("training_cost", price * S * t_train, "USD",
-          "rental cost of pre-training at the chip's rental price", "c", "train")
+# The lecture's 6·N·D time; the default training_time (training_layout.py) adds the attention's FLOPs.
+R.derived(
+    "training_time_6nd", C_pre / (S * F * u_train), "day",
+    "wall-clock pre-training time as the lecture counts it: 6 FLOP per active parameter per token over the "
+    "chips' delivered FLOP/s (attention left out)", "t", "train,6ND")

@@ -23,14 +23,14 @@ import sympy as sp
 
 from . import rules
 from .inputs import DEGREE, STEPS
-from .inputs import R, F as F_train, L, S, N_total, N_active, n_layers, d_model, n_heads, a_attn, delta
+from .inputs import R, F as F_train, L, S, N_total, N_active, n_layers, d_model, n_heads, a_attn, delta, price
 from .pipeline import P, m
 from .prefill import c_causal
 from .reversible import beta_a, c_train_re, n_re
 from .textbook import W_l, c_1, c_AR
 from .textbook_training import (C_tok, D_b, L_1, a_ck, b_opt, beta_g, beta_mask, beta_p, n_msk, n_msk_s,
                                 n_num, n_num_s)
-from .training import D_pre, c_F, c_train
+from .training import D_pre, c_F, c_train, u_train
 
 R.section(
     "training_layout", "How is a training run laid out, and what does each choice cost?",
@@ -61,7 +61,7 @@ att = R.derived(
     "train_flop_per_token_attention", c_passes * att_fwd, "FLOP/token",
     "training attention FLOPs per token: the forward pass's causal attention over a sequence of context, "
     "and twice that backward", "C", "train,attn")
-R.derived("train_flop_per_token_with_attention", C_tok + att, "FLOP/token",
+C_tok_att = R.derived("train_flop_per_token_with_attention", C_tok + att, "FLOP/token",
           "training FLOPs per token: 6 per active parameter and the attention (the model FLOPs MFU counts)",
           "C", "train,full")
 R.derived("train_flop_per_token_with_recompute", c_train_re * N_active + (c_passes + n_re) * att_fwd,
@@ -193,3 +193,17 @@ R.derived("training_hfu_achieved", X / F_train, "",
 R.derived("training_mfu_achieved", X * c_train / (c_hw * F_train), "",
           "model FLOP utilisation of the run: the model's 6 FLOP per parameter per token, at the achieved "
           "rate, over peak FLOP/s (below the HFU by the recomputation)", "MFU", "X", share=True)
+
+# -- the default training time: the model's FLOPs with attention (training.py's section) -------------
+# Megatron-LM's eq. 3 counts the weights (the output head's logits among them) and the attention; the
+# lecture's 6·N·D (training_time_6nd) leaves the attention out, a few percent at a 2k to 8k sequence.
+R.resume("training_time")
+t_train = R.derived(
+    "training_time", C_tok_att * D_pre / (S * F_train * u_train), "day",
+    "wall-clock pre-training time: every token's FLOPs, the weights' 6 per active parameter and the causal "
+    "attention over a sequence of context, over the chips' delivered FLOP/s", "t", "train",
+    note="Narayanan et al. 2021 (Megatron-LM), eq. 3 without recomputation; training_time_6nd is the lecture's 6·N·D")
+R.derived("training_chip_hours", S * t_train, "chip*hour",
+          "chip-hours of pre-training", "H", "train")
+R.derived("training_cost", price * S * t_train, "USD",
+          "rental cost of pre-training at the chip's rental price", "c", "train")

@@ -51,9 +51,10 @@ SETTLED_BY = {
     "tp_allreduce_call_time": ("tp", 1.0, 0.0),
     "experts_read_per_chip": ("moe_layers", 0.0, 1.0),
     "pp_comm_time": ("pp", 1.0, 0.0),
-    "ep_comm_time": ("ep", 1.0, 0.0), "routed_params": ("moe_layers", 0.0, 0.0),
+    "ep_comm_time": ("ep", 1.0, 0.0), "ep_comm_time_min": ("ep", 1.0, 0.0), "routed_params": ("moe_layers", 0.0, 0.0),
     "always_read_params": ("moe_layers", 0.0, "params_active"),
     "prefill_tp_comm_time": ("tp", 1.0, 0.0), "prefill_ep_comm_time": ("ep", 1.0, 0.0),
+    "prefill_tp_comm_time_min": ("tp", 1.0, 0.0), "prefill_ep_comm_time_min": ("ep", 1.0, 0.0),
     "prefill_allreduce_time_one_shot": ("tp", 1.0, 0.0), "prefill_allreduce_time_two_shot": ("tp", 1.0, 0.0),
 }
 # a quantity defined as another at one sequence (R.at, batch = 1): where a term below it is settled,

@@ -95,9 +95,12 @@ def test_eval_is_brief_unless_asked_to_explain(cli):
     assert any(ln.startswith("  layout     : tp 4") for ln in brief)
     full = cli("eval", "step_time", *at, "--explain").stdout
     assert "  closed form: " in full and "  board form : " in full and "hardware.yaml: h100-sxm.hbm_bandwidth" in full
-    # the defaults named are those the quantity reads: a training time reads no batch and no context
-    train = cli("eval", "training_time", *at).stdout
+    # the defaults named are those the quantity reads: the lecture's 6·N·D time reads no batch and no
+    # context; the default one reads the sequence its attention spans, and still no batch
+    train = cli("eval", "training_time_6nd", *at).stdout
     assert "batch" not in train and "context" not in train
+    train = cli("eval", "training_time", *at).stdout
+    assert "batch" not in train and "context" in train
 
 
 def test_eval_of_an_input_prints_no_equation_of_itself(cli):

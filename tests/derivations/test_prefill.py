@@ -73,3 +73,40 @@ def test_a_prefix_cache_hit_leaves_only_the_rest_of_the_prompt_to_compute(data):
     from chalkboard.errors import InputError
     with pytest.raises(InputError, match="prefix_cache_share"):
         _sc(data, "h100-sxm", "llama-3-70b", prefix_cache_share=1)
+
+
+# -- the strict prefill under multi-node expert parallelism --------------------------------------
+# DeepSeek-V3 on 4 nodes of 8 H100 (EP32, attention data-parallel over 32), as SGLang's large-scale EP
+# blog (LMSYS, 2025-05-05) and DeepSeek's inference system (open-infra-index, day 6) run prefill: 128
+# prompts of 4,096 tokens, FP8 dispatch and BF16 combine (DeepEP's README). Each H100 has one 400 Gb/s
+# (50 GB/s) network card; 58 MoE layers of d_model 7168, 8 of 256 experts a token.
+EP32 = dict(chips=32, tp=1, dp_attention=32, ep=32, pp=1, batch=128, pass_tokens=4096,
+            weight_format="fp8", compute_format="fp8")
+
+
+def _remote_nodes(nodes=4, k=8):
+    # a token's 8 experts, each on one of the 4 nodes at random: the other nodes holding at least one
+    return (nodes - 1) * (1 - (1 - 1 / nodes) ** k)
+
+
+def test_a_token_crosses_the_network_once_to_each_other_node_holding_its_experts(data):
+    sc = _sc(data, "h100-sxm", "deepseek-v3", **EP32, dispatch_bytes_per_activation="1 byte")
+    assert sc.mag("ep_remote_domains_per_token") == pytest.approx(_remote_nodes(), rel=1e-12)
+    assert _remote_nodes() < 8 * 3 / 4          # fewer than the routed copies that leave the node
+    # 16,384 prompt tokens a chip, each to 2.70 other nodes, 1 byte out and 2 back a number, over 50 GB/s;
+    # one hop each way a layer
+    wire = 128 * 4096 / 32 * 7168 * (1 + 2) * _remote_nodes() / 50e9
+    expected = 58 * (2 * 1e-6 + wire)
+    assert sc.mag("prefill_ep_comm_time_min", "s") == pytest.approx(expected, rel=1e-9)
+
+
+def test_the_strict_prefill_overlaps_what_the_as_run_one_adds(data):
+    sc = _sc(data, "h100-sxm", "deepseek-v3", **EP32, dispatch_bytes_per_activation="1 byte")
+    compute, comm = sc.mag("prefill_compute_time_layout", "s"), sc.mag("prefill_ep_comm_time_min", "s")
+    assert comm > compute        # multi-node EP32 prefill: the network, not the tensor cores, sets it
+    assert sc.mag("prefill_time_layout_min", "s") == pytest.approx(max(compute, comm), rel=1e-12)
+    assert sc.mag("prefill_time_layout", "s") > compute + comm   # serial, every routed copy sent
+    # the dispatch format is an input: FP8 halves the dispatch's bytes against BF16 both ways
+    bf16 = _sc(data, "h100-sxm", "deepseek-v3", **EP32)
+    ratio = (bf16.mag("prefill_ep_comm_time_min", "s") - 58 * 2e-6) / (comm - 58 * 2e-6)
+    assert ratio == pytest.approx((2 + 2) / (1 + 2), rel=1e-9)
