@@ -98,8 +98,9 @@ t_exp = R.derived("step_time_expected", t_compute / u + t_mem / v + t_sync, "s",
                   "expected step time: compute at expected_mfu, then reads at expected_mbu, then every "
                   "layer's fixed time (the efficiencies given, else the engine model fitted to the published "
                   "measurements)", "t", "exp")
-# The quantities whose expected form is derived by hand (here and in disaggregation.py); every other
-# one is made from its bound with these in place (R.variant), and joins the table.
+# The quantities whose expected form is not made from their bound: derived by hand (here and in
+# disaggregation.py), or the layout's form of an expected one. Every other one is made from its bound
+# with these in place (R.variant), and joins the table.
 EXPECTED = Variant("expected", "exp", prefix="expected ", explained=False, table={
     "step_time": "step_time_expected", "cost_per_token": "cost_per_token_expected",
     "step_time_layout": "step_time_expected_layout",
