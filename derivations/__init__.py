@@ -39,9 +39,12 @@ def load():
         importlib.import_module(f"{__name__}.{m}")
     from .inputs import NUMBER_FORMATS, R
     from .kv_cache import ATTENTION_FLOPS_BY_ATTENTION, KV_BYTES_BY_ATTENTION
-    from .layout import KV_SHARDS_BY_ATTENTION, UNDER_LAYOUT
+    from .layout import KV_SHARDS_BY_ATTENTION, LAYOUT
     from .params import ATTENTION_PARAMS_BY_ATTENTION, CHOICE_INPUTS
     from .prices import CHOICES
+    # eval, its sweeps and compare answer a lecture name (left) under the deployed layout (right) unless
+    # asked for the lecture's picture (--layout even): each derived quantity with a form under the layout
+    UNDER_LAYOUT = {a: b for a, b in LAYOUT.table.items() if not R[a].is_input}
     tables = dict(KV_BYTES_BY_ATTENTION=KV_BYTES_BY_ATTENTION, ATTENTION_FLOPS_BY_ATTENTION=ATTENTION_FLOPS_BY_ATTENTION,
                   ATTENTION_PARAMS_BY_ATTENTION=ATTENTION_PARAMS_BY_ATTENTION,
                   KV_SHARDS_BY_ATTENTION=KV_SHARDS_BY_ATTENTION, UNDER_LAYOUT=UNDER_LAYOUT,

@@ -10,6 +10,10 @@ where its value comes from:
 * ``constant`` -- a named constant such as 2 FLOP per multiply-accumulate;
 * ``derived`` -- a SymPy expression in other quantities (``expr``).
 
+A quantity's form under another model of the step (the deployed layout, the expected
+efficiencies) is made from its declaration by ``Registry.variant`` where it is the same
+definition with such forms in place of the quantities it reads (``Variant``).
+
 Nothing here touches the filesystem or knows about rendering.
 """
 from __future__ import annotations
@@ -139,6 +143,26 @@ class Section:
     featured: list[str] = field(default_factory=list)  # quantities shown substituted in the report
 
 
+@dataclass
+class Variant:
+    """A kind of variant: the same quantity under another model of the step (the deployed layout, the
+    engine model's expected efficiencies). ``table`` names each quantity's variant of this kind: those
+    written by hand, and each one ``Registry.variant`` makes, so that variants of variants follow."""
+    suffix: str               # added to the name: "layout" makes "throughput_layout"
+    sub: str                  # added to the typeset subscript: "layout", "exp"
+    says: str = ""            # what the meaning adds before its first colon: "under the layout"
+    prefix: str = ""          # what the meaning starts with: "expected "
+    explained: bool = True    # whether the base's explanation (after its colon) still holds
+    table: dict = field(default_factory=dict)   # base name -> variant name: the substitution made
+
+    def meaning(self, base: str) -> str:
+        """The base's meaning as the kind changes it: "tokens per second each sequence gets: one a
+        step" under the layout is "tokens per second each sequence gets under the layout: one a step"."""
+        head, colon, tail = base.partition(":")
+        says = f" {self.says}" if self.says else ""
+        return self.prefix + head + says + (colon + tail if self.explained else "")
+
+
 class Registry:
     def __init__(self) -> None:
         self.quantities: dict[str, Quantity] = {}
@@ -219,6 +243,23 @@ class Registry:
     def derived(self, name, expr, unit, meaning, base, sub=None, how="defined", **kw):
         sym = self.declare(name, unit, meaning, "derived", base, sub, how=how, **kw)
         self.quantities[name].expr = sp.sympify(expr, strict=True)
+        return sym
+
+    def variant(self, base: str, kind: Variant, meaning: str | None = None, sub: str | None = None) -> sp.Symbol:
+        """``base``'s variant of ``kind``, declared in the current section: its definition with every
+        quantity that has a variant of that kind (``kind.table``) replaced by it, its unit and flags,
+        named and typeset with the kind's suffix and subscript after the base's. ``meaning`` where it
+        is said in words of its own, else the base's as the kind changes it; ``sub`` likewise."""
+        b = self.quantities[base]
+        names = {s: self.by_symbol[s].name for s in getattr(b.expr, "free_symbols", ()) if s in self.by_symbol}
+        swap = {s: self.quantities[kind.table[n]].sym for s, n in names.items() if n in kind.table}
+        if not swap:
+            raise ValueError(f"{base}: nothing in its definition has a {kind.suffix} variant")
+        name = f"{base}_{kind.suffix}"
+        sym = self.derived(name, b.expr.xreplace(swap), b.unit, meaning or kind.meaning(b.meaning), b.base,
+                           sub or ",".join(filter(None, (b.sub, kind.sub))), valid=b.valid,
+                           moe_only=b.moe_only, fit_measure=b.fit_measure, share=b.share)
+        kind.table[base] = name
         return sym
 
     def rule(self, name: str, inputs: tuple[str, ...], description: str, optional: tuple[str, ...] = ()):

@@ -21,7 +21,7 @@ Both prefill on the same layout as decode here (a prefill pool of its own layout
 from .inputs import R, B, W_out, delta, b_kv, price
 from .latency_cost import B_1
 from .layout import S_layout, t_step as t_step_layout
-from .measured import t_exp_l
+from .measured import EXPECTED
 from .prices import n_pass
 
 R.section(
@@ -80,22 +80,17 @@ R.derived("time_to_first_token_disaggregated", t_pre1 + t_kv, "s",
 # -- expected: the engine model of derivations/measured.py, the prefill at its fitted share -----
 u_pre = R.workload("expected_prefill_efficiency", "", "share of its bound a prefill is expected to reach (stated "
                    "with --set, else fitted to the published measurements)", "u", "pre", default="=evidence")
-t_pre1_e = R.derived("prefill_time_one_expected", t_pre1 / u_pre, "s",
-                     "expected prefill of one prompt under the layout", "t", "pre,1,exp")
-t_req_e = R.derived("request_time_colocated_expected", steps * t_exp_l + B / B_1 * t_pre1_e, "s",
-                    "expected time a colocated copy takes per turnover of its batch", "D", "coloc,exp")
-R.derived("user_speed_colocated_expected", n_out / t_req_e, "token/s/sequence",
-          "expected tokens per second each sequence gets on a colocated copy", "v", "coloc,exp")
-thr_co_e = R.derived("throughput_colocated_expected", B * n_out / t_req_e, "token/s",
-                     "expected answer tokens per second of one colocated copy", "Θ", "coloc,exp")
-R.derived("cost_per_token_colocated_expected", price * S_layout / thr_co_e, "USD/Mtoken",
-          "expected rental cost of an answer token on colocated copies", "c", "coloc,exp")
-ratio_e = R.derived("prefill_pool_ratio_expected", B / B_1 * t_pre1_e / (steps * t_exp_l), "",
-                    "expected prefill chips per decoding chip", "r", "P/D,exp")
-c_pre_e = R.derived("prefill_cost_per_token_expected", price * S_layout * t_pre1_e / (B_1 * n_out), "USD/Mtoken",
-                    "expected rental cost per answer token of the prompt's prefill on a prefill pool", "c", "pre,exp")
-R.derived("cost_per_token_disaggregated_expected", R["cost_per_token_expected_layout"].sym + c_pre_e,
-          "USD/Mtoken", "expected rental cost of an answer token with a prefill pool", "c", "disagg,exp")
+R.derived("prefill_time_one_expected", t_pre1 / u_pre, "s",
+          "expected prefill of one prompt under the layout", "t", "pre,1,exp")
+# the rest as above, the decode step and the prefill at their expected times
+for base, meaning in (("request_time_colocated", None), ("user_speed_colocated", None),
+                      ("throughput_colocated", None),
+                      ("cost_per_token_colocated", "expected rental cost of an answer token on colocated copies"),
+                      ("prefill_pool_ratio", None),
+                      ("prefill_cost_per_token",
+                       "expected rental cost per answer token of the prompt's prefill on a prefill pool"),
+                      ("cost_per_token_disaggregated", "expected rental cost of an answer token with a prefill pool")):
+    R.variant(base, EXPECTED, meaning)
 
 # -- queueing: the first token waits for the prompts ahead of it ----------------------------------
 # Prompts arrive at random (Poisson) and a prefill server takes the same time for each: an M/D/1

@@ -40,9 +40,10 @@ token crosses the scale-out network once to each other domain that holds any of 
 import sympy as sp
 
 from . import rules
+from .core import Variant
 from .inputs import DEGREE
-from .inputs import (R, B, L, F, W, W_up, W_out, D_up, C_hbm, E, k, delta, tau, c_F, beta_w, b_kv, a_attn,
-                     d_model, n_layers, n_moe, n_kv_heads, n_lat_vec, price)
+from .inputs import (R, B, L, F, W, W_up, W_out, D_up, E, k, delta, tau, c_F, beta_w, b_kv, a_attn,
+                     d_model, n_layers, n_moe, n_kv_heads, n_lat_vec)
 from .latency_cost import B_1
 from .moe_rack import beta_act, c_a2a
 from .params import CHOICE_INPUTS
@@ -114,6 +115,18 @@ f_kv = R.derived("kv_share_per_rank", sp.Max(1 / tp, 1 / n_split), "",
                  "share of a sequence's KV cache each tensor-parallel rank holds and reads: 1/tp, but never "
                  "less than one KV head (replicated past that)", "f", "KV,rank", share=True)
 
+# The lecture's quantities whose form under the layout is derived by hand (here, in prefill.py and
+# measured.py). Every other one is made from its lecture form with these in place (R.variant), and
+# joins the table; eval answers the derived ones under the layout (UNDER_LAYOUT, derivations/__init__.py).
+LAYOUT = Variant("layout", "layout", "under the layout", table={
+    "chips": "layout_chips", "step_time": "step_time_layout", "step_time_min": "step_time_layout_min",
+    "latency_floor": "latency_floor_layout", "compute_time": "compute_time_layout",
+    "weight_fetch_time": "weight_fetch_time_layout", "weight_fetch_time_min": "weight_fetch_time_layout_min",
+    "kv_fetch_time": "kv_fetch_time_layout", "weights_per_chip": "weights_per_chip_layout",
+    "kv_per_chip": "kv_per_chip_layout", "mfu": "mfu_layout", "step_time_expected": "step_time_expected_layout",
+    "prefill_time": "prefill_time_layout", "prefill_compute_time": "prefill_compute_time_layout",
+    "prefill_weight_fetch_time": "prefill_weight_fetch_time_layout"})
+
 # -- what each chip holds ------------------------------------------------------------------------
 m_w = R.derived(
     "weights_per_chip_layout", (N_always / tp + N_routed / ep) * beta_w / (pp * c_1), "byte/chip",
@@ -123,11 +136,8 @@ m_kv = R.derived(
     "kv_per_chip_layout", B * L * b_kv * f_kv / (dp * pp * c_1), "byte/chip",
     "HBM each chip gives to the KV cache under the layout: its group's sequences, its rank's share of "
     "each (a whole MLA latent), its stage's layers", "m", "KV,layout", fit_measure=True)
-m_chip = R.derived("memory_per_chip_layout", m_w + m_kv, "byte/chip",
-                   "HBM each chip needs under the layout: its weights and its KV cache", "m", "chip,layout",
-                   fit_measure=True)
-R.derived("hbm_fill_layout", m_chip / C_hbm, "",
-          "share of each chip's HBM the layout needs: above 1 it does not fit", "φ", "layout", fit_measure=True, share=True)
+R.variant("memory_per_chip", LAYOUT, "HBM each chip needs under the layout: its weights and its KV cache")
+R.variant("hbm_fill", LAYOUT, "share of each chip's HBM the layout needs: above 1 it does not fit", sub="layout")
 
 # -- one stage, on one chip ----------------------------------------------------------------------
 t_c = R.derived(
@@ -299,40 +309,18 @@ R.derived(
     "strict lower bound on a decode step under the layout: communication overlapped with compute and "
     "reads at best, each chip reading at least its share of one token's experts, each token crossing the "
     "scale-out network once to each other domain holding its experts", "t", "step,layout,min")
-t_floor = R.derived(
+R.derived(
     "latency_floor_layout", R.at("step_time_layout", {B: B_1}), "s",
     "least time per token under the layout: one sequence, each layer waiting for the chip that holds the "
     "experts it reads", "t", "floor,layout", how="step_time_layout at batch = 1 sequence")
-R.derived("throughput_layout", B * delta / t_step, "token/s",
-          "tokens per second from the chips of the layout", "Θ", "layout")
-R.derived("throughput_per_chip_layout", B * delta / (t_step * S_layout), "token/s/chip",
-          "tokens per second per chip under the layout", "Θ", "chip,layout")
-R.derived("user_speed_layout", delta / t_step, "token/s/sequence",
-          "tokens per second each sequence gets under the layout: one a step", "v", "layout")
-R.derived("speed_ceiling_layout", delta / t_floor, "token/s/sequence",
-          "most tokens per second one sequence can get under the layout, at its latency floor", "v", "max,layout")
-R.derived("cost_per_token_layout", price * S_layout * t_step / (B * delta), "USD/token",
-          "rental cost of the layout's chips for one step, shared by the tokens it makes", "c", "tok,layout")
+# the lecture's throughput, speeds and cost with the layout's step, floor and chips in place
+R.variant("throughput", LAYOUT, "tokens per second from the chips of the layout")
+R.variant("throughput_per_chip", LAYOUT)
+R.variant("user_speed", LAYOUT)
+R.variant("speed_ceiling", LAYOUT, "most tokens per second one sequence can get under the layout, at its latency floor")
+R.variant("cost_per_token", LAYOUT, "rental cost of the layout's chips for one step, shared by the tokens it makes")
 R.derived("mfu_layout", t_c / t_step, "",
           "fraction of peak compute used in a step under the layout: one chip's compute over the step it "
           "runs in (below 1/pp with pp stages, each chip idle while the others run)", "MFU", "layout", share=True)
 R.derived("comm_share_layout", t_x / t_step, "",
           "share of a decode step spent in communication under the layout", "κ", "layout", share=True)
-
-# The lecture's even spread and the same question under the layout. eval, its sweeps and compare
-# answer a lecture name (left) under the deployed layout (right) unless asked for the lecture's
-# picture (--layout even); every other quantity is the lecture's.
-UNDER_LAYOUT = {
-    "step_time": "step_time_layout", "step_time_min": "step_time_layout_min",
-    "latency_floor": "latency_floor_layout", "speed_ceiling": "speed_ceiling_layout",
-    "compute_time": "compute_time_layout", "weight_fetch_time": "weight_fetch_time_layout",
-    "weight_fetch_time_min": "weight_fetch_time_layout_min", "kv_fetch_time": "kv_fetch_time_layout",
-    "throughput": "throughput_layout", "throughput_per_chip": "throughput_per_chip_layout",
-    "cost_per_token": "cost_per_token_layout", "weights_per_chip": "weights_per_chip_layout",
-    "kv_per_chip": "kv_per_chip_layout", "memory_per_chip": "memory_per_chip_layout",
-    "hbm_fill": "hbm_fill_layout", "step_time_expected": "step_time_expected_layout",
-    "throughput_expected": "throughput_expected_layout", "cost_per_token_expected": "cost_per_token_expected_layout",
-    "user_speed": "user_speed_layout", "user_speed_expected": "user_speed_expected_layout", "prefill_time": "prefill_time_layout",
-    "time_to_first_token": "time_to_first_token_layout", "prefill_compute_time": "prefill_compute_time_layout",
-    "prefill_weight_fetch_time": "prefill_weight_fetch_time_layout", "mfu": "mfu_layout",
-}

@@ -20,8 +20,9 @@ fitted to the published measurements (chalkboard/calibration.py), with its held-
 """
 import sympy as sp
 
+from .core import Variant
 from .inputs import R, B, S, F, W, delta, N_active, n_layers, price
-from .layout import S_layout, pp, t_c as t_c_layout, t_w as t_w_layout, t_kv as t_kv_layout, t_tp, t_ep
+from .layout import LAYOUT, pp, t_c as t_c_layout, t_w as t_w_layout, t_kv as t_kv_layout, t_tp, t_ep
 from .reversible import c_train_re
 from .roofline import t_compute, t_mem
 from .textbook import fwd_params
@@ -97,12 +98,18 @@ t_exp = R.derived("step_time_expected", t_compute / u + t_mem / v + t_sync, "s",
                   "expected step time: compute at expected_mfu, then reads at expected_mbu, then every "
                   "layer's fixed time (the efficiencies given, else the engine model fitted to the published "
                   "measurements)", "t", "exp")
-thr_exp = R.derived("throughput_expected", B * delta / t_exp, "token/s",
-                    "expected tokens per second from one copy at the expected efficiencies", "Θ", "exp")
+# The quantities whose expected form is not made from their bound: derived by hand (here and in
+# disaggregation.py), or the layout's form of an expected one. Every other one is made from its bound
+# with these in place (R.variant), and joins the table.
+EXPECTED = Variant("expected", "exp", prefix="expected ", explained=False, table={
+    "step_time": "step_time_expected", "cost_per_token": "cost_per_token_expected",
+    "step_time_layout": "step_time_expected_layout",
+    "cost_per_token_layout": "cost_per_token_expected_layout", "prefill_time_one": "prefill_time_one_expected"})
+thr_exp = R.variant("throughput", EXPECTED, "expected tokens per second from one copy at the expected efficiencies")
+# (per token through the throughput, in USD per million tokens: not the bound's form)
 R.derived("cost_per_token_expected", price * S / thr_exp, "USD/Mtoken",
           "expected rental cost of a token at the expected efficiencies", "c", "exp")
-R.derived("user_speed_expected", delta / t_exp, "token/s/sequence",
-          "expected tokens per second each sequence gets at the expected efficiencies", "v", "exp")
+R.variant("user_speed", EXPECTED, "expected tokens per second each sequence gets at the expected efficiencies")
 
 # Under a layout: each stage's compute and reads at the expected shares, its collectives as they
 # run, and every layer's fixed time (the engine model was fitted to the published runs under the
@@ -111,12 +118,9 @@ t_exp_l = R.derived(
     "step_time_expected_layout", pp * (t_c_layout / u + (t_w_layout + t_kv_layout) / v + t_tp + t_ep) + t_sync, "s",
     "expected decode step under the layout: in each stage compute at expected_mfu, then reads at expected_mbu, "
     "then the collectives as they run; and every layer's fixed time", "t", "exp,layout")
-thr_exp_l = R.derived("throughput_expected_layout", B * delta / t_exp_l, "token/s",
-                      "expected tokens per second from the layout's chips", "Θ", "exp,layout")
-R.derived("cost_per_token_expected_layout", price * S_layout / thr_exp_l, "USD/Mtoken",
-          "expected rental cost of a token under the layout", "c", "exp,layout")
-R.derived("user_speed_expected_layout", delta / t_exp_l, "token/s/sequence",
-          "expected tokens per second each sequence gets under the layout", "v", "exp,layout")
+R.variant("throughput_expected", LAYOUT, "expected tokens per second from the layout's chips")
+R.variant("cost_per_token_expected", LAYOUT, "expected rental cost of a token under the layout")
+R.variant("user_speed_expected", LAYOUT, "expected tokens per second each sequence gets under the layout")
 
 # -- training -----------------------------------------------------------------------------------
 R.section(

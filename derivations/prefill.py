@@ -24,7 +24,7 @@ tokens is judged with its share.
 import sympy as sp
 
 from .inputs import R, B, S, F, W, E, k, tau, delta, beta_w, a_attn, c_F
-from .layout import dp, ep, pp, tp, t_w_min
+from .layout import LAYOUT, dp, ep, pp, tp, t_w_min
 from .textbook import c_1
 from .prices import n_pass
 from .roofline import N_always, N_routed
@@ -114,13 +114,11 @@ t_ep_l = R.derived(
     "prefill_ep_comm_time", R.at("ep_comm_time", {delta: n_new}), "s",
     "expert dispatch and combine of one stage during a prefill: every prompt token computed sent to its experts "
     "and back", "t", "EP,pre", how="ep_comm_time at tokens_per_step = pass_tokens·(1 − prefix_cache_share)")
-t_pre_l = R.derived(
+R.derived(
     "prefill_time_layout", pp * (sp.Max(t_c_l, t_w_l) + t_tp_l + t_ep_l), "s",
     "prefill under the layout: in each stage compute and weight reads overlapped, then the all-reduces and the "
     "all-to-all, stage after stage", "t", "pre,layout")
-R.derived("time_to_first_token_layout", t_pre_l, "s",
-          "time to the first token under the layout: the prefill, whose last position gives it (queueing apart)",
-          "t", "TTFT,layout")
+R.variant("time_to_first_token", LAYOUT)
 
 # The strict form, as DeepSeek's and SGLang's prefill runs it: two micro-batches, one computing while the
 # other's all-to-all is on the wire (two-batch overlap), so a stage takes the longest of its compute, its
