@@ -4,7 +4,7 @@
     >>> s = cb.scenario("h100-sxm", "llama-3-70b", tp=8, batch=1, context=2048, weight_format="bf16")
     >>> r = s.evaluate("step_time")       # under the deployed layout, as `eval` answers it
     >>> round(float(r), 2), r.unit, r.display
-    (5.45, 'ms', '5.45 ms')
+    (5.8, 'ms', '5.8 ms')
     >>> s.sweep("step_time", batch=[1, 8, 64]).to_csv().splitlines()[0]
     'batch [sequence],step_time [ms],feasible'
 
