@@ -172,10 +172,10 @@ def test_no_page_is_less_than_half_full_inside_a_part(pdf_pages):
 
 
 def test_the_contents_start_on_page_2_and_fill_it(built, pdf_pages):
-    from pypdf import PdfReader
+    from conftest import pdf_pages as text_of_pages
 
     pages, _, _ = pdf_pages
-    second = PdfReader(str(built / "report.pdf")).pages[1].extract_text()
+    second = text_of_pages(built / "report.pdf")[1]
     assert second.lstrip().startswith("Contents") and second.count("\n") > 30, second[:200]
     assert _filled(pages[1]) >= 0.5
 
@@ -193,7 +193,7 @@ def test_a_chip_id_is_not_broken_at_its_hyphen_in_running_text(built, data, tmp_
     column a few words wide, set with those settings, breaks between the ids, never inside one (it
     set 'gb200-' at the end of a line and 'nvl72' at the start of the next)."""
     import typst
-    from pypdf import PdfReader
+    from conftest import pdf_pages
 
     settings = (built / "report.typ").read_text().split("// -- end of settings --")[0]
     ids = [i for i in (*data.hardware, *data.models) if "-" in i]
@@ -201,7 +201,7 @@ def test_a_chip_id_is_not_broken_at_its_hyphen_in_running_text(built, data, tmp_
     (tmp_path / "p.typ").write_text(settings + "#set page(width: 7cm, height: auto)\n"
                                     + " ".join(f"the {i}" for i in ids * 3) + "\n")
     (tmp_path / "p.pdf").write_bytes(typst.compile(str(tmp_path / "p.typ")))
-    text = PdfReader(str(tmp_path / "p.pdf")).pages[0].extract_text()
+    text = pdf_pages(tmp_path / "p.pdf")[0]
     assert text.count("\n") > 10   # set over many lines
     broken = {m for m in re.findall(r"([\w.]+)-\s*\n\s*([\w.-]+)", text) if "-".join(m) in " ".join(ids)}
     assert broken == set(), broken

@@ -68,7 +68,7 @@ LEFTOVERS = r"\{\{|\}\}|\{%|%\}|<<|>>|<%|%>|\{[a-z_]+(?:![rs])?(?::[^{}]*)?\}"
 
 
 # A parenthesis taller than the font's largest size is drawn from pieces (a hook, extenders, a hook):
-# pypdf reads its top as "x…xy" and its bottom as "{…{|" (or, for a left one, its extenders and
+# a PDF's text layer reads its top as "x…xy" and its bottom as "{…{|" (or, for a left one, its extenders and
 # bottom as "}…}~"), which are not template syntax.
 # A bracket taller still (a term's closed form in the reference) is read as "55556" and "<<<<=".
 STRETCHED_DELIMITER = re.compile(r"\{{2,}\||x+y|\}+~|5{3,}6|<{3,}=")
@@ -310,7 +310,7 @@ def test_parts_and_questions_share_one_numbering(built, doc):
     appendices are lettered."""
     import html as html_mod
 
-    from pypdf import PdfReader
+    from conftest import pdf_outline
 
     from derivations.core import CHAPTERS
 
@@ -328,10 +328,7 @@ def test_parts_and_questions_share_one_numbering(built, doc):
     assert [h.split(".")[0] for h in numbered if h.startswith("Appendix")] == (
         ["Appendix A", "Appendix B", "Appendix C", "Appendix D"] if doc == "reference" else [])
 
-    def walk(o):
-        for x in o:
-            yield from (walk(x) if isinstance(x, list) else [x.title])
-    outline = [t for t in walk(PdfReader(str(built / f"{doc}.pdf")).outline)
+    outline = [t for t in pdf_outline(built / f"{doc}.pdf")
                if re.match(r"(Part \d+\.|\d+\.\d+ |Appendix [A-Z]\.)", t)]
     assert outline == numbered
     # questions are numbered within their part, from 1, in order

@@ -46,10 +46,10 @@ def pages(out):
 
 
 def test_the_main_pdf_has_at_most_80_pages(out):
-    from pypdf import PdfReader
-    n = len(PdfReader(str(out / "report.pdf")).pages)
+    from conftest import pdf_pages
+    n = len(pdf_pages(out / "report.pdf"))
     assert n <= MAX_PDF_PAGES, n
-    assert len(PdfReader(str(out / "reference.pdf")).pages) > n   # the rest is in the reference
+    assert len(pdf_pages(out / "reference.pdf")) > n   # the rest is in the reference
 
 
 def test_the_main_page_weighs_at_most_2_5_mb(out):
