@@ -266,6 +266,7 @@ def test_what_is_kept_of_the_report_equals_what_is_computed_again():
         assert got == (text, mathml, typst) and got[2].em == typst.em, (kind, name)
 
 
+@pytest.mark.slow   # computes every form again; the default run's test_the_shipped_results_are_made_from_the_sources_as_they_are checks the key
 def test_the_shipped_forms_are_the_ones_computed_now_term_for_term():
     """A fresh clone's first build prints the closed and board forms shipped in
     derivations/solved.pickle; a build that computes them (another SymPy, an emptied .cache/ after an
