@@ -57,35 +57,23 @@ def _files(parser):
                         help=f"API price snapshots and memory tiers (default: {PATHS['prices_file']})")
 
 
-def make_parser() -> argparse.ArgumentParser:
-    common = argparse.ArgumentParser(add_help=False)
-    _files(common)
+def _model_config(parser):
+    parser.add_argument("--model-config", metavar="CONFIG.JSON",
+                        help="add a model read from a Hugging Face config.json (Llama, Mistral, Qwen, "
+                             "Mixtral, Qwen-MoE, DeepSeek); it is the model used unless --model is given")
 
-    p = _Parser(
-        prog="chalkboard" if INSTALLED else "build.py", parents=[common],
-        description="chalkboard: the math of Reiner Pope's lecture on LLM training and serving, as "
-                    "unit-checked SymPy derivations evaluated for every chip and model.",
-        epilog="With no command, builds the report (same as `build.py build`). "
-               "Examples: `build.py eval balance_batch --hardware h100-sxm --model deepseek-v3`, "
-               "`build.py eval step_time --hardware b200 --model llama-3-70b --set batch=64`, "
-               "`build.py list hardware`.",
-        formatter_class=argparse.RawDescriptionHelpFormatter)
-    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+def _layout_option(parser):
+    parser.add_argument(
+        "--layout", choices=("deployed", "even"), default="deployed",
+        help="deployed (default): step_time, latency_floor, cost_per_token, kv_per_chip and the other "
+             "names with a form under a layout are answered for one copy laid out as deployed (tp, "
+             "dp_attention, ep, pp: set them with --set; the default is the practitioner's layout on "
+             "the fewest chips that hold the model), communication in the step; even: the lecture's picture, "
+             "one copy spread evenly over the chips, no communication")
 
-    def model_config(parser):
-        parser.add_argument("--model-config", metavar="CONFIG.JSON",
-                            help="add a model read from a Hugging Face config.json (Llama, Mistral, Qwen, "
-                                 "Mixtral, Qwen-MoE, DeepSeek); it is the model used unless --model is given")
 
-    def layout_option(parser):
-        parser.add_argument(
-            "--layout", choices=("deployed", "even"), default="deployed",
-            help="deployed (default): step_time, latency_floor, cost_per_token, kv_per_chip and the other "
-                 "names with a form under a layout are answered for one copy laid out as deployed (tp, "
-                 "dp_attention, ep, pp: set them with --set; the default is the practitioner's layout on "
-                 "the fewest chips that hold the model), communication in the step; even: the lecture's picture, "
-                 "one copy spread evenly over the chips, no communication")
-
+def _add_build(sub, common) -> None:
+    """`build` and its options."""
     b = sub.add_parser("build", parents=[common], help="write build/report.html, report.pdf, figures and results.json")
     b.add_argument("--hardware", default=DEFAULT_HARDWARE, help="featured hardware id (default: %(default)s)")
     b.add_argument("--model", help=f"featured model id (default: the --model-config model, else {DEFAULT_MODEL})")
@@ -105,9 +93,12 @@ def make_parser() -> argparse.ArgumentParser:
                    help="build even when nothing changed since the last build into --out (a figure "
                         "whose inputs did not change is still taken from .cache/figures/; remove "
                         ".cache/ to draw every figure)")
-    model_config(b)
+    _model_config(b)
     b.set_defaults(command="build", paths_declared=('hardware_file', 'models_file', 'prices_file', 'out', 'claims_file'))
 
+
+def _add_watch(sub, common) -> None:
+    """`watch`: the build again on every saved edit."""
     w = sub.add_parser(
         "watch", parents=[common], help="build the report, then again on every saved edit (--serve: a live page)",
         description="Build the report, then watch its inputs and build again on every saved edit, in a "
@@ -129,6 +120,9 @@ def make_parser() -> argparse.ArgumentParser:
     w.add_argument("--worker", type=int, metavar="FD", help=argparse.SUPPRESS)   # the process that builds
     w.set_defaults(command="watch", paths_declared=('hardware_file', 'models_file', 'prices_file', 'out', 'claims_file'))
 
+
+def _add_eval(sub, common) -> None:
+    """`check`, and `eval`: one quantity, or a sweep of several."""
     c = sub.add_parser("check", parents=[common], help="dimension-check all equations; evaluate every hardware x model")
     c.set_defaults(command="check", paths_declared=('hardware_file', 'models_file', 'prices_file'))
 
@@ -159,10 +153,13 @@ def make_parser() -> argparse.ArgumentParser:
                    help="sweep an input over a grid (up to three, crossed): a,b,c | start:stop:log (every "
                         "doubling) | start:stop:N[:log] | start:stop (whole numbers); e.g. --sweep batch=1:65536:log")
     e.add_argument("--csv", action="store_true", help="with --sweep: print CSV")
-    layout_option(e)
-    model_config(e)
+    _layout_option(e)
+    _model_config(e)
     e.set_defaults(command="eval", paths_declared=('hardware_file', 'models_file', 'prices_file'))
 
+
+def _add_compare(sub, common) -> None:
+    """`compare`: quantities across chips and models."""
     cp = sub.add_parser(
         "compare", parents=[common], help="one table of quantities across chips and models",
         description="Evaluate quantities for several chips and models side by side, with their number "
@@ -180,10 +177,13 @@ def make_parser() -> argparse.ArgumentParser:
     cp.add_argument("--set", action="append", metavar="NAME=VALUE", help="override an input for every row")
     cp.add_argument("--json", action="store_true", help="print JSON")
     cp.add_argument("--csv", action="store_true", help="print CSV")
-    layout_option(cp)
-    model_config(cp)
+    _layout_option(cp)
+    _model_config(cp)
     cp.set_defaults(command="compare", paths_declared=('hardware_file', 'models_file', 'prices_file'))
 
+
+def _add_plan(sub, common) -> None:
+    """`plan`: the cheapest deployment that meets a speed target."""
     pn = sub.add_parser(
         "plan", parents=[common], help="the cheapest deployment that meets a speed target",
         description="Search every chip x layout (tp, dp_attention, ep; a mixture of experts also over several "
@@ -226,9 +226,12 @@ def make_parser() -> argparse.ArgumentParser:
                     help="print the launch command of the pick for this serving engine (its documented flags: "
                          "parallel sizes, max sequences = the batch, memory fraction = engine_memory_share, max "
                          "model length = the context, the weight and KV cache formats, speculative settings)")
-    model_config(pn)
+    _model_config(pn)
     pn.set_defaults(command="plan", paths_declared=('hardware_file', 'models_file', 'prices_file', 'measurements_file'))
 
+
+def _add_tables(sub, common) -> None:
+    """`list`, `audit` and `validate`."""
     ls = sub.add_parser("list", parents=[common], help="list quantities, hardware or models")
     ls.add_argument("what", nargs="?", default="quantities", choices=["quantities", "hardware", "models"])
     ls.add_argument("--json", action="store_true", help="print JSON")
@@ -255,4 +258,22 @@ def make_parser() -> argparse.ArgumentParser:
                    help=f"measurements to check (default: {PATHS['measurements_file']})")
     v.add_argument("--json", action="store_true", help="print one JSON object")
     v.set_defaults(command="validate", paths_declared=('hardware_file', 'models_file', 'prices_file', 'measurements_file'))
+
+
+def make_parser() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    _files(common)
+
+    p = _Parser(
+        prog="chalkboard" if INSTALLED else "build.py", parents=[common],
+        description="chalkboard: the math of Reiner Pope's lecture on LLM training and serving, as "
+                    "unit-checked SymPy derivations evaluated for every chip and model.",
+        epilog="With no command, builds the report (same as `build.py build`). "
+               "Examples: `build.py eval balance_batch --hardware h100-sxm --model deepseek-v3`, "
+               "`build.py eval step_time --hardware b200 --model llama-3-70b --set batch=64`, "
+               "`build.py list hardware`.",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+    for add in (_add_build, _add_watch, _add_eval, _add_compare, _add_plan, _add_tables):
+        add(sub, common)
     return p
