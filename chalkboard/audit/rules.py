@@ -27,8 +27,9 @@ INCONCLUSIVE = "inconclusive"   # computed, but the evidence does not measure wh
 # lecture decide it; "recomputed" when the lecture's own numbers or algebra are redone (they can only
 # show a slip); "definition" when the check restates how the derivations encode the lecture.
 RECOMPUTED, DEFINITION = "recomputed", "definition"
-# A miss that a reasonable sweep (a context, a batch, a number format, another chip in scope) turns
-# into "holds" is not an error of the lecture: it depends on that choice, and the flip is shown.
+# A verdict that a reasonable sweep (a context, a batch, a number format, another chip in scope) turns
+# to the other side -- a miss into a hold, or a hold into a miss -- is neither an error of the lecture
+# nor a confirmation: it depends on that choice, and the card names the choices on each side.
 DEPENDS = "depends"
 REASONABLE_SWEEPS = ("context ", "batch ", "format ", "KV cache in fp8", "fp8 activations", "on ", "NVIDIA chips only",
                      "without announced parts")
@@ -36,6 +37,14 @@ VERDICTS = (HOLDS, RECOMPUTED, DEFINITION, ROUGHLY, DEPENDS, FAILS, INCONCLUSIVE
 CSS = {HOLDS: "v-holds", RECOMPUTED: "v-recomputed", DEFINITION: "v-definition", ROUGHLY: "v-roughly",
        DEPENDS: "v-depends", FAILS: "v-fails", INCONCLUSIVE: "v-inconclusive", ND: "v-nd"}
 AGREES = (HOLDS, RECOMPUTED, DEFINITION)   # the verdicts in which the claim agrees with its check
+
+
+def verdict_side(verdict: str) -> str | None:
+    """The side of a verdict a sweep may turn it to: "holds" (holds, roughly, recomputed, definition),
+    "fails", or None for a verdict that is no judgement (depends, inconclusive, not judged)."""
+    if verdict in AGREES or verdict == ROUGHLY:
+        return "holds"
+    return "fails" if verdict == FAILS else None
 DEFAULT_TOLERANCE = 1.3      # "about X": within ×/÷ 1.3
 DEFAULT_BAND = 2.0           # "roughly": within ×/÷ 2 (for tolerances of 1.3 or more)
 TWO_THIRDS = 2 / 3
@@ -174,6 +183,7 @@ class Verdict:
     swept: list = field(default_factory=list)       # every sweep tried: "label: verdict (value)"
     unswept: str = ""                               # why no reasonable sweep applies, where none was tried
     derivation: list = field(default_factory=list)  # the deciding derivation, one step a derived quantity
+    as_set: str = ""                                # the verdict on the claim's own set-up, before any sweep
 
 
 def unit_suffix(part) -> str:

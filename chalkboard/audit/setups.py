@@ -220,7 +220,9 @@ def _variants(ctx, claim: Claim, entries: list[Entry]):
             return base.value(name).magnitude
         except (MissingInput, InputError):
             return None
-    pinned = set(claim.given) | set(((claim.relative_to or {}).get("set") or {}))   # a ratio of two contexts is not swept
+    # what the claim fixes or sets is the sentence's own premise (a ratio of two contexts, "a batch of
+    # 2,000"), never swept, as a format the claim sets is not
+    pinned = set(claim.given) | set(claim.set) | set(((claim.relative_to or {}).get("set") or {}))
     if "context" in leaves and "context" not in pinned:
         now = current("context")
         for L in CONTEXTS:
@@ -238,9 +240,9 @@ def _variants(ctx, claim: Claim, entries: list[Entry]):
         for f in FORMATS:
             if f in have:
                 out.append((f"format {f}" + (" (chips with that rate)" if len(entries) > 1 else ""), {"format": f}, None, None))
-    if "bytes_per_kv_number" in leaves or "kv_bytes_per_token" in leaves:
+    if ("bytes_per_kv_number" in leaves or "kv_bytes_per_token" in leaves) and "kv_format" not in pinned:
         out.append(("KV cache in fp8", {"kv_format": "fp8"}, None, None))
-    if "bytes_per_activation" in leaves:
+    if "bytes_per_activation" in leaves and "bytes_per_activation" not in pinned:
         out.append(("fp8 activations in the all-to-all (1 byte)", {"bytes_per_activation": "1 byte"}, None, None))
     if "hbm_capacity" in leaves:
         out.append(("HBM capacity read as GiB for GB (or back)", {}, _gib_flip, None))

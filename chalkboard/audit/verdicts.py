@@ -18,7 +18,7 @@ from ..featured import FEATURED_HARDWARE as DEFAULT_HARDWARE, FEATURED_MODEL as 
 
 from .rules import (unit_suffix, listed, LISTED, Verdict, EDGE, PLACEHOLDER, AGREES, band_text, DEFINITION, DEPENDS, FAILS,
                     HOLDS, INCONCLUSIVE, judge, loose_text, miss_text, ND, RECOMPUTED, REASONABLE_SWEEPS, ROUGHLY,
-                    TWO_THIRDS)
+                    verdict_side, TWO_THIRDS)
 from .scope import default_chips, Chips
 from .claims import Claim
 from .fixed import judge_identity, judge_sourced, notation
@@ -119,9 +119,14 @@ def _decision(v: Verdict) -> str:
         return f"does not hold: {v.miss}"
     if v.verdict == INCONCLUSIVE:
         return v.detail if v.detail.startswith("inconclusive") else f"inconclusive: {v.detail}"
-    if v.verdict == DEPENDS:
+    if v.verdict == DEPENDS and v.as_set == FAILS:
         return (f"depends: {v.computed_text} against the lecture's {c.claimed_text} does not hold here ({v.miss}), "
                 f"but a reasonable choice turns it: " + "; ".join(f for f in v.flips_if if f.startswith(REASONABLE_SWEEPS)))
+    if v.verdict == DEPENDS:   # a hold that a reasonable choice breaks: the choices on each side
+        held = [s.split(": ", 1)[0] for s in v.swept if s.startswith(REASONABLE_SWEEPS) and verdict_side(_swept_verdict(s)) == "holds"]
+        return (f"depends: {v.computed_text} against the lecture's {c.claimed_text} {v.as_set} as set"
+                + (f" and with {'; '.join(held)}" if held else "") + ", but a reasonable choice breaks it: "
+                + "; ".join(f for f in v.flips_if if f.startswith(REASONABLE_SWEEPS) and verdict_side(_swept_verdict(f)) == "fails"))
     if c.kind == "identity":
         n = len(c.checks)
         if v.verdict == FAILS:
@@ -323,10 +328,15 @@ def _numeric_fitting(ctx, claim: Claim, entries: list, fit: list) -> Verdict:
     swept = []
     flips, moves, turns = sweep_entries(ctx, claim, entries, verdict, [r[1] for r in part_results], swept)
     ctx.unfit = unfit
-    depends_on = [label for label, v in turns if v in (HOLDS, ROUGHLY) and label.startswith(REASONABLE_SWEEPS)]
-    if verdict == FAILS and depends_on:   # an error only if it survives the reasonable sweeps
+    turned = [label for label, v in turns if label.startswith(REASONABLE_SWEEPS) and verdict_side(v) != verdict_side(verdict)]
+    as_set = verdict
+    if turned:   # an error, or a confirmation, only if it survives the reasonable sweeps
         verdict = DEPENDS
-        details.insert(0, "depends: it does not hold here, but holds with " + "; ".join(depends_on))
+        holding = turned if as_set == FAILS else ["as set"] + [
+            s.split(": ", 1)[0] for s in swept if s.startswith(REASONABLE_SWEEPS) and verdict_side(_swept_verdict(s)) == "holds"]
+        failing = turned if as_set != FAILS else []
+        details.insert(0, (f"depends: it {as_set} as set, but " if as_set != FAILS else "depends: it does not hold as set, but ")
+                       + f"holds with {'; '.join(holding)}" + (f"; does not hold with {'; '.join(failing)}" if failing else ""))
     p0 = part_results[0][0]
     mark(ctx, entries, vals0)
     summary = {"unit": f"{p0.unit:~P}"}
@@ -340,13 +350,19 @@ def _numeric_fitting(ctx, claim: Claim, entries: list, fit: list) -> Verdict:
     else:
         summary["parts"] = [{"label": p.label, "value": s, "unit": f"{p.unit:~P}", "verdict": v}
                             for p, _, v, s in part_results]
-    return Verdict(claim, verdict, summary, "; ".join(texts), "; ".join(details),
+    return Verdict(claim, verdict, summary, "; ".join(texts), "; ".join(details), as_set=as_set,
                    band="; ".join((f"{p.label}: " if len(claim.parts) > 1 else "") + band_text(p) for p in claim.parts),
                    scope=scope, values=values, inputs=inputs, formula=formula, flips_if=flips, sensitivity=moves,
                    fit=fit, miss="; ".join(misses), loose="; ".join(looses), swept=swept, derivation=derivation,
                    unswept="" if swept else ("it reads only published figures and the workload it fixes ("
                                              + ", ".join(r["name"] for r in inputs) + "): no context, batch, "
                                              "format or chip choice in its scope moves it"))
+
+
+def _swept_verdict(entry: str) -> str:
+    """The verdict of one swept variant as the card lists it ("context 1,024 tokens: holds (1.2)")."""
+    text = entry.split(": ", 1)[1]
+    return next((v for v in (ROUGHLY, FAILS, HOLDS) if text.startswith(v)), text)
 
 
 def _format_of(ctx, claim, e: Entry) -> str | None:
