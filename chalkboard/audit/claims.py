@@ -249,7 +249,7 @@ def _part(label, cid, c, relative: bool, fld_prefix="") -> Part:
 
 
 # -- what a number claim tests: its kind follows from its expression -----------------------------
-_PUBLISHED = ("hardware", "model", "price", "tier")   # figures read from the data files, each sourced
+PUBLISHED = ("hardware", "model", "price", "tier")   # figures read from the data files, each sourced
 _READ_BACK = 2     # a product or ratio of at most this many inputs is read back, not derived
 
 
@@ -294,7 +294,7 @@ def tested_kind(parts: list[Part], relative: bool, fixed=()) -> tuple[str, str]:
         if not (no_derivation or one_step):
             kinds.append("derived")
             continue
-        published = all(REGISTRY[n].origin in _PUBLISHED for n in read)
+        published = all(REGISTRY[n].origin in PUBLISHED for n in read)
         kinds.append("spec" if published and (relative or len(read) >= _READ_BACK) else "input")
         why.append(f"{p.label} reads only {', '.join(read) or 'constants'}")
     kind = "derived" if "derived" in kinds else "spec" if "spec" in kinds else "input"

@@ -184,6 +184,8 @@ class Verdict:
     unswept: str = ""                               # why no reasonable sweep applies, where none was tried
     derivation: list = field(default_factory=list)  # the deciding derivation, one step a derived quantity
     as_set: str = ""                                # the verdict on the claim's own set-up, before any sweep
+    evidence: str = ""                              # what a number verdict rests on (evidence.py)
+    evidence_why: str = ""
 
 
 def unit_suffix(part) -> str:

@@ -33,7 +33,7 @@ def claim_scenario(ctx, claim: Claim, hid: str, mid: str, extra: dict | None = N
     return sc
 
 
-def _eval(sc: Scenario, expr) -> object:
+def eval_expr(sc: Scenario, expr) -> object:
     return walk(expr, lambda s: sc.value(REGISTRY.q(s).name), where="claim")
 
 
@@ -109,12 +109,12 @@ def _value(ctx, claim: Claim, part: Part, e: Entry, extra=None, tweak=None) -> f
 
 def _computed(ctx, claim: Claim, part: Part, e: Entry, extra=None, tweak=None) -> float:
     sc = claim_scenario(ctx, claim, e.hardware, e.model, extra, tweak)
-    q = _eval(sc, part.expr)
+    q = eval_expr(sc, part.expr)
     if e.reference is not None:
         rh, rm = e.reference
         rel_set = (claim.relative_to or {}).get("set") or {}
         rsc = claim_scenario(ctx, claim, rh, rm, {**(extra or {}), **rel_set}, tweak)
-        q = q / _eval(rsc, part.expr)
+        q = q / eval_expr(rsc, part.expr)
     return float(q.to(part.unit).magnitude)
 
 

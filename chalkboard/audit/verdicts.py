@@ -23,6 +23,7 @@ from .scope import default_chips, Chips
 from .claims import Claim
 from .fixed import judge_identity, judge_sourced, notation
 from .board import claim_derivation, claim_formula
+from .evidence import classify, INDEPENDENT, NUMBER_KINDS
 from .setups import Ctx, Entry, claim_depends_on, entries_of, evaluate_part, judge_entries, leaves_of, mark, claim_scenario, sweep_entries, worst
 
 
@@ -104,6 +105,8 @@ def decision(v: Verdict) -> str:
     """The verdict as one sentence a reader can check: what was compared with what, by which rule; a claim over
     several models or chips ends with the share it holds on."""
     text = _decision(v)
+    if v.evidence and v.evidence != INDEPENDENT:   # a hold that data from a source cannot move: said, not counted
+        text += f" [evidence: {v.evidence}, not counted as an independent hold: {v.evidence_why}]"
     sh = share(v) if v.verdict not in (ND, INCONCLUSIVE) and not v.inherited_from else None
     if not sh:
         return text
@@ -350,7 +353,10 @@ def _numeric_fitting(ctx, claim: Claim, entries: list, fit: list) -> Verdict:
     else:
         summary["parts"] = [{"label": p.label, "value": s, "unit": f"{p.unit:~P}", "verdict": v}
                             for p, _, v, s in part_results]
+    evidence, evidence_why = (classify(ctx, claim, swept, e0.hardware, e0.model)   # what a hold would count as
+                              if claim.kind in NUMBER_KINDS and verdict in (HOLDS, ROUGHLY) else ("", ""))
     return Verdict(claim, verdict, summary, "; ".join(texts), "; ".join(details), as_set=as_set,
+                   evidence=evidence, evidence_why=evidence_why,
                    band="; ".join((f"{p.label}: " if len(claim.parts) > 1 else "") + band_text(p) for p in claim.parts),
                    scope=scope, values=values, inputs=inputs, formula=formula, flips_if=flips, sensitivity=moves,
                    fit=fit, miss="; ".join(misses), loose="; ".join(looses), swept=swept, derivation=derivation,
