@@ -127,6 +127,28 @@ def miss_text(value: float, low: float, high: float, compare: str | None) -> str
     return f"off by ×{sig(factor)}"
 
 
+def miss_factor(value: float, low: float, high: float, compare: str | None) -> float | None:
+    """How many times a value that does not hold is off the claim (a bound: off its edge); None when
+    the value is not positive or the bound is 0, where no factor says it."""
+    if not value > 0 or not low > 0:
+        return None
+    if compare == ">":
+        return low / value
+    if compare == "<":
+        return value / low
+    return value / high if value > high else low / value
+
+
+def size_text(sized: list[tuple[float, str]]) -> str:
+    """An error's size as a range over the choices that keep it an error: 'off by ×4–×230 (×4 with X;
+    ×230 as set)'; one choice: 'off by ×230 (as set; no other choice keeps it an error)'."""
+    sized = sorted(sized)
+    lo, hi = sized[0], sized[-1]
+    if len(sized) == 1 or sig(lo[0]) == sig(hi[0]):
+        return f"off by ×{sig(hi[0])} over {len(sized)} choice{'' if len(sized) == 1 else 's'} ({hi[1]})"
+    return f"off by ×{sig(lo[0])}–×{sig(hi[0])} over {len(sized)} choices (×{sig(lo[0])} with {lo[1]}; ×{sig(hi[0])} with {hi[1]})"
+
+
 def loose_text(value: float, low: float, compare: str | None) -> str:
     """How far a bound that holds is from being tight ("loose by ×2.15"); "" when within 1%."""
     if compare not in (">", "<") or not (low > 0 and value > 0):
@@ -184,6 +206,7 @@ class Verdict:
     unswept: str = ""                               # why no reasonable sweep applies, where none was tried
     derivation: list = field(default_factory=list)  # the deciding derivation, one step a derived quantity
     as_set: str = ""                                # the verdict on the claim's own set-up, before any sweep
+    size: str = ""                                  # an error's size: a range over the choices that keep it one
     evidence: str = ""                              # what a number verdict rests on (evidence.py)
     evidence_why: str = ""
 

@@ -270,9 +270,12 @@ def _variants(ctx, claim: Claim, entries: list[Entry]):
     return out
 
 
-def sweep_entries(ctx, claim: Claim, entries: list[Entry], verdict: str, base_vals: list[dict], swept: list | None = None):
+def sweep_entries(ctx, claim: Claim, entries: list[Entry], verdict: str, base_vals: list[dict], swept: list | None = None,
+                  sizes: list | None = None):
     """What each variant does to the verdict: the flips, the moves that do not flip it and the turns
-    (label, verdict); `swept`, when given, collects every variant tried, flipping or not."""
+    (label, verdict); `swept`, when given, collects every variant tried, flipping or not; `sizes`, when
+    given, each variant's value of every part, (label, [value per part]), and each model's own under
+    the variant over the catalogue's models (an error is sized over them)."""
     flips, moves, turns = [], [], []    # turns: (label, verdict) of each flip
     part0 = claim.parts[0]
     base_key = next((e.key for e in entries if e.counted and e.key in base_vals[0]), None)
@@ -290,6 +293,11 @@ def sweep_entries(ctx, claim: Claim, entries: list[Entry], verdict: str, base_va
         shown = (sig(counted[0]) if len(counted) == 1 else f"median {sig(statistics.median(counted))}") + unit_suffix(part0)
         if swept is not None:
             swept.append(f"{label}: {v} ({shown})")
+        if sizes is not None:
+            sizes.append((label, [judge_entries(judged, p, vs, ents)[1] for p, (_, vs) in zip(judged.parts, per_part)]))
+            if models:
+                sizes.extend((f"model {e.model}", [vs[e.key] for _, vs in per_part]) for e in ents
+                             if e.counted and all(e.key in vs for _, vs in per_part))
         if v != verdict:
             flips.append(f"{label}: {v} ({shown})")
             turns.append((label, v))

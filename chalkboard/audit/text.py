@@ -53,7 +53,7 @@ class Audit:
             if parent is not None and parent.verdict == FAILS:
                 continue
             out.append({"id": v.claim.id, "kind": v.claim.kind, "miss": v.miss, "where": v.claim.where,
-                        "evidence": _error_evidence(v),
+                        "evidence": _error_evidence(v), "size": v.size or None,
                         "claimed": v.claim.claimed_text or "–", "computed": v.computed_text,
                         "inherited_by": [i for i in v.inherited_by if i in by_id and by_id[i].verdict == FAILS]})
         return out
@@ -141,6 +141,8 @@ class Audit:
             inh = f" (inherited by {', '.join(e['inherited_by'])})" if e["inherited_by"] else ""
             lines.append(f"  error  {e['id']} [{e['kind']}, {e['evidence']}]{': ' + e['miss'] if e['miss'] else ''}{inh}")
             lines.append(f"           claimed {e['claimed']}, computed {e['computed']}  ({', '.join(e['where'])})")
+            if e["size"]:
+                lines.append(f"           {e['size']}")
         lines.append("")
         idw = max(len(v.claim.id) for v in self.verdicts)
         for v in self.verdicts:

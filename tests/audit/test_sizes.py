@@ -1,0 +1,40 @@
+"""An error is sized as a range over the reasonable choices that keep it an error, each end named, never
+by one extreme. Expected figures are worked by hand from the data files named beside them."""
+import re
+
+import pytest
+
+from chalkboard.audit import FAILS, run_audit
+from chalkboard.audit.rules import size_text
+from conftest import ROOT
+
+
+@pytest.fixture(scope="module")
+def audit(data):
+    return run_audit(data, ROOT / "claims.yaml", "claims.yaml")
+
+
+def test_a_size_names_both_ends():
+    assert size_text([(230, "the set-up as set"), (10.2, "model llama-3-405b"), (20, "model llama-3-70b")]) == (
+        "off by ×10.2–×230 over 3 choices (×10.2 with model llama-3-405b; ×230 with the set-up as set)")
+    assert size_text([(4, "the set-up as set")]) == "off by ×4 over 1 choice (the set-up as set)"
+
+
+def test_every_number_error_is_sized_over_named_choices(audit):
+    errors = [v for v in audit.verdicts if v.verdict == FAILS and not v.inherited_from
+              and v.claim.kind in ("derived", "spec", "input", "arithmetic")]
+    assert errors
+    for v in errors:
+        assert v.size.startswith("off by ×") or re.match(r"\w+: off by ×", v.size), v.claim.id
+        assert "sized over the choices tried: " + v.size in v.decision
+        for label in re.findall(r"with ([^;)]+)", v.size):   # only reasonable choices size an error
+            assert not label.startswith(("2:4-sparse", "HBM capacity read as", "every chip")), (v.claim.id, label)
+
+
+def test_the_millions_error_runs_from_the_grouped_query_models_to_deepseek(audit):
+    v = next(v for v in audit.verdicts if v.claim.id == "attention-slope-noticed-in-the-millions")
+    # the sentence names no model: DeepSeek-V3 (MLA) crosses at 4,355 tokens (×230 short of a million),
+    # the grouped-query models far later (Llama 3 70B at about 53K tokens: ×19)
+    lo, hi = (float(x.replace(",", "")) for x in re.match(r"off by ×([\d.,]+)–×([\d.,]+)", v.size).groups())
+    assert hi == pytest.approx(1e6 / 4355, rel=0.01)
+    assert 5 < lo < 25
