@@ -167,6 +167,11 @@ def _decision(v: Verdict) -> str:
         if v.verdict == ROUGHLY:
             return f"holds roughly: {shown} is outside ×/÷{sig(p.tolerance)} of {claimed} but within ×/÷{sig(p.band)}"
         return f"does not hold: {shown} is outside ×/÷{sig(p.band)} of {claimed} ({v.miss})"
+    each = (v.computed or {}).get("parts") or []
+    if each and v.verdict not in AGREES:   # a compound sentence: each part's verdict, the weakest decides
+        return (f"{v.verdict} (the weakest of its {len(each)} parts): " + "; ".join(
+            f"{p['label']} {sig(p['value'])} against {cp.claimed_text}: {p['verdict']}" for p, cp in zip(each, c.parts))
+            + (f" ({v.miss})" if v.miss else ""))
     return (f"{v.verdict}: computed {shown} against claimed {c.claimed_text}, each part within its own band"
             if v.verdict in AGREES else f"{v.verdict}: computed {shown} against claimed {c.claimed_text}"
             + (f" ({v.miss})" if v.miss else ""))

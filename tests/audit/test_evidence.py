@@ -54,3 +54,13 @@ def test_the_square_root_error_is_counted_by_what_it_rests_on(audit):
     # an identity on the encoded DeepSeek sparse-attention form (index over all L + top-k): not data
     assert e["evidence"] == "in the form of a cited source's formula"
     assert "1 in the form of a cited source's formula" in audit.headline()
+
+
+def test_a_compound_sentence_takes_its_weakest_part(audit):
+    v = next(v for v in audit.verdicts if v.claim.id == "gemini-long-context-fifty-percent-more")
+    # prices.yaml, Gemini 3.1 Pro above 200K tokens: output $12 -> $18 (x1.5), input $2 -> $4 (x2)
+    parts = {p["label"]: p for p in v.computed["parts"]}
+    assert parts["long_output_premium"]["value"] == pytest.approx(1.5)
+    assert parts["long_output_premium"]["verdict"] == "holds"
+    assert parts["long_input_premium"]["value"] == pytest.approx(2.0)
+    assert v.verdict == "does not hold" and "the weakest of its 2 parts" in v.decision
