@@ -144,8 +144,10 @@ def size_text(sized: list[tuple[float, str]]) -> str:
     ×230 as set)'; one choice: 'off by ×230 (as set; no other choice keeps it an error)'."""
     sized = sorted(sized)
     lo, hi = sized[0], sized[-1]
-    if len(sized) == 1 or sig(lo[0]) == sig(hi[0]):
-        return f"off by ×{sig(hi[0])} over {len(sized)} choice{'' if len(sized) == 1 else 's'} ({hi[1]})"
+    if len(sized) == 1:
+        return f"off by ×{sig(hi[0])} over 1 choice ({hi[1]})"
+    if sig(lo[0]) == sig(hi[0]):   # no choice tried moves it: name them all
+        return f"off by ×{sig(hi[0])} in each of {len(sized)} choices ({listed([x[1] for x in sized])})"
     return f"off by ×{sig(lo[0])}–×{sig(hi[0])} over {len(sized)} choices (×{sig(lo[0])} with {lo[1]}; ×{sig(hi[0])} with {hi[1]})"
 
 
