@@ -74,7 +74,7 @@ def read_claims(data: Data, path: Path, label: str, doc=None) -> Claims:
     doc = read_claims_file(path, label) if doc is None else claims_document(doc, label)
     chips = load_chips(label, data, doc)
     loaded = load_claims(path, label, data, places, chips, doc)
-    context.attach(loaded, places)
+    context.attach(loaded, places, context.transcript_paragraphs(seeds.transcript_file(root)))
     return Claims(loaded, chips)
 
 
