@@ -15,6 +15,7 @@ from derivations import REGISTRY
 from ..evaluation.evaluate import InputError, MissingInput
 
 from .claims import PUBLISHED, Claim
+from .rules import FAILS, judge, miss_factor, REASONABLE_SWEEPS, size_text
 from .setups import claim_depends_on, claim_scenario, leaves_of, eval_expr
 
 INDEPENDENT, ECHO, IDENTITY, CONSTANT, DUPLICATE = "independent", "echo", "identity", "constant", "duplicate"
@@ -80,3 +81,36 @@ def mark_duplicates(verdicts: list) -> None:
             v.evidence, v.evidence_why = DUPLICATE, f"the same values on the same set-ups as {first[key]}: one test said twice"
         else:
             first[key] = v.claim.id
+
+
+# -- an error's size -------------------------------------------------------------------------------
+def sizes_it(ctx, claim: Claim, label: str) -> bool:
+    """Whether a variant is a reasonable choice to size an error over: a reasonable sweep, or another model
+    of the catalogue where the sentence names no model of its own (a spec-sheet misreading is not)."""
+    if label.startswith(REASONABLE_SWEEPS):
+        return True
+    if not label.startswith("model ") or claim.kind == "arithmetic":   # the lecture's own numbers name no model
+        return False
+    text = f"{claim.claim} {claim.quote}".lower().replace("deep sick", "deepseek").replace("deep-seek", "deepseek")
+    named = {(getattr(ctx.data.models[m], "name", None) or m).split("-")[0].split(" ")[0].lower() for m in claim.models}
+    return not any(n and n in text for n in named)
+
+
+def error_size(part_results, sizes) -> str:
+    """An error's size, part by part: the range of its miss over the set-up as set and every variant
+    tried (a format, a context, a chip, each model of the catalogue) that keeps the part an error."""
+    out = []
+    for i, (p, _, v, summ) in enumerate(part_results):
+        if v != FAILS:
+            continue
+        args = (p.low, p.high, p.compare)
+        sized = [(f, "the set-up as set") for f in [miss_factor(summ, *args)] if f]
+        for label, xs in sizes:
+            x = xs[i] if i < len(xs) else None
+            if x is not None and judge(x, p.low, p.high, p.tolerance, p.band, p.compare) == FAILS:
+                f = miss_factor(x, *args)
+                if f:
+                    sized.append((f, label))
+        if sized:
+            out.append((f"{p.label}: " if len(part_results) > 1 else "") + size_text(sized))
+    return "; ".join(out)

@@ -17,13 +17,13 @@ from units import parse
 from ..featured import FEATURED_HARDWARE as DEFAULT_HARDWARE, FEATURED_MODEL as DEFAULT_MODEL
 
 from .rules import (unit_suffix, listed, LISTED, Verdict, EDGE, PLACEHOLDER, AGREES, band_text, DEFINITION, DEPENDS, FAILS,
-                    HOLDS, INCONCLUSIVE, judge, loose_text, miss_factor, miss_text, ND, size_text, RECOMPUTED, REASONABLE_SWEEPS, ROUGHLY,
+                    HOLDS, INCONCLUSIVE, judge, loose_text, miss_text, ND, RECOMPUTED, REASONABLE_SWEEPS, ROUGHLY,
                     verdict_side, TWO_THIRDS)
 from .scope import default_chips, Chips
 from .claims import Claim
 from .fixed import judge_identity, judge_sourced, notation
 from .board import claim_derivation, claim_formula
-from .evidence import classify, INDEPENDENT, NUMBER_KINDS
+from .evidence import classify, error_size, INDEPENDENT, NUMBER_KINDS, sizes_it
 from .setups import Ctx, Entry, claim_depends_on, entries_of, evaluate_part, judge_entries, leaves_of, mark, claim_scenario, sweep_entries, worst
 
 
@@ -338,7 +338,7 @@ def _numeric_fitting(ctx, claim: Claim, entries: list, fit: list) -> Verdict:
     swept, sizes = [], []
     flips, moves, turns = sweep_entries(ctx, claim, entries, verdict, [r[1] for r in part_results], swept, sizes)
     ctx.unfit = unfit
-    size = _size(part_results, [x for x in sizes if _sizes_it(ctx, claim, x[0])]) if verdict == FAILS else ""
+    size = error_size(part_results, [x for x in sizes if sizes_it(ctx, claim, x[0])]) if verdict == FAILS else ""
     turned = [label for label, v in turns if label.startswith(REASONABLE_SWEEPS) and verdict_side(v) != verdict_side(verdict)]
     as_set = verdict
     if turned:   # an error, or a confirmation, only if it survives the reasonable sweeps
@@ -371,38 +371,6 @@ def _numeric_fitting(ctx, claim: Claim, entries: list, fit: list) -> Verdict:
                    unswept="" if swept else ("it reads only published figures and the workload it fixes ("
                                              + ", ".join(r["name"] for r in inputs) + "): no context, batch, "
                                              "format or chip choice in its scope moves it"))
-
-
-def _sizes_it(ctx, claim: Claim, label: str) -> bool:
-    """Whether a variant is a reasonable choice to size an error over: a reasonable sweep, or another model
-    of the catalogue where the sentence names no model of its own (a spec-sheet misreading is not)."""
-    if label.startswith(REASONABLE_SWEEPS):
-        return True
-    if not label.startswith("model "):
-        return False
-    text = f"{claim.claim} {claim.quote}".lower().replace("deep sick", "deepseek").replace("deep-seek", "deepseek")
-    named = {(getattr(ctx.data.models[m], "name", None) or m).split("-")[0].split(" ")[0].lower() for m in claim.models}
-    return not any(n and n in text for n in named)
-
-
-def _size(part_results, sizes) -> str:
-    """An error's size, part by part: the range of its miss over the set-up as set and every variant
-    tried (a format, a context, a chip, each model of the catalogue) that keeps the part an error."""
-    out = []
-    for i, (p, _, v, summ) in enumerate(part_results):
-        if v != FAILS:
-            continue
-        args = (p.low, p.high, p.compare)
-        sized = [(f, "the set-up as set") for f in [miss_factor(summ, *args)] if f]
-        for label, xs in sizes:
-            x = xs[i] if i < len(xs) else None
-            if x is not None and judge(x, p.low, p.high, p.tolerance, p.band, p.compare) == FAILS:
-                f = miss_factor(x, *args)
-                if f:
-                    sized.append((f, label))
-        if sized:
-            out.append((f"{p.label}: " if len(part_results) > 1 else "") + size_text(sized))
-    return "; ".join(out)
 
 
 def _swept_verdict(entry: str) -> str:
