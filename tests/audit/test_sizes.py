@@ -4,14 +4,14 @@ import re
 
 import pytest
 
-from chalkboard.audit import FAILS, run_audit
+from chalkboard.audit import FAILS
 from chalkboard.audit.rules import size_text
-from conftest import ROOT
+from whole_audit import whole_audit  # noqa: F401  (claims.yaml judged once for these files)
 
 
 @pytest.fixture(scope="module")
-def audit(data):
-    return run_audit(data, ROOT / "claims.yaml", "claims.yaml")
+def audit(whole_audit):
+    return whole_audit
 
 
 def test_a_size_names_both_ends():

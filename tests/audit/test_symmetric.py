@@ -4,9 +4,9 @@ out, and one that a sweep turns to the other side -- a hold broken, or a miss ma
 named beside them."""
 import pytest
 
-from chalkboard.audit import DEPENDS, FAILS, HOLDS, ND, INCONCLUSIVE, evaluate_claim, run_audit
+from chalkboard.audit import DEPENDS, FAILS, HOLDS, ND, INCONCLUSIVE, evaluate_claim
 from chalkboard.audit.rules import REASONABLE_SWEEPS, verdict_side
-from conftest import ROOT
+from whole_audit import whole_audit  # noqa: F401  (claims.yaml judged once for these files)
 from test_audit import CLAIMS_HEAD as HEAD, _claims as audit_claims
 
 # DeepSeek-V3 on the GB200 NVL72: the KV fetch equals the compute near 2.7K tokens (its MLA cache,
@@ -47,8 +47,8 @@ def test_a_value_the_claim_sets_is_its_premise_and_is_not_swept(tmp_path, data):
 
 
 @pytest.fixture(scope="module")
-def audit(data):
-    return run_audit(data, ROOT / "claims.yaml", "claims.yaml")
+def audit(whole_audit):
+    return whole_audit
 
 
 def test_no_verdict_changes_side_under_the_audits_reasonable_sweeps(audit):
