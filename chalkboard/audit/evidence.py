@@ -29,10 +29,18 @@ def _values(sc, claim: Claim) -> list:
     return [eval_expr(sc, p.expr) for p in claim.parts]
 
 
+def sourced_inputs(claim: Claim) -> list[str]:
+    """The inputs a source gives: the data files' figures the claim does not set, and the figures it sets
+    from the source it names (Chinchilla's exponents), never the lecture's numbers."""
+    leaves = leaves_of(claim)
+    data = [n for n in leaves - set(claim.set) if n in REGISTRY.quantities and REGISTRY[n].origin in PUBLISHED]
+    cited = [n for n in set(claim.set) & leaves] if claim.source else []
+    return sorted(data + cited)
+
+
 def moved_by(ctx, claim: Claim, hardware: str, model: str) -> list[str]:
     """The first sourced input that moves the claim's value on one set-up when raised by a tenth ([] if none)."""
-    sourced = sorted(n for n in leaves_of(claim) - set(claim.set)
-                     if n in REGISTRY.quantities and REGISTRY[n].origin in PUBLISHED)
+    sourced = sourced_inputs(claim)
     try:
         base = _values(claim_scenario(ctx, claim, hardware, model), claim)
     except (MissingInput, InputError, ZeroDivisionError):
@@ -53,16 +61,18 @@ def moved_by(ctx, claim: Claim, hardware: str, model: str) -> list[str]:
 
 def classify(ctx, claim: Claim, swept: list[str], hardware: str, model: str) -> tuple[str, str]:
     """(class, why) of a number claim's evidence on its first counted set-up."""
-    sourced = [n for n in leaves_of(claim) - set(claim.set)
-               if n in REGISTRY.quantities and REGISTRY[n].origin in PUBLISHED]
+    sourced = sourced_inputs(claim)
     if not sourced:
         return ECHO, "it reads no sourced figure: only constants, the workload and the lecture's numbers"
     moving = moved_by(ctx, claim, hardware, model)
     if not moving:
-        return IDENTITY, (f"it reads {', '.join(sorted(sourced))}, but none moves it: the figures cancel")
+        return IDENTITY, (f"it reads {', '.join(sorted(sourced))}, but none moves it (each raised by a tenth "
+                          "leaves the value as it was): x/x")
     workload = [s for s in swept if s.startswith(("context ", "batch "))]
     shown = {s.rsplit("(", 1)[-1] for s in workload}
-    if claim.kind == "derived" and len(workload) > 1 and len(shown) == 1 and claim_depends_on(claim, ("batch", "context")):
+    # a ratio of two set-ups (relative_to) may cancel its workload by design: not a constant of this kind
+    if (claim.kind == "derived" and claim.relative_to is None and len(workload) > 1 and len(shown) == 1
+            and claim_depends_on(claim, ("batch", "context"))):
         return CONSTANT, ("its formula names the context and the batch, but no context or batch tried moves it "
                           f"({shown.pop().rstrip(')')}): what is judged is a figure of the chip and model "
                           f"({', '.join(moving)})")

@@ -64,3 +64,12 @@ def test_a_compound_sentence_takes_its_weakest_part(audit):
     assert parts["long_output_premium"]["verdict"] == "holds"
     assert parts["long_input_premium"]["value"] == pytest.approx(2.0)
     assert v.verdict == "does not hold" and "the weakest of its 2 parts" in v.decision
+
+
+def test_figures_a_claim_sets_from_its_own_source_are_sourced(audit):
+    by = {v.claim.id: v for v in audit.verdicts}
+    # Chinchilla's fitted exponents (Hoffmann et al. 2022: 0.34 and 0.28) are set by the claim from the
+    # paper it names: they move the verdict, so the hold is independent, not an echo
+    assert by["equal-cost-near-for-power-laws"].evidence == "independent"
+    # a ratio of two models' room for sequences cancels the context by design: Kimi K2 against DeepSeek-V3
+    assert by["sparsity-consumes-memory-capacity"].evidence == "independent"
