@@ -32,7 +32,7 @@ RECOMPUTED, DEFINITION = "recomputed", "definition"
 # nor a confirmation: it depends on that choice, and the card names the choices on each side.
 DEPENDS = "depends"
 REASONABLE_SWEEPS = ("context ", "batch ", "format ", "KV cache in fp8", "fp8 activations", "on ", "NVIDIA chips only",
-                     "without announced parts")
+                     "without announced parts", "choice ")
 VERDICTS = (HOLDS, RECOMPUTED, DEFINITION, ROUGHLY, DEPENDS, FAILS, INCONCLUSIVE, ND)
 CSS = {HOLDS: "v-holds", RECOMPUTED: "v-recomputed", DEFINITION: "v-definition", ROUGHLY: "v-roughly",
        DEPENDS: "v-depends", FAILS: "v-fails", INCONCLUSIVE: "v-inconclusive", ND: "v-nd"}

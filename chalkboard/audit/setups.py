@@ -260,6 +260,8 @@ def _variants(ctx, claim: Claim, entries: list[Entry]):
             out.append(("without announced parts", {}, None, [h for h in claim.hardware if h not in ctx.chips.announced]))
     for h in claim.also_on:
         out.append((f"on {h}", {}, None, [h]))
+    for ch in claim.choices:   # the sentence's own other values, named in claims.yaml
+        out.append((f"choice {ch['label']}", ch["set"], None, None))
     # a claim judged on one model: the same sentence on every published model of the catalogue (shown,
     # not a reasonable choice by itself: many sentences name their model)
     if len(claim.models) <= 1 and claim.relative_to is None and any(

@@ -38,3 +38,12 @@ def test_the_millions_error_runs_from_the_grouped_query_models_to_deepseek(audit
     lo, hi = (float(x.replace(",", "")) for x in re.match(r"off by ×([\d.,]+)–×([\d.,]+)", v.size).groups())
     assert hi == pytest.approx(1e6 / 4355, rel=0.01)
     assert 5 < lo < 25
+
+
+def test_a_named_choice_sizes_an_error_and_is_reasonable(audit):
+    v = next(v for v in audit.verdicts if v.claim.id == "rl-alpha-beta-one-tenth")
+    # alpha = (k_RL / 6) / 0.3 against the spoken 0.1: k_RL = 2 gives 1.11 (x11.1), the lecture's other end,
+    # k_RL = 6, gives 3.33 (x33.3)
+    assert any(s.startswith("choice k_RL = 6 (every RL token also trained on") for s in v.swept)
+    lo, hi = (float(x) for x in re.search(r"off by ×([\d.]+)–×([\d.]+)", v.size).groups())
+    assert (lo, hi) == (pytest.approx(2 / 6 / 0.3 / 0.1, rel=0.01), pytest.approx(6 / 6 / 0.3 / 0.1, rel=0.01))
