@@ -22,6 +22,18 @@ def transcript_seconds(where: str) -> int | None:
         return None
     h, mi, se = (int(x) for x in m["tts"].split(":"))
     return h * 3600 + mi * 60 + se
+TRANSCRIPT_FILE = "transcript.md"   # the public cleaned transcript, where it sits beside the project
+
+
+def transcript_file(root: Path) -> Path | None:
+    """The public transcript, read (never copied) from the lecture's folder of the project or the shared
+    lecture folder beside it; None where neither holds it."""
+    for folder in (root / "lecture", root.parent / "shared" / "lecture"):
+        if (folder / TRANSCRIPT_FILE).is_file():
+            return folder / TRANSCRIPT_FILE
+    return None
+
+
 CHAPTERS_FILE = "chapters-3-7.md"   # the lecture after the seeds, paraphrased, beside the seeds' folder
 BULLET = re.compile(r"^- \*\*(?P<id>[A-Z]-\d\d)\*\*\s*(?P<text>.*)$")
 NUMBER_WORDS = re.compile(

@@ -391,13 +391,23 @@ def cited_figures(results: list[Result]) -> dict[str, dict[str, float]]:
     * roofline: the median efficiency in each regime;
     * batch: published operating batch / balance batch, for records with a published batch
       above SMALL_BATCH (throughput set-ups);
-    * step: the measured step time (ms) of those records."""
+    * step: the measured step time (ms) of those records;
+    * batch_setups: one batch ratio per set-up (chip, model and formats, which fix the balance batch):
+      its largest published batch, the one a throughput run chose; the smaller batches of the same
+      sweep are its latency points."""
     stats = summary(results)
     roofline = {g: stats[g]["median"] for g in REGIMES if stats[g]["n"]}
     big = [r for r in results if r.record.batch is not None and r.record.batch > SMALL_BATCH]
     batch = {r.record.id: r.record.batch / r.balance_batch for r in big if r.balance_batch}
     step = {r.record.id: r.measured_step_time * 1e3 for r in big if r.measured_step_time}
-    return {"roofline": roofline, "batch": batch, "step": step}
+    largest = {}
+    for r in big:
+        if r.balance_batch:
+            key = (r.record.hardware, r.record.model, repr(r.formats))
+            if key not in largest or r.record.batch > largest[key].record.batch:
+                largest[key] = r
+    setups = {r.record.id: batch[r.record.id] for r in largest.values()}
+    return {"roofline": roofline, "batch": batch, "step": step, "batch_setups": setups}
 
 
 def check_hardware_generations(results: list[Result], data) -> int:

@@ -45,6 +45,7 @@ from .scope import Chips, load_chips
 from .claims import claims_document, read_claims_file, Claim, load_claims
 from .verdicts import decision, evaluate_claim, inherit_rejections
 from .text import Audit
+from .evidence import DUPLICATE, mark_duplicates
 
 
 def seed_dir(root: Path) -> Path:
@@ -73,7 +74,7 @@ def read_claims(data: Data, path: Path, label: str, doc=None) -> Claims:
     doc = read_claims_file(path, label) if doc is None else claims_document(doc, label)
     chips = load_chips(label, data, doc)
     loaded = load_claims(path, label, data, places, chips, doc)
-    context.attach(loaded, places)
+    context.attach(loaded, places, context.transcript_paragraphs(seeds.transcript_file(root)))
     return Claims(loaded, chips)
 
 
@@ -82,8 +83,9 @@ def run_audit(data: Data, path: Path, label: str, doc=None, claims: Claims | Non
     claims = claims if claims is not None else read_claims(data, path, label, doc)
     verdicts = [evaluate_claim(data, c, claims.chips) for c in claims.claims]
     inherit_rejections(verdicts)
+    mark_duplicates(verdicts)
     for v in verdicts:
-        if v.inherited_from:
+        if v.inherited_from or v.evidence == DUPLICATE:
             v.decision = decision(v)
     return Audit(verdicts)
 

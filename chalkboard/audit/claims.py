@@ -65,6 +65,7 @@ class Claim:
     given: dict = field(default_factory=dict)
     cited: dict | None = None     # sourced: label -> Pint quantity
     also_on: list[str] = field(default_factory=list)
+    choices: list = field(default_factory=list)   # named reasonable choices: [{"label", "set"}], swept and sizing
     inherits: str | None = None
     reading: str | None = None
     source: str | None = None
@@ -250,7 +251,7 @@ def _part(label, cid, c, relative: bool, fld_prefix="") -> Part:
 
 
 # -- what a number claim tests: its kind follows from its expression -----------------------------
-_PUBLISHED = ("hardware", "model", "price", "tier")   # figures read from the data files, each sourced
+PUBLISHED = ("hardware", "model", "price", "tier")   # figures read from the data files, each sourced
 _READ_BACK = 2     # a product or ratio of at most this many inputs is read back, not derived
 
 
@@ -295,7 +296,7 @@ def tested_kind(parts: list[Part], relative: bool, fixed=()) -> tuple[str, str]:
         if not (no_derivation or one_step):
             kinds.append("derived")
             continue
-        published = all(REGISTRY[n].origin in _PUBLISHED for n in read)
+        published = all(REGISTRY[n].origin in PUBLISHED for n in read)
         kinds.append("spec" if published and (relative or len(read) >= _READ_BACK) else "input")
         why.append(f"{p.label} reads only {', '.join(read) or 'constants'}")
     kind = "derived" if "derived" in kinds else "spec" if "spec" in kinds else "input"
@@ -509,7 +510,7 @@ def _load_claim(label, data, chips: Chips, c: dict, cid: str, seed_places) -> Cl
         scope_name=scope_name, hardware=hw, models=models, relative_to=rel,
         set={k: str(v) for k, v in _mapping(label, cid, c, "set").items()},
         given={k: str(v) for k, v in _mapping(label, cid, c, "given").items()},
-        also_on=[str(h) for h in (c.get("also_on") or [])], inherits=c.get("inherits"),
+        also_on=[str(h) for h in (c.get("also_on") or [])], choices=_choices(label, cid, c), inherits=c.get("inherits"),
         reading=c.get("reading"), source=c.get("source"), why=c.get("why"), note=c.get("note"),
         inconclusive=c.get("inconclusive"), threshold=c.get("threshold"),
         lecture_input=c.get("lecture_input"), covers=[str(x) for x in (c.get("covers") or [])])
@@ -574,6 +575,22 @@ def _load_claim(label, data, chips: Chips, c: dict, cid: str, seed_places) -> Cl
     if kind not in ("identity", "qualitative"):
         _check_thresholds(label, cid, claim, c)
     return claim
+
+
+def _choices(label, cid, c: dict) -> list[dict]:
+    """A claim's named reasonable choices (another value the sentence allows, e.g. the other end of a
+    range it states): each {label, set}, swept like a context or a format and sizing an error."""
+    out = []
+    for ch in c.get("choices") or []:
+        if not (isinstance(ch, dict) and isinstance(ch.get("label"), str) and isinstance(ch.get("set"), dict)):
+            raise DataError(label, cid, "choices", "each choice is {label: text, set: {quantity: value}}")
+        for name in ch["set"]:
+            if name not in REGISTRY:
+                raise DataError(label, cid, "choices", f"{ch['label']}: unknown quantity {name!r}")
+        if ": " in ch["label"]:   # a card lists each sweep as "label: verdict (value)"
+            raise DataError(label, cid, "choices", f"{ch['label']}: a label without ': '")
+        out.append({"label": ch["label"], "set": {k: str(v) for k, v in ch["set"].items()}})
+    return out
 
 
 def _check_scenario(data, chips, claim: Claim, label: str) -> None:

@@ -10,7 +10,7 @@ from derivations import REGISTRY
 from ..typeset import printers
 from ..typeset.fmt import sig
 
-from .rules import (unit_suffix, band_text, listed, DEFINITION, FAILS, HOLDS, judge, judge_rule, loose_text, miss_text,
+from .rules import (unit_suffix, band_text, listed, DEFINITION, FAILS, HOLDS, judge, judge_rule, loose_text, miss_factor, miss_text, size_text,
                     RECOMPUTED, ROUGHLY, Verdict)
 from .claims import expand, Claim
 
@@ -145,8 +145,11 @@ def judge_sourced(claim: Claim) -> Verdict:
                 f"(fewer than two thirds: {listed(out)} not)")
     elif verdict == FAILS or (verdict == ROUGHLY and part.compare):
         miss = miss_text(shown, part.low, part.high, part.compare)
+    sized = [(f, k) for k, x in values.items() if x["verdict"] == FAILS
+             for f in [miss_factor(x["value"], part.low, part.high, part.compare)] if f]
+    size = size_text(sized) if verdict == FAILS and sized else ""   # the range over the cited figures
     return Verdict(claim, verdict, summary, text, f"claimed {part.claimed_text} against the cited "
                    f"{'figure' if len(vals) == 1 else 'figures'}: {claim.source}", band=band_text(part),
                    scope="the cited source", values=values, miss=miss,
-                   unswept="the cited figures are the evidence: there is no set-up to sweep",
+                   unswept="the cited figures are the evidence: there is no set-up to sweep", size=size,
                    loose=loose_text(shown, part.low, part.compare) if verdict == HOLDS else "")

@@ -27,15 +27,24 @@ INCONCLUSIVE = "inconclusive"   # computed, but the evidence does not measure wh
 # lecture decide it; "recomputed" when the lecture's own numbers or algebra are redone (they can only
 # show a slip); "definition" when the check restates how the derivations encode the lecture.
 RECOMPUTED, DEFINITION = "recomputed", "definition"
-# A miss that a reasonable sweep (a context, a batch, a number format, another chip in scope) turns
-# into "holds" is not an error of the lecture: it depends on that choice, and the flip is shown.
+# A verdict that a reasonable sweep (a context, a batch, a number format, another chip in scope) turns
+# to the other side -- a miss into a hold, or a hold into a miss -- is neither an error of the lecture
+# nor a confirmation: it depends on that choice, and the card names the choices on each side.
 DEPENDS = "depends"
 REASONABLE_SWEEPS = ("context ", "batch ", "format ", "KV cache in fp8", "fp8 activations", "on ", "NVIDIA chips only",
-                     "without announced parts")
+                     "without announced parts", "choice ")
 VERDICTS = (HOLDS, RECOMPUTED, DEFINITION, ROUGHLY, DEPENDS, FAILS, INCONCLUSIVE, ND)
 CSS = {HOLDS: "v-holds", RECOMPUTED: "v-recomputed", DEFINITION: "v-definition", ROUGHLY: "v-roughly",
        DEPENDS: "v-depends", FAILS: "v-fails", INCONCLUSIVE: "v-inconclusive", ND: "v-nd"}
 AGREES = (HOLDS, RECOMPUTED, DEFINITION)   # the verdicts in which the claim agrees with its check
+
+
+def verdict_side(verdict: str) -> str | None:
+    """The side of a verdict a sweep may turn it to: "holds" (holds, roughly, recomputed, definition),
+    "fails", or None for a verdict that is no judgement (depends, inconclusive, not judged)."""
+    if verdict in AGREES or verdict == ROUGHLY:
+        return "holds"
+    return "fails" if verdict == FAILS else None
 DEFAULT_TOLERANCE = 1.3      # "about X": within ×/÷ 1.3
 DEFAULT_BAND = 2.0           # "roughly": within ×/÷ 2 (for tolerances of 1.3 or more)
 TWO_THIRDS = 2 / 3
@@ -118,6 +127,30 @@ def miss_text(value: float, low: float, high: float, compare: str | None) -> str
     return f"off by ×{sig(factor)}"
 
 
+def miss_factor(value: float, low: float, high: float, compare: str | None) -> float | None:
+    """How many times a value that does not hold is off the claim (a bound: off its edge); None when
+    the value is not positive or the bound is 0, where no factor says it."""
+    if not value > 0 or not low > 0:
+        return None
+    if compare == ">":
+        return low / value
+    if compare == "<":
+        return value / low
+    return value / high if value > high else low / value
+
+
+def size_text(sized: list[tuple[float, str]]) -> str:
+    """An error's size as a range over the choices that keep it an error: 'off by ×4–×230 (×4 with X;
+    ×230 as set)'; one choice: 'off by ×230 (as set; no other choice keeps it an error)'."""
+    sized = sorted(sized)
+    lo, hi = sized[0], sized[-1]
+    if len(sized) == 1:
+        return f"off by ×{sig(hi[0])} over 1 choice ({hi[1]})"
+    if sig(lo[0]) == sig(hi[0]):   # no choice tried moves it: name them all
+        return f"off by ×{sig(hi[0])} in each of {len(sized)} choices ({listed([x[1] for x in sized])})"
+    return f"off by ×{sig(lo[0])}–×{sig(hi[0])} over {len(sized)} choices (×{sig(lo[0])} with {lo[1]}; ×{sig(hi[0])} with {hi[1]})"
+
+
 def loose_text(value: float, low: float, compare: str | None) -> str:
     """How far a bound that holds is from being tight ("loose by ×2.15"); "" when within 1%."""
     if compare not in (">", "<") or not (low > 0 and value > 0):
@@ -174,6 +207,10 @@ class Verdict:
     swept: list = field(default_factory=list)       # every sweep tried: "label: verdict (value)"
     unswept: str = ""                               # why no reasonable sweep applies, where none was tried
     derivation: list = field(default_factory=list)  # the deciding derivation, one step a derived quantity
+    as_set: str = ""                                # the verdict on the claim's own set-up, before any sweep
+    size: str = ""                                  # an error's size: a range over the choices that keep it one
+    evidence: str = ""                              # what a number verdict rests on (evidence.py)
+    evidence_why: str = ""
 
 
 def unit_suffix(part) -> str:

@@ -35,7 +35,7 @@ def claim_scenario(ctx, claim: Claim, hid: str, mid: str, extra: dict | None = N
     return sc
 
 
-def _eval(sc: Scenario, expr) -> object:
+def eval_expr(sc: Scenario, expr) -> object:
     return walk(expr, lambda s: sc.value(REGISTRY.q(s).name), where="claim")
 
 
@@ -111,12 +111,12 @@ def _value(ctx, claim: Claim, part: Part, e: Entry, extra=None, tweak=None) -> f
 
 def _computed(ctx, claim: Claim, part: Part, e: Entry, extra=None, tweak=None) -> float:
     sc = claim_scenario(ctx, claim, e.hardware, e.model, extra, tweak)
-    q = _eval(sc, part.expr)
+    q = eval_expr(sc, part.expr)
     if e.reference is not None:
         rh, rm = e.reference
         rel_set = (claim.relative_to or {}).get("set") or {}
         rsc = claim_scenario(ctx, claim, rh, rm, {**(extra or {}), **rel_set}, tweak)
-        q = q / _eval(rsc, part.expr)
+        q = q / eval_expr(rsc, part.expr)
     return float(q.to(part.unit).magnitude)
 
 
@@ -222,7 +222,9 @@ def _variants(ctx, claim: Claim, entries: list[Entry]):
             return base.value(name).magnitude
         except (MissingInput, InputError):
             return None
-    pinned = set(claim.given) | set(((claim.relative_to or {}).get("set") or {}))   # a ratio of two contexts is not swept
+    # what the claim fixes or sets is the sentence's own premise (a ratio of two contexts, "a batch of
+    # 2,000"), never swept, as a format the claim sets is not
+    pinned = set(claim.given) | set(claim.set) | set(((claim.relative_to or {}).get("set") or {}))
     if "context" in leaves and "context" not in pinned:
         now = current("context")
         for L in CONTEXTS:
@@ -240,9 +242,9 @@ def _variants(ctx, claim: Claim, entries: list[Entry]):
         for f in FORMATS:
             if f in have:
                 out.append((f"format {f}" + (" (chips with that rate)" if len(entries) > 1 else ""), {"format": f}, None, None))
-    if "bytes_per_kv_number" in leaves or "kv_bytes_per_token" in leaves:
+    if ("bytes_per_kv_number" in leaves or "kv_bytes_per_token" in leaves) and "kv_format" not in pinned:
         out.append(("KV cache in fp8", {"kv_format": "fp8"}, None, None))
-    if "bytes_per_activation" in leaves:
+    if "bytes_per_activation" in leaves and "bytes_per_activation" not in pinned:
         out.append(("fp8 activations in the all-to-all (1 byte)", {"bytes_per_activation": "1 byte"}, None, None))
     if "hbm_capacity" in leaves:
         out.append(("HBM capacity read as GiB for GB (or back)", {}, _gib_flip, None))
@@ -260,6 +262,8 @@ def _variants(ctx, claim: Claim, entries: list[Entry]):
             out.append(("without announced parts", {}, None, [h for h in claim.hardware if h not in ctx.chips.announced]))
     for h in claim.also_on:
         out.append((f"on {h}", {}, None, [h]))
+    for ch in claim.choices:   # the sentence's own other values, named in claims.yaml
+        out.append((f"choice {ch['label']}", ch["set"], None, None))
     # a claim judged on one model: the same sentence on every published model of the catalogue (shown,
     # not a reasonable choice by itself: many sentences name their model)
     if len(claim.models) <= 1 and claim.relative_to is None and any(
@@ -270,9 +274,12 @@ def _variants(ctx, claim: Claim, entries: list[Entry]):
     return out
 
 
-def sweep_entries(ctx, claim: Claim, entries: list[Entry], verdict: str, base_vals: list[dict], swept: list | None = None):
+def sweep_entries(ctx, claim: Claim, entries: list[Entry], verdict: str, base_vals: list[dict], swept: list | None = None,
+                  sizes: list | None = None):
     """What each variant does to the verdict: the flips, the moves that do not flip it and the turns
-    (label, verdict); `swept`, when given, collects every variant tried, flipping or not."""
+    (label, verdict); `swept`, when given, collects every variant tried, flipping or not; `sizes`, when
+    given, each variant's value of every part, (label, [value per part]), and each model's own under
+    the variant over the catalogue's models (an error is sized over them)."""
     flips, moves, turns = [], [], []    # turns: (label, verdict) of each flip
     part0 = claim.parts[0]
     base_key = next((e.key for e in entries if e.counted and e.key in base_vals[0]), None)
@@ -290,6 +297,11 @@ def sweep_entries(ctx, claim: Claim, entries: list[Entry], verdict: str, base_va
         shown = (sig(counted[0]) if len(counted) == 1 else f"median {sig(statistics.median(counted))}") + unit_suffix(part0)
         if swept is not None:
             swept.append(f"{label}: {v} ({shown})")
+        if sizes is not None:
+            sizes.append((label, [judge_entries(judged, p, vs, ents)[1] for p, (_, vs) in zip(judged.parts, per_part)]))
+            if models:
+                sizes.extend((f"model {e.model}", [vs[e.key] for _, vs in per_part]) for e in ents
+                             if e.counted and all(e.key in vs for _, vs in per_part))
         if v != verdict:
             flips.append(f"{label}: {v} ({shown})")
             turns.append((label, v))

@@ -7,8 +7,12 @@ from ..typeset.fmt import counted, sig, unit_words
 
 from .rules import (LISTED, CSS, DEFINITION, DEPENDS, FAILS, HOLDS, INCONCLUSIVE, KIND_TEXT, KINDS, ND, RECOMPUTED, ROUGHLY,
                     rule_of_thumb, Verdict, VERDICTS)
+from .evidence import CONSTANT, DUPLICATE, ECHO, EVIDENCE, IDENTITY, INDEPENDENT
 
 EVIDENCE_KINDS = ("derived", "spec", "input", "sourced")   # judged against data the lecture did not supply
+_APART = {ECHO: ("echo", "echoes"), IDENTITY: ("identity (x/x)", "identities (x/x)"),
+          CONSTANT: ("constant no context or batch moves", "constants no context or batch moves"),
+          DUPLICATE: ("duplicate", "duplicates")}
 
 
 def _short(where: list[str]) -> str:
@@ -49,6 +53,7 @@ class Audit:
             if parent is not None and parent.verdict == FAILS:
                 continue
             out.append({"id": v.claim.id, "kind": v.claim.kind, "miss": v.miss, "where": v.claim.where,
+                        "evidence": _error_evidence(v), "size": v.size or None,
                         "claimed": v.claim.claimed_text or "–", "computed": v.computed_text,
                         "inherited_by": [i for i in v.inherited_by if i in by_id and by_id[i].verdict == FAILS]})
         return out
@@ -56,7 +61,9 @@ class Audit:
     def headline(self) -> str:
         """The audit in one sentence, every number counted from the verdicts: what independent evidence
         decided, apart from the lecture's own arithmetic redone and the encoding's definitions."""
-        count = {k: sum(1 for v in self.verdicts if v.verdict == k and v.claim.kind in EVIDENCE_KINDS) for k in VERDICTS}
+        count = {k: sum(1 for v in self.verdicts if v.verdict == k and v.claim.kind in EVIDENCE_KINDS
+                        and v.evidence in ("", INDEPENDENT)) for k in VERDICTS}
+        apart = {e: sum(1 for v in self.verdicts if v.evidence == e) for e in EVIDENCE if e != INDEPENDENT}
         judged = sum(count[k] for k in (HOLDS, ROUGHLY, DEPENDS, FAILS))
         recomputed = sum(1 for v in self.verdicts if v.verdict == RECOMPUTED)
         definitions = sum(1 for v in self.verdicts if v.verdict == DEFINITION)
@@ -71,9 +78,12 @@ class Audit:
                 f"{many(count[FAILS], 'does not hold', 'do not hold')}"
                 + (f" ({count[INCONCLUSIVE]} more inconclusive)" if count[INCONCLUSIVE] else "") + "; "
                 f"{many(len(errs), 'distinct lecture error', 'distinct lecture errors')} over all kinds"
+                + (" (" + ", ".join(f"{n} {e}" for e, n in _tally(x["evidence"] for x in errs)) + ")" if errs else "")
                 + (f" ({many(inherited, 'further claim inherits', 'further claims inherit')} one)" if inherited else "")
                 + f"; not evidence: {recomputed} recomputed (the lecture's own numbers and algebra redone), "
-                f"{many(definitions, 'definition', 'definitions')} (the encoding restated)"
+                f"{many(definitions, 'definition', 'definitions')} (the encoding restated), "
+                f"{sum(apart.values())} agreeing on evidence no sourced figure moves ("
+                + ", ".join(f"{n} {_APART[e][n != 1]}" for e, n in apart.items()) + ")"
                 + f"; {sum(1 for v in self.verdicts if v.verdict == ND)} not judged")
 
     def only(self, verdict: str | None = None, kind: str | None = None, chapter: str | None = None,
@@ -106,6 +116,7 @@ class Audit:
                 "id": c.id, "where": c.where, "links": c.links or None, "decision": v.decision, "loose": v.loose or None,
                 "chapter": c.chapter, "kind": c.kind, "quote": c.quote, "claim": c.claim,
                 "quantity": c.quantity, "claimed": claimed, "computed": v.computed, "verdict": v.verdict,
+                "evidence": v.evidence or None, "evidence_why": v.evidence_why or None,
                 "miss": v.miss or None, "band": v.band or None, "scope": v.scope or None,
                 "values": v.values, "inputs": v.inputs, "flips_if": v.flips_if, "sensitivity": v.sensitivity,
                 "formula": v.formula[0] if v.formula else None, "fit": v.fit or None, "detail": v.detail,
@@ -128,8 +139,10 @@ class Audit:
         lines.append("headline: " + self.headline())
         for e in self.errors():
             inh = f" (inherited by {', '.join(e['inherited_by'])})" if e["inherited_by"] else ""
-            lines.append(f"  error  {e['id']} [{e['kind']}]{': ' + e['miss'] if e['miss'] else ''}{inh}")
+            lines.append(f"  error  {e['id']} [{e['kind']}, {e['evidence']}]{': ' + e['miss'] if e['miss'] else ''}{inh}")
             lines.append(f"           claimed {e['claimed']}, computed {e['computed']}  ({', '.join(e['where'])})")
+            if e["size"]:
+                lines.append(f"           {e['size']}")
         lines.append("")
         idw = max(len(v.claim.id) for v in self.verdicts)
         for v in self.verdicts:
@@ -191,13 +204,15 @@ class Audit:
         return {"intro": f"{len(self.verdicts)} checkable statements from the two seed transcripts "
                          "(places as 004:LINE and 000@M:SS in lecture/seeds/) and the public cleaned transcript "
                          "(transcript@H:MM:SS, linked to the lecture at that second), each with its corrected reading, "
-                         "two lines of lecture context, its deciding derivation with the numbers and its decision as "
-                         "one sentence. Each verdict says "
+                         "the lecture's sentences around it (its slips read as meant beside the verbatim words), "
+                         "its deciding derivation with the numbers and its decision as one sentence. Each verdict says "
                          "what it tested (its kind) and what its evidence is: \"holds\" only on data independent of the "
                          "lecture; \"recomputed\" when the lecture's own numbers or algebra are redone; \"definition\" "
-                         "when the check restates the derivations' own definition; \"depends\" when a miss turns into "
-                         "a hold under a reasonable choice (a context, a batch, a format, another chip), shown on the "
-                         "card. A set-up that does not fit in HBM never decides a verdict, and a claim that reads a "
+                         "when the check restates the derivations' own definition; \"depends\" when a reasonable choice "
+                         "(a context, a batch, a format, another chip) turns a miss into a hold or a hold into a miss, "
+                         "with the choices on each side shown on the card. A hold that no sourced figure moves (an "
+                         "echo, x/x, a constant, a duplicate) says so and is counted apart; an error is sized as a "
+                         "range over the choices that keep it one. A set-up that does not fit in HBM never decides a verdict, and a claim that reads a "
                          "number another card rejects inherits that rejection. \"About X\" holds within a "
                          "factor (×/÷1.3 unless stated) and holds roughly within a wider factor (×/÷2 unless "
                          "stated); a bound holds on the claimed side, and roughly when it misses by no more than the "
@@ -210,6 +225,23 @@ class Audit:
                 "kinds": [{"kind": k, "text": KIND_TEXT[k], "counts": row} for k, row in self.counts_by_kind()],
                 "verdict_names": list(VERDICTS), "headline": self.headline(), "errors": self.errors(),
                 "counts": self.counts(), "css": CSS, "claims": claims}
+
+
+def _error_evidence(v: Verdict) -> str:
+    """What an error rests on: data a source gives, the lecture's own arithmetic redone, or the form of a
+    cited source's formula as the derivations encode it (an identity SymPy finds false)."""
+    if v.claim.kind in EVIDENCE_KINDS:
+        return "on independent evidence"
+    if v.claim.kind == "identity":
+        return "in the form of a cited source's formula" if v.claim.source else "in the encoding's algebra"
+    return "in the lecture's own arithmetic"
+
+
+def _tally(items) -> list[tuple[str, int]]:
+    out = {}
+    for x in items:
+        out[x] = out.get(x, 0) + 1
+    return list(out.items())
 
 
 def survived(v: Verdict) -> str:

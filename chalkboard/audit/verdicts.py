@@ -19,11 +19,12 @@ from ..featured import FEATURED_HARDWARE as DEFAULT_HARDWARE, FEATURED_MODEL as 
 
 from .rules import (unit_suffix, listed, LISTED, Verdict, EDGE, PLACEHOLDER, AGREES, band_text, DEFINITION, DEPENDS, FAILS,
                     HOLDS, INCONCLUSIVE, judge, loose_text, miss_text, ND, RECOMPUTED, REASONABLE_SWEEPS, ROUGHLY,
-                    TWO_THIRDS)
+                    verdict_side, TWO_THIRDS)
 from .scope import default_chips, Chips
 from .claims import Claim
 from .fixed import judge_identity, judge_sourced, notation
 from .board import claim_derivation, claim_formula
+from .evidence import classify, error_size, INDEPENDENT, NUMBER_KINDS, sizes_it
 from .setups import Ctx, Entry, claim_depends_on, entries_of, evaluate_part, judge_entries, leaves_of, mark, claim_scenario, sweep_entries, worst
 
 
@@ -105,6 +106,10 @@ def decision(v: Verdict) -> str:
     """The verdict as one sentence a reader can check: what was compared with what, by which rule; a claim over
     several models or chips ends with the share it holds on."""
     text = _decision(v)
+    if v.verdict == FAILS and v.size and not v.inherited_from:   # an error sized over the choices, not one
+        text += f"; sized over the choices tried: {v.size}"
+    if v.evidence and v.evidence != INDEPENDENT:   # a hold that data from a source cannot move: said, not counted
+        text += f" [evidence: {v.evidence}, not counted as an independent hold: {v.evidence_why}]"
     sh = share(v) if v.verdict not in (ND, INCONCLUSIVE) and not v.inherited_from else None
     if not sh:
         return text
@@ -120,9 +125,14 @@ def _decision(v: Verdict) -> str:
         return f"does not hold: {v.miss}"
     if v.verdict == INCONCLUSIVE:
         return v.detail if v.detail.startswith("inconclusive") else f"inconclusive: {v.detail}"
-    if v.verdict == DEPENDS:
+    if v.verdict == DEPENDS and v.as_set == FAILS:
         return (f"depends: {v.computed_text} against the lecture's {c.claimed_text} does not hold here ({v.miss}), "
                 f"but a reasonable choice turns it: " + "; ".join(f for f in v.flips_if if f.startswith(REASONABLE_SWEEPS)))
+    if v.verdict == DEPENDS:   # a hold that a reasonable choice breaks: the choices on each side
+        held = [s.split(": ", 1)[0] for s in v.swept if s.startswith(REASONABLE_SWEEPS) and verdict_side(_swept_verdict(s)) == "holds"]
+        return (f"depends: {v.computed_text} against the lecture's {c.claimed_text} {v.as_set} as set"
+                + (f" and with {'; '.join(held)}" if held else "") + ", but a reasonable choice breaks it: "
+                + "; ".join(f for f in v.flips_if if f.startswith(REASONABLE_SWEEPS) and verdict_side(_swept_verdict(f)) == "fails"))
     if c.kind == "identity":
         n = len(c.checks)
         if v.verdict == FAILS:
@@ -158,6 +168,11 @@ def _decision(v: Verdict) -> str:
         if v.verdict == ROUGHLY:
             return f"holds roughly: {shown} is outside ×/÷{sig(p.tolerance)} of {claimed} but within ×/÷{sig(p.band)}"
         return f"does not hold: {shown} is outside ×/÷{sig(p.band)} of {claimed} ({v.miss})"
+    each = (v.computed or {}).get("parts") or []
+    if each and v.verdict not in AGREES:   # a compound sentence: each part's verdict, the weakest decides
+        return (f"{v.verdict} (the weakest of its {len(each)} parts): " + "; ".join(
+            f"{p['label']} {sig(p['value'])} against {cp.claimed_text}: {p['verdict']}" for p, cp in zip(each, c.parts))
+            + (f" ({v.miss})" if v.miss else ""))
     return (f"{v.verdict}: computed {shown} against claimed {c.claimed_text}, each part within its own band"
             if v.verdict in AGREES else f"{v.verdict}: computed {shown} against claimed {c.claimed_text}"
             + (f" ({v.miss})" if v.miss else ""))
@@ -321,13 +336,19 @@ def _numeric_fitting(ctx, claim: Claim, entries: list, fit: list) -> Verdict:
     except (MissingInput, InputError):
         pass
     unfit, ctx.unfit = ctx.unfit, {}    # the sweeps judge their own variants on every chip
-    swept = []
-    flips, moves, turns = sweep_entries(ctx, claim, entries, verdict, [r[1] for r in part_results], swept)
+    swept, sizes = [], []
+    flips, moves, turns = sweep_entries(ctx, claim, entries, verdict, [r[1] for r in part_results], swept, sizes)
     ctx.unfit = unfit
-    depends_on = [label for label, v in turns if v in (HOLDS, ROUGHLY) and label.startswith(REASONABLE_SWEEPS)]
-    if verdict == FAILS and depends_on:   # an error only if it survives the reasonable sweeps
+    size = error_size(part_results, [x for x in sizes if sizes_it(ctx, claim, x[0])]) if verdict == FAILS else ""
+    turned = [label for label, v in turns if label.startswith(REASONABLE_SWEEPS) and verdict_side(v) != verdict_side(verdict)]
+    as_set = verdict
+    if turned:   # an error, or a confirmation, only if it survives the reasonable sweeps
         verdict = DEPENDS
-        details.insert(0, "depends: it does not hold here, but holds with " + "; ".join(depends_on))
+        holding = turned if as_set == FAILS else ["as set"] + [
+            s.split(": ", 1)[0] for s in swept if s.startswith(REASONABLE_SWEEPS) and verdict_side(_swept_verdict(s)) == "holds"]
+        failing = turned if as_set != FAILS else []
+        details.insert(0, (f"depends: it {as_set} as set, but " if as_set != FAILS else "depends: it does not hold as set, but ")
+                       + f"holds with {'; '.join(holding)}" + (f"; does not hold with {'; '.join(failing)}" if failing else ""))
     p0 = part_results[0][0]
     mark(ctx, entries, vals0)
     summary = {"unit": f"{p0.unit:~P}"}
@@ -341,13 +362,22 @@ def _numeric_fitting(ctx, claim: Claim, entries: list, fit: list) -> Verdict:
     else:
         summary["parts"] = [{"label": p.label, "value": s, "unit": f"{p.unit:~P}", "verdict": v}
                             for p, _, v, s in part_results]
-    return Verdict(claim, verdict, summary, "; ".join(texts), "; ".join(details),
+    evidence, evidence_why = (classify(ctx, claim, swept, e0.hardware, e0.model)   # what a hold would count as
+                              if claim.kind in NUMBER_KINDS and verdict in (HOLDS, ROUGHLY) else ("", ""))
+    return Verdict(claim, verdict, summary, "; ".join(texts), "; ".join(details), as_set=as_set, size=size,
+                   evidence=evidence, evidence_why=evidence_why,
                    band="; ".join((f"{p.label}: " if len(claim.parts) > 1 else "") + band_text(p) for p in claim.parts),
                    scope=scope, values=values, inputs=inputs, formula=formula, flips_if=flips, sensitivity=moves,
                    fit=fit, miss="; ".join(misses), loose="; ".join(looses), swept=swept, derivation=derivation,
                    unswept="" if swept else ("it reads only published figures and the workload it fixes ("
                                              + ", ".join(r["name"] for r in inputs) + "): no context, batch, "
                                              "format or chip choice in its scope moves it"))
+
+
+def _swept_verdict(entry: str) -> str:
+    """The verdict of one swept variant as the card lists it ("context 1,024 tokens: holds (1.2)")."""
+    text = entry.split(": ", 1)[1]
+    return next((v for v in (ROUGHLY, FAILS, HOLDS) if text.startswith(v)), text)
 
 
 def _format_of(ctx, claim, e: Entry) -> str | None:

@@ -1,0 +1,49 @@
+"""An error is sized as a range over the reasonable choices that keep it an error, each end named, never
+by one extreme. Expected figures are worked by hand from the data files named beside them."""
+import re
+
+import pytest
+
+from chalkboard.audit import FAILS
+from chalkboard.audit.rules import size_text
+from whole_audit import whole_audit  # noqa: F401  (claims.yaml judged once for these files)
+
+
+@pytest.fixture(scope="module")
+def audit(whole_audit):
+    return whole_audit
+
+
+def test_a_size_names_both_ends():
+    assert size_text([(230, "the set-up as set"), (10.2, "model llama-3-405b"), (20, "model llama-3-70b")]) == (
+        "off by ×10.2–×230 over 3 choices (×10.2 with model llama-3-405b; ×230 with the set-up as set)")
+    assert size_text([(4, "the set-up as set")]) == "off by ×4 over 1 choice (the set-up as set)"
+
+
+def test_every_number_error_is_sized_over_named_choices(audit):
+    errors = [v for v in audit.verdicts if v.verdict == FAILS and not v.inherited_from
+              and v.claim.kind in ("derived", "spec", "input", "arithmetic", "sourced")]
+    assert errors
+    for v in errors:
+        assert "off by ×" in v.size, v.claim.id
+        assert "sized over the choices tried: " + v.size in v.decision
+        for label in re.findall(r"with ([^;)]+)", v.size):   # only reasonable choices size an error
+            assert not label.startswith(("2:4-sparse", "HBM capacity read as", "every chip")), (v.claim.id, label)
+
+
+def test_the_millions_error_runs_from_the_grouped_query_models_to_deepseek(audit):
+    v = next(v for v in audit.verdicts if v.claim.id == "attention-slope-noticed-in-the-millions")
+    # the sentence names no model: DeepSeek-V3 (MLA) crosses at 4,355 tokens (×230 short of a million),
+    # the grouped-query models far later (Llama 3 70B at about 53K tokens: ×19)
+    lo, hi = (float(x.replace(",", "")) for x in re.match(r"off by ×([\d.,]+)–×([\d.,]+)", v.size).groups())
+    assert hi == pytest.approx(1e6 / 4355, rel=0.01)
+    assert 5 < lo < 25
+
+
+def test_a_named_choice_sizes_an_error_and_is_reasonable(audit):
+    v = next(v for v in audit.verdicts if v.claim.id == "rl-alpha-beta-one-tenth")
+    # alpha = (k_RL / 6) / 0.3 against the spoken 0.1: k_RL = 2 gives 1.11 (x11.1), the lecture's other end,
+    # k_RL = 6, gives 3.33 (x33.3)
+    assert any(s.startswith("choice k_RL = 6 (every RL token also trained on") for s in v.swept)
+    lo, hi = (float(x) for x in re.search(r"off by ×([\d.]+)–×([\d.]+)", v.size).groups())
+    assert (lo, hi) == (pytest.approx(2 / 6 / 0.3 / 0.1, rel=0.01), pytest.approx(6 / 6 / 0.3 / 0.1, rel=0.01))
