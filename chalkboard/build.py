@@ -300,7 +300,7 @@ def build(root: Path, args, process=None, watch=None) -> int:
             chips = chip_reports(data, sc, overrides, refs, figures,
                                  (html_env.get_template("report.html.j2").render(**featured_chip),
                                   typ_env.get_template("report.typ.j2").render(**featured_chip)),
-                                 html_env, typ_env, chip_context)
+                                 html_env, typ_env, chip_context, kept)
             t = stage("hardware", t)
         for n, (svg, _) in figures.items():
             put(f"figures/{n}.svg", svg)

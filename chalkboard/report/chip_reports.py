@@ -31,44 +31,84 @@ def index_cell(sc, name: str) -> dict:
     return {"display": fmt_named(name, v), "value": mag, "unit": unit, "why": None, "flag": sc.flag(name)}
 
 
-def _draw_chip_figures(data, chips, model, overrides, refs) -> dict:
-    """chip -> {figure name: (SVG, chip drawn)} for ``chips``, leaving out the figures that are
-    the same for every chip."""
-    import warnings
+def chip_figures(data, chips, model, overrides, refs, kept=None):
+    """The figures of ``chips``' reports, drawn beside the caller on two processes; returns a
+    function that waits for them: chip -> {figure name: (SVG, chip drawn)}.
 
-    from .figures import FIGURES, draw_all
-    out = {}
+    Less is drawn than for the featured report: the figures that are the same for every chip
+    (CHIP_INDEPENDENT_FIGURES) are not drawn at all, a figure drawn for another chip (the cost
+    figure of a chip without a price, drawn for its priced stand-in) once for all the chips that
+    show it, and each for paper alone (the page scales it to a phone's column: drawing.for_paper).
+    ``kept`` (a FigureCache): a figure kept under what it reads now is taken, not drawn."""
+    from .figures import FIGURES, priced_stand_in
+    from .figure_process import order_of_work
+
+    jobs: dict = {}    # (chip drawn, name) -> the chips that show it
     for hw in chips:
-        out[hw] = {}
         for name in FIGURES:
-            if name in CHIP_INDEPENDENT_FIGURES:
-                continue
-            with warnings.catch_warnings():
-                warnings.simplefilter("error")
-                try:
-                    out[hw].update(draw_all(data, hw, model, overrides, refs, {name}))
-                except (RuntimeWarning, UserWarning) as w:  # values the figure cannot show: left out, said
-                    print(f"  note: {hw}: figure {name} left out ({type(w).__name__}: {w})", file=sys.stderr)
-    return out
+            if name not in CHIP_INDEPENDENT_FIGURES:
+                drawn = priced_stand_in(data, hw) if name == "cost_vs_batch" else hw
+                if drawn is not None:
+                    jobs.setdefault((drawn, name), []).append(hw)
+    keys, ready = {}, {}
+    if kept is not None:
+        from ..cache.figcache import MISS
 
-
-def _draw_chips_background(data, chips, model, overrides, refs):
-    """Draw the figures of ``chips`` in two forked processes (half the chips each) while the
-    caller renders; returns a function that waits for them."""
-    from ..cache.forked import results
-    jobs = [Forked("drawing the chips' figures", _draw_chip_figures, data, group, model, overrides, refs)
-            for group in (chips[0::2], chips[1::2])]
+        for hw, name in jobs:
+            keys[hw, name] = kept.figure_key(name, data, hw, model, sorted(overrides.items()),
+                                             sorted((k, str(v)) for k, v in refs.items()), PAPER_ONLY)
+            figure = kept.lookup(keys[hw, name], data)
+            if figure is not MISS:
+                ready[hw, name] = figure
+    names = order_of_work(sorted({n for _, n in jobs}), len(data.hardware))
+    todo = sorted((j for j in jobs if j not in ready), key=lambda j: (names.index(j[1]), j[0]))
+    parts = [Forked("drawing the chips' figures", _draw_chip_figures, data, todo[i::2], model, overrides, refs,
+                    kept is not None) for i in range(min(2, len(todo)))]
 
     def wait() -> dict:
-        out = {}
-        for part in results(jobs):
-            out.update(part)
+        from ..cache.forked import results
+
+        got = dict(ready)
+        for part in results(parts):
+            for job, (figure, reads) in part.items():
+                got[job] = figure
+                if kept is not None and figure is not None:
+                    kept.put(keys[job], reads, figure)
+        out: dict = {hw: {} for hw in chips}
+        for job, shown in jobs.items():
+            if got.get(job) is not None:
+                for hw in shown:
+                    out[hw][job[1]] = got[job]
         return out
     return wait
 
 
+# part of a chip figure's key in the figure cache: drawn for paper alone, unlike the featured ones
+PAPER_ONLY = "paper only"
+
+
+def _draw_chip_figures(data, todo, model, overrides, refs, trace) -> dict:
+    """(chip, figure name) -> ((SVG, chip drawn) or None, what it read) for each of ``todo``,
+    each drawn for paper alone; a figure whose values it cannot show is left out and said."""
+    import warnings
+
+    from .drawing import for_paper
+    from .figure_process import Order, draw_named
+
+    out = {}
+    for hw, name in todo:
+        with warnings.catch_warnings(), for_paper():
+            warnings.simplefilter("error")
+            try:
+                order = Order(data, hw, model, dict(overrides), refs, {}, [name], trace)
+                out[hw, name] = draw_named(order, [name])[name]
+            except (RuntimeWarning, UserWarning) as w:  # values the figure cannot show: left out, said
+                print(f"  note: {hw}: figure {name} left out ({type(w).__name__}: {w})", file=sys.stderr)
+    return out
+
+
 def chip_reports(data, featured_sc, overrides, refs, featured_figures, featured_pages, html_env, typ_env,
-                 make_context) -> dict:
+                 make_context, kept=None) -> dict:
     """A report for every chip with the featured model and workload, and the index page.
 
     Everything that does not depend on the chip (data, derivations, the evaluation of every
@@ -81,7 +121,7 @@ def chip_reports(data, featured_sc, overrides, refs, featured_figures, featured_
     model = featured_sc.model.id
     order = chip_order(data)
     others = [h for h in order if h != featured_sc.hw.id]
-    figures_ready = _draw_chips_background(data, others, model, overrides, refs)
+    figures_ready = chip_figures(data, others, model, overrides, refs, kept)
     common = {n: f for n, f in featured_figures.items() if n in CHIP_INDEPENDENT_FIGURES}
     contexts, rows = {}, []
     for hid in order:
