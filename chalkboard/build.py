@@ -291,9 +291,9 @@ def build(root: Path, args, process=None, watch=None) -> int:
         typ_srcs = {doc: typ_env.get_template(f"{doc}.typ.j2").render(**ctx) for doc in DOCUMENTS}
         chips = None
         if getattr(args, "all_hardware", False):
-            def chip_context(chip_sc=None):   # a chip's report links to the reference two folders up
+            def chip_context(chip_sc=None, chips=None):   # a chip's report links to the reference two folders up
                 c = dict(ctx) if chip_sc is None else context(data, chip_sc, {}, audit=audit_ctx, check=check_ctx,
-                                                              validation=validation, shared=shared)
+                                                              validation=validation, shared={**shared, **chips})
                 c.update({k: "../../" + ctx[k] for k in ("ref", "main", "ref_pdf", "main_pdf")})
                 return c
             featured_chip = chip_context()

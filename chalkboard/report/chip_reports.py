@@ -117,19 +117,24 @@ def chip_reports(data, featured_sc, overrides, refs, featured_figures, featured_
     figures are made. Returns {"pages": [{id, html, typ, figures}], "index": html}."""
     from ..evaluation.evaluate import Scenario
     from .context import attach_figures
+    from .explorer import pair_tables
 
     model = featured_sc.model.id
     order = chip_order(data)
     others = [h for h in order if h != featured_sc.hw.id]
     figures_ready = chip_figures(data, others, model, overrides, refs, kept)
     common = {n: f for n, f in featured_figures.items() if n in CHIP_INDEPENDENT_FIGURES}
+    # every chip's scenario made once: each report's table by generation reads them all, and
+    # each number is computed once for the whole build (as one report's chip_scenarios are)
+    scenarios = {hid: Scenario(data, hid, model, dict(overrides)) for hid in order}
+    chips = {"chips": [scenarios[h] for h in order], "pairs": pair_tables(data)}
     contexts, rows = {}, []
     for hid in order:
         if hid == featured_sc.hw.id:
             sc = featured_sc   # its report is the featured one, already rendered
         else:
-            sc = Scenario(data, hid, model, dict(overrides))
-            contexts[hid] = (sc, make_context(sc))
+            sc = scenarios[hid]
+            contexts[hid] = (sc, make_context(sc, chips))
         h = data.hardware[hid]
         price = h.values.get("rental_price")
         rows.append({
