@@ -574,7 +574,11 @@ def context(d, sc: Scenario, pairs: dict | None = None) -> dict:
     """The template's view: the printed functions (script text) and the data (JSON). ``pairs``:
     pair_tables(d) where it was made before (one for every chip's report of --all-hardware)."""
     model = sc.evidence() if sc.evidence is not None else None
-    return {"functions": functions_js(model), "data": data(d, sc, pairs)}
+    if pairs is None or model is not None:
+        return {"functions": functions_js(model), "data": data(d, sc, pairs)}
+    if "functions" not in pairs:   # without the engine's fit, the same for every chip: printed once
+        pairs["functions"] = functions_js(None)
+    return {"functions": pairs["functions"], "data": data(d, sc, pairs)}
 
 
 __all__ = ["FRONTIER", "LAYOUTS", "QUANTITIES", "SLIDERS", "answer", "context", "data", "expected_of", "pair_tables",
