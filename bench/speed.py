@@ -345,6 +345,8 @@ def all_hardware_rows(forced: list[str], featured_file: Path, edit_featured, rep
     run in turn with the other: the featured chip edited (its figures, and the chip reports'
     figures that read it, drawn again), and nothing changed (`--force`: every figure kept)."""
     edited = [*forced, "--hardware-file", str(featured_file)]
+    # the chips' figures as a build of this file left them (a figure reads the data file's name)
+    timed([*edited, "--all-hardware"], before=edit_featured)
     m = interleaved({"warm": (edited, edit_featured, None),
                      "all_warm": ([*edited, "--all-hardware"], edit_featured, None),
                      "forced": (forced, None, None),
@@ -396,7 +398,6 @@ def main() -> int:
         edit_featured, edit_other = chip_edits(FEATURED_HARDWARE, featured_file), chip_edits(OTHER_CHIP, other_file)
         timed(forced)  # warm the file cache, the bytecode cache and matplotlib's font cache
         if args.all_hardware_only:
-            timed([*forced, "--all-hardware"])   # the chips' figures as a build before this one left them
             all_hardware_rows(forced, featured_file, edit_featured, args.repeat)
             return 0
         watched = watch_edits(py, featured_file, edit_featured, Path(tmp) / "watched", args.repeat)

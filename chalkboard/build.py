@@ -340,7 +340,8 @@ def build(root: Path, args, process=None, watch=None) -> int:
                                  (html_env.get_template("report.html.j2").render(**featured_chip),
                                   typ_env.get_template("report.typ.j2").render(**featured_chip)),
                                  html_env, typ_env, chip_context, kept)
-            t = stage("hardware", t)
+            t = stage("hardware", t, f"{len(chips['pages'])} chip reports; their figures: {chips['drawn']} drawn, "
+                                     f"{chips['kept']} kept")
         for n, (svg, _) in figures.items():
             put(f"figures/{n}.svg", svg)
         # the formulas are fitted and the PDF compiled (with the staged figures) on the other

@@ -154,6 +154,31 @@ def traced(data, log: set):
     return dataclasses.replace(data, **{t: _Traced(getattr(data, t), t, log) for t in TABLES})
 
 
+_ONCE: dict = {}   # once_per_data's one result: key -> (its reads with their digests, the result)
+
+
+def once_per_data(data, key, compute):
+    """``compute(data)``, computed once in this process for as long as what it read is unchanged:
+    work that several figures share (plan_frontier's search of every priced chip, the same for
+    each chip's report) is done once, not once a figure. What it read is recorded into ``data``'s
+    log where ``data`` is traced, as if it had been computed here: the figure's key stays whole."""
+    tables = {t: getattr(data, t) for t in TABLES}
+    plain = dataclasses.replace(data, **{t: dict.copy(v) if isinstance(v, _Traced) else v
+                                         for t, v in tables.items()})
+    got = _ONCE.get(key)
+    if got is None or any(read_digest(plain, read) != digest for read, digest in got[0].items()):
+        log: set = set()
+        result = compute(traced(plain, log))
+        got = ({read: read_digest(plain, read) for read in log}, result)
+        _ONCE.clear()   # one kept: the last
+        _ONCE[key] = got
+    for table in tables.values():
+        if isinstance(table, _Traced):
+            table._log.update(got[0])
+            break
+    return got[1]
+
+
 def read_digest(data, read: tuple) -> str:
     """The digest of what ``read`` (table, id or WHOLE) gives in ``data`` (an absent id too): of
     the values themselves (``plain``), not of their pickle, which also records which objects share

@@ -66,6 +66,7 @@ def chip_figures(data, chips, model, overrides, refs, kept=None):
                     kept is not None) for i in range(min(2, len(todo)))]
 
     def wait() -> dict:
+        """chip -> {name: figure}; wait.drawn and wait.kept say how many were drawn and kept."""
         from ..cache.forked import results
 
         got = dict(ready)
@@ -74,6 +75,7 @@ def chip_figures(data, chips, model, overrides, refs, kept=None):
                 got[job] = figure
                 if kept is not None and figure is not None:
                     kept.put(keys[job], reads, figure)
+        wait.drawn, wait.kept = len(todo), len(ready)
         out: dict = {hw: {} for hw in chips}
         for job, shown in jobs.items():
             if got.get(job) is not None:
@@ -114,7 +116,8 @@ def chip_reports(data, featured_sc, overrides, refs, featured_figures, featured_
     Everything that does not depend on the chip (data, derivations, the evaluation of every
     pair, the audit, the validation, the summary tables, the figures by launch year and of the
     measurements) comes from the featured build; per chip only its scenario, its sections and its
-    figures are made. Returns {"pages": [{id, html, typ, figures}], "index": html}."""
+    figures are made. Returns {"pages": [{id, html, typ, figures}], "index": html, "drawn": how many
+    figures were drawn, "kept": how many were taken from the figure cache}."""
     from ..evaluation.evaluate import Scenario
     from .context import attach_figures
     from .explorer import pair_tables
@@ -167,7 +170,7 @@ def chip_reports(data, featured_sc, overrides, refs, featured_figures, featured_
         overrides=sorted(overrides.items()),
         columns=[{"name": q, "meaning": REGISTRY[q].meaning} for q in INDEX_QUANTITIES], rows=rows,
         priced=sum(r["price"] is not None for r in rows))
-    return {"pages": pages, "index": index}
+    return {"pages": pages, "index": index, "drawn": figures_ready.drawn, "kept": figures_ready.kept}
 
 
 def fmt_value(sc, name: str) -> str:
