@@ -73,7 +73,7 @@ def chip_figures(data, chips, model, overrides, refs, kept=None):
         for part in results(parts):
             for job, (figure, reads) in part.items():
                 got[job] = figure
-                if kept is not None and figure is not None:
+                if kept is not None:   # (None, a figure that lacks inputs, is kept too)
                     kept.put(keys[job], reads, figure)
         wait.drawn, wait.kept = len(todo), len(ready)
         out: dict = {hw: {} for hw in chips}
@@ -82,6 +82,7 @@ def chip_figures(data, chips, model, overrides, refs, kept=None):
                 for hw in shown:
                     out[hw][job[1]] = got[job]
         return out
+    wait.drawing = bool(todo)
     return wait
 
 
@@ -118,6 +119,7 @@ def chip_reports(data, featured_sc, overrides, refs, featured_figures, featured_
     measurements) comes from the featured build; per chip only its scenario, its sections and its
     figures are made. Returns {"pages": [{id, html, typ, figures}], "index": html, "drawn": how many
     figures were drawn, "kept": how many were taken from the figure cache}."""
+    from ..cache.forked import results
     from ..evaluation.evaluate import Scenario
     from .context import attach_figures
     from .explorer import pair_tables
@@ -131,37 +133,31 @@ def chip_reports(data, featured_sc, overrides, refs, featured_figures, featured_
     # each number is computed once for the whole build (as one report's chip_scenarios are)
     scenarios = {hid: Scenario(data, hid, model, dict(overrides)) for hid in order}
     chips = {"chips": [scenarios[h] for h in order], "pairs": pair_tables(data)}
-    contexts, rows = {}, []
-    for hid in order:
-        if hid == featured_sc.hw.id:
-            sc = featured_sc   # its report is the featured one, already rendered
-        else:
+    rows = [_index_row(data, featured_sc if hid == featured_sc.hw.id else scenarios[hid]) for hid in order]
+
+    def pages_of(hids, drawn, contexts) -> dict:
+        out = {}
+        for hid in hids:
             sc = scenarios[hid]
-            contexts[hid] = (sc, make_context(sc, chips))
-        h = data.hardware[hid]
-        price = h.values.get("rental_price")
-        rows.append({
-            "id": hid, "name": h.name, "vendor": h.tags.get("vendor", ""),
-            "launch_year": int(h.values["launch_year"].quantity.magnitude),
-            "formats": sc.formats_text(), "fit": sc.fit(),
-            "price": None if price is None else {"text": price.text, "as_of": price.as_of,
-                                                  "source": price.source.title, "note": price.note},
-            "cells": {q: index_cell(sc, q) for q in INDEX_QUANTITIES},
-        })
-    drawn = figures_ready()
-    pages = []
-    for hid in order:
-        if hid == featured_sc.hw.id:
-            pages.append({"id": hid, "html": featured_pages[0], "typ": featured_pages[1],
-                          "figures": {n: svg for n, (svg, _) in featured_figures.items()}})
-            continue
-        sc, ctx = contexts[hid]
-        figs = {**drawn[hid], **{n: (svg, hid) for n, (svg, _) in common.items()}}  # the same for every chip
-        figs = {n: figs[n] for n in featured_figures if n in figs}  # the featured report's order
-        attach_figures(ctx, figs, sc)
-        pages.append({"id": hid, "html": html_env.get_template("report.html.j2").render(**ctx),
-                      "typ": typ_env.get_template("report.typ.j2").render(**ctx),
-                      "figures": {n: svg for n, (svg, _) in figs.items()}})
+            ctx = contexts[hid] if hid in contexts else make_context(sc, chips)
+            figs = {**drawn[hid], **{n: (svg, hid) for n, (svg, _) in common.items()}}  # the same for every chip
+            figs = {n: figs[n] for n in featured_figures if n in figs}  # the featured report's order
+            attach_figures(ctx, figs, sc)
+            out[hid] = {"id": hid, "html": html_env.get_template("report.html.j2").render(**ctx),
+                        "typ": typ_env.get_template("report.typ.j2").render(**ctx),
+                        "figures": {n: svg for n, (svg, _) in figs.items()}}
+        return out
+    if figures_ready.drawing:   # the pages' contexts made while the figures are drawn beside
+        contexts = {hid: make_context(scenarios[hid], chips) for hid in others}
+        made = pages_of(others, figures_ready(), contexts)
+    else:   # every figure kept: the pages made on two cores, half each
+        drawn = figures_ready()
+        half = Forked("writing the chips' reports", pages_of, others[1::2], drawn, {})
+        made = pages_of(others[0::2], drawn, {})
+        made.update(results([half])[0])
+    made[featured_sc.hw.id] = {"id": featured_sc.hw.id, "html": featured_pages[0], "typ": featured_pages[1],
+                               "figures": {n: svg for n, (svg, _) in featured_figures.items()}}
+    pages = [made[hid] for hid in order]
     from derivations import REGISTRY
     index = html_env.get_template("hardware_index.html.j2").render(
         title=f"chalkboard: {featured_sc.model.name} on every chip",
@@ -171,6 +167,18 @@ def chip_reports(data, featured_sc, overrides, refs, featured_figures, featured_
         columns=[{"name": q, "meaning": REGISTRY[q].meaning} for q in INDEX_QUANTITIES], rows=rows,
         priced=sum(r["price"] is not None for r in rows))
     return {"pages": pages, "index": index, "drawn": figures_ready.drawn, "kept": figures_ready.kept}
+
+
+def _index_row(data, sc) -> dict:
+    """A chip's row of the index: its name, formats, whether the set-up fits, price and headline numbers."""
+    h = sc.hw
+    price = h.values.get("rental_price")
+    return {"id": h.id, "name": h.name, "vendor": h.tags.get("vendor", ""),
+            "launch_year": int(h.values["launch_year"].quantity.magnitude),
+            "formats": sc.formats_text(), "fit": sc.fit(),
+            "price": None if price is None else {"text": price.text, "as_of": price.as_of,
+                                                  "source": price.source.title, "note": price.note},
+            "cells": {q: index_cell(sc, q) for q in INDEX_QUANTITIES}}
 
 
 def fmt_value(sc, name: str) -> str:
