@@ -335,11 +335,11 @@ def build(root: Path, args, process=None, watch=None) -> int:
                                                               validation=validation, shared={**shared, **chips})
                 c.update({k: "../../" + ctx[k] for k in ("ref", "main", "ref_pdf", "main_pdf")})
                 return c
-            featured_chip = chip_context()
+            featured_chip, chip_pdf = chip_context(), getattr(args, "chip_pdf", False)
             chips = chip_reports(data, sc, overrides, refs, figures,
                                  (html_env.get_template("report.html.j2").render(**featured_chip),
-                                  typ_env.get_template("report.typ.j2").render(**featured_chip)),
-                                 html_env, typ_env, chip_context, kept)
+                                  typ_env.get_template("report.typ.j2").render(**featured_chip) if chip_pdf else None),
+                                 html_env, typ_env, chip_context, kept, typst=chip_pdf)
             t = stage("hardware", t, f"{len(chips['pages'])} chip reports; their figures: {chips['drawn']} drawn, "
                                      f"{chips['kept']} kept")
         for n, (svg, _) in figures.items():

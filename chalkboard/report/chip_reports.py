@@ -111,13 +111,13 @@ def _draw_chip_figures(data, todo, model, overrides, refs, trace) -> dict:
 
 
 def chip_reports(data, featured_sc, overrides, refs, featured_figures, featured_pages, html_env, typ_env,
-                 make_context, kept=None) -> dict:
+                 make_context, kept=None, typst=True) -> dict:
     """A report for every chip with the featured model and workload, and the index page.
 
     Everything that does not depend on the chip (data, derivations, the evaluation of every
     pair, the audit, the validation, the summary tables, the figures by launch year and of the
     measurements) comes from the featured build; per chip only its scenario, its sections and its
-    figures are made. Returns {"pages": [{id, html, typ, figures}], "index": html, "drawn": how many
+    figures are made (and, with ``typst``, its Typst source: --chip-pdf). Returns {"pages": [{id, html, typ, figures}], "index": html, "drawn": how many
     figures were drawn, "kept": how many were taken from the figure cache}."""
     from ..cache.forked import results
     from ..evaluation.evaluate import Scenario
@@ -144,7 +144,7 @@ def chip_reports(data, featured_sc, overrides, refs, featured_figures, featured_
             figs = {n: figs[n] for n in featured_figures if n in figs}  # the featured report's order
             attach_figures(ctx, figs, sc)
             out[hid] = {"id": hid, "html": html_env.get_template("report.html.j2").render(**ctx),
-                        "typ": typ_env.get_template("report.typ.j2").render(**ctx),
+                        "typ": typ_env.get_template("report.typ.j2").render(**ctx) if typst else None,
                         "figures": {n: svg for n, (svg, _) in figs.items()}}
         return out
     if figures_ready.drawing:   # the pages' contexts made while the figures are drawn beside
