@@ -31,7 +31,7 @@ from ..home import cache
 from . import sealed
 
 FOLDER = Path(".cache") / "figures"
-KEEP = 512             # kept figures at most (the newest; --all-hardware keeps some 150); a figure is some 0.1 MB
+KEEP = 1024            # kept figures at most (the newest; --all-hardware keeps some 190 a version of the data); a figure is some 0.05-0.2 MB
 TABLES = ("hardware", "models", "prices", "tiers", "sources", "files")   # Data's tables, traced
 SETTINGS = ("default_price", "config_model")   # Data's other fields: part of every figure's key
 WHOLE = "*"            # the key under which a read of a whole table is recorded
