@@ -23,6 +23,8 @@ is compared with it (so both see the same load); medians are compared:
   and a build after a comment-only edit of hardware.yaml, against the same floor;
 * the library's first call (`cb.plan`, `cb.compare`, `cb.verdicts`) in a fresh interpreter in a fresh
   clone, against the build's import floor;
+* `build --all-hardware` (a report per chip) against the default build in the same state, run
+  in turn with it: the featured chip edited, and nothing changed (`--force`);
 * `build.py eval` against the bare import of what eval needs (SymPy, Pint, PyYAML, numpy), also of
   the lecture's name answered under a layout (`step_time --set tp=8`) and of `plan` for one model
   over every priced chip; and the plan's search rate (candidates a second, in one process, the
@@ -39,7 +41,7 @@ row also gives its CPU time (user and system, every process it forked and waited
 and, after ">=", that time spread over every core against the floor: the ratio no scheduling of
 the same work can go below.
 
-    python bench/speed.py [--repeat 5] [--skip-scaling] [--readme]
+    python bench/speed.py [--repeat 5] [--skip-scaling] [--readme] [--watch-only | --all-hardware-only]
 
 --readme writes the table into docs/speed.md (between its speed-table markers).
 """
@@ -338,6 +340,24 @@ def watch_edits(py: str, hardware_file: Path, edit, out: Path, repeat: int) -> d
     return {name: statistics.median(r) if r else None for name, r in runs.items()}
 
 
+def all_hardware_rows(forced: list[str], featured_file: Path, edit_featured, repeat: int) -> None:
+    """`build --all-hardware` (a report per chip) against the default build in the same state, each
+    run in turn with the other: the featured chip edited (its figures, and the chip reports'
+    figures that read it, drawn again), and nothing changed (`--force`: every figure kept)."""
+    edited = [*forced, "--hardware-file", str(featured_file)]
+    # the chips' figures as a build of this file left them (a figure reads the data file's name)
+    timed([*edited, "--all-hardware"], before=edit_featured)
+    m = interleaved({"warm": (edited, edit_featured, None),
+                     "all_warm": ([*edited, "--all-hardware"], edit_featured, None),
+                     "forced": (forced, None, None),
+                     "all_forced": ([*forced, "--all-hardware"], None, None)}, repeat)
+    say("  build --all-hardware (a report per chip) against the default build in the same state")
+    for name, default, each in (("featured chip edited", "warm", "all_warm"),
+                                ("nothing changed, --force", "forced", "all_forced")):
+        row(f"{name}: the default build", m[default][0], None, m[default][1], m[default][2])
+        row(f"{name}: --all-hardware", m[each][0], m[default][0], m[each][1], m[each][2], bound=False)
+
+
 def scaled_project(factor: int, where: Path) -> Path:
     """A copy of the project whose hardware.yaml holds each chip ``factor`` times (new ids)."""
     import yaml
@@ -359,6 +379,7 @@ def main() -> int:
     ap.add_argument("--sweep-only", action="store_true", help=argparse.SUPPRESS)  # the sweep row's process
     ap.add_argument("--plan-only", action="store_true", help=argparse.SUPPRESS)   # the plan rate's process
     ap.add_argument("--watch-only", action="store_true", help="only the edit loop's rows")
+    ap.add_argument("--all-hardware-only", action="store_true", help="only the --all-hardware rows")
     args = ap.parse_args()
     if args.sweep_only:
         print(*sweep_vs_numpy())
@@ -376,6 +397,9 @@ def main() -> int:
         featured_file, other_file = Path(tmp) / "featured-edited.yaml", Path(tmp) / "other-edited.yaml"
         edit_featured, edit_other = chip_edits(FEATURED_HARDWARE, featured_file), chip_edits(OTHER_CHIP, other_file)
         timed(forced)  # warm the file cache, the bytecode cache and matplotlib's font cache
+        if args.all_hardware_only:
+            all_hardware_rows(forced, featured_file, edit_featured, args.repeat)
+            return 0
         watched = watch_edits(py, featured_file, edit_featured, Path(tmp) / "watched", args.repeat)
         say("  build.py watch, featured chip edited (import floor measured between edits)")
         row("bare imports", watched["floor"], watched["floor"], cpu=watched["floor_cpu"], bound=False)
@@ -483,6 +507,7 @@ def main() -> int:
         say("  10^6-point sweep written as CSV")
         row("numpy script (np.savetxt)", m["csv_numpy"][0], m["csv_numpy"][0], m["csv_numpy"][1])
         row("build.py eval step_time --sweep ... --csv", m["csv"][0], m["csv_numpy"][0], m["csv"][1])
+        all_hardware_rows(forced, featured_file, edit_featured, args.repeat)
         if not args.skip_scaling:
             say("  scaling with chip x model pairs (16 chips x 8 models at 1x)")
             for factor in (1, 10, 50):

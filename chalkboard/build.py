@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 import sys
 import time
+from contextlib import ExitStack
 from pathlib import Path
 
 import jinja2
@@ -142,6 +143,33 @@ def environments(root: Path):
     return html, typ
 
 
+def numbers_first(ctx, sc, drawing, watch, validation, html_env, put) -> None:
+    """The edit loop's first output of a rebuild: the pages with the new numbers, each figure
+    still being drawn shown in its last version (``watch.figures``) and marked as updating."""
+    from .report.context import attach_figures
+    from .report.svgpage import lighten
+
+    figures, updating = {}, set()
+    for n, shown in watch.figures.items():
+        if drawing.ready.get(n) is not None:
+            figures[n] = drawing.ready[n]
+        elif n in drawing.drawn:
+            figures[n] = shown
+            updating.add(n)
+    figures.update({n: f for n, f in drawing.ready.items() if f is not None and n not in figures})
+    attach_figures(ctx, figures, sc)
+    for s in ctx["sections"]:
+        for f in s["figures"]:
+            f["updating"] = f["name"] in updating
+    if validation is not None and "validation" in figures:
+        validation["svg"] = figures["validation"][0]
+    ctx["sprite"] = lighten(ctx["sections"]).sprite()
+    for n, (svg, _) in figures.items():
+        put(f"figures/{n}.svg", svg)
+    for doc in DOCUMENTS:
+        put(f"{doc}.html", html_env.get_template(f"{doc}.html.j2").render(ctx))
+
+
 # A display formula wider than the text is set over lines (chalkboard/typeset/linebreak.py, lines of at
 # most 49 em of the printers' estimate, printers._em); one still wider (a piece that cannot break)
 # is scaled down to the text's width. Which ones are wide is measured by Typst itself, but only for
@@ -255,7 +283,8 @@ def build(root: Path, args, process=None, watch=None) -> int:
         raise BuildError("evaluation failed: " + res.errors[0])
     sc.value("step_time")
     t = stage("evaluate", t, f"{len(res.values):,} chip x model pairs, {res.count_ok:,} numbers")
-    with Staging(out) as staged:
+    with ExitStack() as stack:
+        staged = stack.enter_context(Staging(out))
         written = {}
 
         def put(rel, content):
@@ -278,7 +307,17 @@ def build(root: Path, args, process=None, watch=None) -> int:
         shared = shared_tables(data, sc.model.id, parts)
         ctx = context(data, sc, {}, audit=audit_ctx, check=check_ctx, validation=validation, shared=shared)
         t = stage("render", t)
-        results.write_while(lambda: not drawing.finished())
+        early = watch is not None and not drawing.finished() and bool(watch.figures)
+        if early:   # the edit loop: the new numbers first, then the figures, then the PDF
+            numbers_first(ctx, sc, drawing, watch, validation, html_env, put)
+            written["results.json"] = results.finish()
+            watch.keep(staged.path, [f"{doc}.{ext}" for doc in DOCUMENTS for ext in ("pdf", "typ")])
+            staged.commit()
+            watch.numbers(out)
+            staged = stack.enter_context(Staging(out))   # the figures and the PDF follow in a fresh one
+            watch.keep(staged.path, ["results.json"])
+        else:
+            results.write_while(lambda: not drawing.finished())
         figures = drawing.wait()
         if validation is not None:
             validation["svg"] = figures["validation"][0]
@@ -290,17 +329,18 @@ def build(root: Path, args, process=None, watch=None) -> int:
         typ_srcs = {doc: typ_env.get_template(f"{doc}.typ.j2").render(**ctx) for doc in DOCUMENTS}
         chips = None
         if getattr(args, "all_hardware", False):
-            def chip_context(chip_sc=None):   # a chip's report links to the reference two folders up
+            def chip_context(chip_sc=None, chips=None):   # a chip's report links to the reference two folders up
                 c = dict(ctx) if chip_sc is None else context(data, chip_sc, {}, audit=audit_ctx, check=check_ctx,
-                                                              validation=validation, shared=shared)
+                                                              validation=validation, shared={**shared, **chips})
                 c.update({k: "../../" + ctx[k] for k in ("ref", "main", "ref_pdf", "main_pdf")})
                 return c
-            featured_chip = chip_context()
+            featured_chip, chip_pdf = chip_context(), getattr(args, "chip_pdf", False)
             chips = chip_reports(data, sc, overrides, refs, figures,
                                  (html_env.get_template("report.html.j2").render(**featured_chip),
-                                  typ_env.get_template("report.typ.j2").render(**featured_chip)),
-                                 html_env, typ_env, chip_context)
-            t = stage("hardware", t)
+                                  typ_env.get_template("report.typ.j2").render(**featured_chip) if chip_pdf else None),
+                                 html_env, typ_env, chip_context, kept, typst=chip_pdf)
+            t = stage("hardware", t, f"{len(chips['pages'])} chip reports; their figures: {chips['drawn']} drawn, "
+                                     f"{chips['kept']} kept")
         for n, (svg, _) in figures.items():
             put(f"figures/{n}.svg", svg)
         # the formulas are fitted and the PDF compiled (with the staged figures) on the other
@@ -321,7 +361,8 @@ def build(root: Path, args, process=None, watch=None) -> int:
         later = watch is not None and timestamp is not None and "report" not in kept_pdfs
         for doc in DOCUMENTS:
             put(f"{doc}.html", html_env.get_template(f"{doc}.html.j2").render(ctx))
-        written["results.json"] = results.finish()
+        if not early:
+            written["results.json"] = results.finish()
         for doc, src in typ_srcs.items():
             if timestamp is None:
                 put(f"{doc}.typ", unfitted(src))   # no PDF: Typst is never imported
@@ -364,6 +405,7 @@ def build(root: Path, args, process=None, watch=None) -> int:
     total = time.perf_counter() - t_start
     reused = sum(1 for n in figures if n not in drawing.drawn)
     if watch is not None:
+        watch.figures = figures
         watch.built(out, written, figures=len(figures), drawn=len(figures) - reused,
                     pdf=None if timestamp is None else "later" if later else "kept", stages=timings)
         return 0

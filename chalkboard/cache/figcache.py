@@ -31,7 +31,7 @@ from ..home import cache
 from . import sealed
 
 FOLDER = Path(".cache") / "figures"
-KEEP = 256             # kept figures at most (the newest); a figure is some 0.1 MB
+KEEP = 1024            # kept figures at most (the newest; --all-hardware keeps some 190 a version of the data); a figure is some 0.05-0.2 MB
 TABLES = ("hardware", "models", "prices", "tiers", "sources", "files")   # Data's tables, traced
 SETTINGS = ("default_price", "config_model")   # Data's other fields: part of every figure's key
 WHOLE = "*"            # the key under which a read of a whole table is recorded
@@ -152,6 +152,31 @@ for _name in ("__iter__", "__len__", "keys", "values", "items", "__eq__", "__ne_
 def traced(data, log: set):
     """``data`` with each of its tables recording what is read from it into ``log``."""
     return dataclasses.replace(data, **{t: _Traced(getattr(data, t), t, log) for t in TABLES})
+
+
+_ONCE: dict = {}   # once_per_data's one result: key -> (its reads with their digests, the result)
+
+
+def once_per_data(data, key, compute):
+    """``compute(data)``, computed once in this process for as long as what it read is unchanged:
+    work that several figures share (plan_frontier's search of every priced chip, the same for
+    each chip's report) is done once, not once a figure. What it read is recorded into ``data``'s
+    log where ``data`` is traced, as if it had been computed here: the figure's key stays whole."""
+    tables = {t: getattr(data, t) for t in TABLES}
+    plain = dataclasses.replace(data, **{t: dict.copy(v) if isinstance(v, _Traced) else v
+                                         for t, v in tables.items()})
+    got = _ONCE.get(key)
+    if got is None or any(read_digest(plain, read) != digest for read, digest in got[0].items()):
+        log: set = set()
+        result = compute(traced(plain, log))
+        got = ({read: read_digest(plain, read) for read in log}, result)
+        _ONCE.clear()   # one kept: the last
+        _ONCE[key] = got
+    for table in tables.values():
+        if isinstance(table, _Traced):
+            table._log.update(got[0])
+            break
+    return got[1]
 
 
 def read_digest(data, read: tuple) -> str:

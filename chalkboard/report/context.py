@@ -372,10 +372,10 @@ def context(data, sc: Scenario, figures: dict[str, str], audit=None, check=None,
         "hardware_count": len(data.hardware), "model_count": len(data.models),
         "ids_pattern": ids_pattern(data),
         "rack_chips": fmt(sc.value("rack_chips")),
-        "explorer": explorer.context(data, sc),
+        "explorer": explorer.context(data, sc, shared.get("pairs")),
         "sprite": "",   # the glyphs the page's figures share, once they are drawn (report/svgpage.py)
     }
-    return shape(ctx, data, sc)
+    return shape(ctx, data, sc, shared.get("chips"))
 
 
 __all__ = ["attach_figures", "context", "shared_tables", "substituted"]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import re
+from contextlib import contextmanager
 
 from ..errors import MissingInput, NotApplicable
 
@@ -160,12 +161,27 @@ def svg(fig) -> Figure:
     try:
         # the measuring passes of fitted() compute ticks as the SVG's draw does: once a state
         ticks_made_once(fig, axes)
-        drawn = {m.name: media.fitted(fig, m, _drawn) for m in media.MEDIA}
+        drawn = {m.name: media.fitted(fig, m, _drawn) for m in (media.MEDIA if not _PAPER_ONLY else media.MEDIA[:1])}
     finally:
         for axis in axes:
             del axis._update_ticks
         plt.close(fig)
-    return Figure(drawn["print"], phone=_own_ids(drawn["phone"], "ph-"))
+    return Figure(drawn["print"], phone=_own_ids(drawn["phone"], "ph-") if "phone" in drawn else "")
+
+
+_PAPER_ONLY = []   # set while for_paper() holds: figures drawn for paper alone
+
+
+@contextmanager
+def for_paper():
+    """Within it, a figure is drawn for paper alone, with no phone's version: a page shows that
+    one in a phone's column too, scaled to it (the chip reports of --all-hardware, where the
+    phone's drawing was half the work)."""
+    _PAPER_ONLY.append(True)
+    try:
+        yield
+    finally:
+        _PAPER_ONLY.pop()
 
 
 def _drawn(fig) -> str:

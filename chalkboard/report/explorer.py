@@ -459,9 +459,9 @@ def _key(x) -> str:
     return x if isinstance(x, str) else (str(int(x)) if float(x).is_integer() else repr(float(x)))
 
 
-def data(d, sc: Scenario) -> dict:
-    """What the page's script reads: the inputs of every pair, the layout's rule tables, the
-    quantities and the settings."""
+def pair_tables(d) -> dict:
+    """The part of the page's data that is the same whatever chip it starts on: every pair's
+    inputs and formats, and the layout's rule tables."""
     hws, mids = list(d.hardware), list(d.models)
     names = inputs_read()
     dynamic = _dynamic()
@@ -473,9 +473,19 @@ def data(d, sc: Scenario) -> dict:
         dense[m] = s.is_dense
     columns = {n: read_shared(scenarios, n, lambda s, n=n: _base(s, n)) for n in names}  # once per chip, model, ...
     table = {pair: {n: columns[n][i] for n in names} for i, pair in enumerate(pairs)}
-    levels = _levels(table, names, hws, mids)
     (tables, reasons), keys = _rule_tables(scenarios, pairs, dynamic)
     ruled = [n for n in dynamic if n in tables]
+    return {"formats": formats, "dense": dense, "levels": _levels(table, names, hws, mids), "tables": tables,
+            "reasons": reasons, "keys": _levels({p: keys[p] for p in pairs}, ruled, hws, mids)}
+
+
+def data(d, sc: Scenario, pairs: dict | None = None) -> dict:
+    """What the page's script reads: the inputs of every pair, the layout's rule tables, the
+    quantities and the settings."""
+    hws, mids = list(d.hardware), list(d.models)
+    dynamic = _dynamic()
+    p = pair_tables(d) if pairs is None else pairs
+    formats, dense, levels, tables, reasons = p["formats"], p["dense"], p["levels"], p["tables"], p["reasons"]
     model = sc.evidence() if sc.evidence is not None else None
     quantities = []
     for n in QUANTITIES:
@@ -532,7 +542,7 @@ def data(d, sc: Scenario) -> dict:
                                  if str(REGISTRY[n].default).startswith("=rule:") else "")}
                         for n in dynamic],
             "tables": tables, "reasons": reasons,   # a table's value [i] is reasons[i]: why none
-            "keys": _levels({p: keys[p] for p in pairs}, ruled, hws, mids),
+            "keys": p["keys"],
             "tabulated": TABULATED, "top": SLIDERS[TABULATED][1], "codes": _CODES,
         },
         "efficiency": None if model is None else {
@@ -559,11 +569,16 @@ def accepted(name: str) -> dict:
             "below": below[0] if below else None, "rule": rule}
 
 
-def context(d, sc: Scenario) -> dict:
-    """The template's view: the printed functions (script text) and the data (JSON)."""
+def context(d, sc: Scenario, pairs: dict | None = None) -> dict:
+    """The template's view: the printed functions (script text) and the data (JSON). ``pairs``:
+    pair_tables(d) where it was made before (one for every chip's report of --all-hardware)."""
     model = sc.evidence() if sc.evidence is not None else None
-    return {"functions": functions_js(model), "data": data(d, sc)}
+    if pairs is None or model is not None:
+        return {"functions": functions_js(model), "data": data(d, sc, pairs)}
+    if "functions" not in pairs:   # without the engine's fit, the same for every chip: printed once
+        pairs["functions"] = functions_js(None)
+    return {"functions": pairs["functions"], "data": data(d, sc, pairs)}
 
 
-__all__ = ["FRONTIER", "LAYOUTS", "QUANTITIES", "SLIDERS", "answer", "context", "data", "expected_of",
+__all__ = ["FRONTIER", "LAYOUTS", "QUANTITIES", "SLIDERS", "answer", "context", "data", "expected_of", "pair_tables",
            "function_names", "functions_js", "guards", "javascript", "to_js"]

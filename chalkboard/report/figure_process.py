@@ -179,6 +179,11 @@ def _draw_queued(order: Order, take: int) -> dict:
     return _draw(order, queue())
 
 
+def draw_named(order: Order, names) -> dict:
+    """name -> (figure, reads) for each of ``names``, drawn in this process (see _draw)."""
+    return _draw(order, names)
+
+
 def _draw(order: Order, names) -> dict:
     """name -> (figure, reads) for each figure named: figure is (SVG, chip), or None where the
     figure lacks inputs; with ``order.trace``, reads is what the figure read of the data, each

@@ -85,13 +85,17 @@ def plan_frontier(data, hw, model, overrides=None) -> str:
     """Cost per million tokens against tokens per second per user: for each chip with a rental
     price, the frontier over its layouts, batches, weight formats and deployments (`plan`'s search,
     judged at the bound: full efficiency, the prompts' prefill included); the featured chip drawn heavier."""
+    from ..cache.figcache import SETTINGS, once_per_data
     from ..planner import Targets, answer, plan
 
     overrides = dict(overrides or {})
     context = float(Scenario(data, hw, model, overrides).mag("context"))
     chips = [h for h, e in data.hardware.items() if e.get("rental_price") is not None]
-    found = plan(data, model, chips, Targets(context, 1.0, by="bound"), None, None,
-                 {k: v for k, v in overrides.items() if k not in ("batch", "context")})
+    others = {k: v for k, v in overrides.items() if k not in ("batch", "context")}
+    # the search does not depend on the chip drawn heavier: one for every chip's report
+    found = once_per_data(data, ("plan_frontier", model, context, tuple(chips), tuple(sorted(others.items())),
+                                 *(getattr(data, f) for f in SETTINGS)),
+                          lambda d: plan(d, model, chips, Targets(context, 1.0, by="bound"), None, None, others))
     fits = within(found.columns["hbm_fill_layout"], found.columns["memory_share"])   # as plan and eval judge a fit
     fig, ax = plt.subplots(figsize=(6.4, 3.6))
     styles = chip_styles(data.hardware)

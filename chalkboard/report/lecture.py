@@ -184,10 +184,11 @@ def place_claims(ctx: dict) -> None:
     ctx["claims_elsewhere"] = rest
 
 
-def shape(ctx: dict, data, sc: Scenario) -> dict:
+def shape(ctx: dict, data, sc: Scenario, chips: list | None = None) -> dict:
     """The main report's parts of ``ctx``: each section's featured steps, the rest as one line
-    each, its table by generation, its verdicts."""
-    chips = chip_scenarios(data, sc)
+    each, its table by generation, its verdicts. ``chips``: chip_scenarios(data, sc) where it was
+    made before (--all-hardware: one list for every chip's report, each number computed once)."""
+    chips = chip_scenarios(data, sc) if chips is None else chips
     shown: set = set()
     for s in ctx["sections"]:
         names = featured_names(s["id"])[:FEATURED_STEPS]

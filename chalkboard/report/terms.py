@@ -30,10 +30,21 @@ def _ordered_terms(name: str) -> list:
     return sorted(subs, key=lambda s: (text.find(printers.text(s.sym)) % (len(text) + 1), s.name))
 
 
+# by_terms' answers: they read the derivations alone (which a process never changes: an edit to
+# them starts a new watch worker), and every chip's report of --all-hardware asks the same ones
+_TERMS: dict = {}
+
+
 def by_terms(name: str, kind: str) -> list[dict] | None:
     """``kind`` ("closed form" or "board form") of ``name`` as a list of formulas, each
     {"name", "meaning", "role", "mathml", "typst"}: its definition, then each term's ``kind``
     (a term too long itself: its definition, then its terms); None when ``kind`` fits MAX_LINES."""
+    if (name, kind) not in _TERMS:
+        _TERMS[name, kind] = _by_terms(name, kind)
+    return _TERMS[name, kind]
+
+
+def _by_terms(name: str, kind: str) -> list[dict] | None:
     _, mathml, typst = kept_formula(kind, name)
     if line_count(typst) <= MAX_LINES or not _ordered_terms(name):
         return None

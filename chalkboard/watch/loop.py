@@ -89,6 +89,9 @@ class Loop:
         self.shown = 0                # the generation whose page is in the output folder
         self.page = {}                # what the shown page's PDF and stamp need
         self.kept = Kept()            # the parts of earlier builds, each under what it read
+        self.figures = {}             # the figures of the page shown: a rebuild's first page shows
+                                      # those it is drawing again (chalkboard/build.py numbers_first)
+        self.numbers_at = None        # when this rebuild's new numbers were written (s after the edit)
 
     # -- a rebuild ---------------------------------------------------------------------------
     def rebuild(self, changed: list[str] | None) -> None:
@@ -99,6 +102,7 @@ class Loop:
 
         self.generation += 1
         self.started = time.perf_counter()
+        self.numbers_at = None
         self.why = "first build" if changed is None else f"{summary(changed)} changed"
         args = argparse.Namespace(**vars(self.base))
         args.program = self.program
@@ -139,7 +143,19 @@ class Loop:
 
     def keep_pdf(self, staged: Path) -> None:
         """The previous PDF and its source, linked into the new output until the new PDF is written."""
-        for name in ("report.pdf", "report.typ"):
+        self.keep(staged, ("report.pdf", "report.typ"))
+
+    def numbers(self, out: Path) -> None:
+        """The new numbers are out (report.html and results.json), their figures still being drawn:
+        the served page reloads now, and again when the figures land."""
+        self.out = out
+        self.numbers_at = time.perf_counter() - self.started
+        self._notify("page")
+
+    def keep(self, staged: Path, names) -> None:
+        """Each of ``names`` in the output shown, linked into the output being written (the
+        previous PDFs while the numbers go first; the numbers' results.json while the figures follow)."""
+        for name in names:
             old = self.out / name if self.out is not None else None
             if old is None or not old.is_file():
                 continue
@@ -159,8 +175,9 @@ class Loop:
         self.page = {"written": dict(written), "args": self.building, "started": self.started,
                      "stages": stages}
         what = f"{drawn} of {figures} figures drawn" if drawn else f"{figures} figures kept"
-        line = (f"{clock()} {self.why}: page and results.json in {time.perf_counter() - self.started:.2f} s "
-                f"({what})")
+        now = time.perf_counter() - self.started
+        line = (f"{clock()} {self.why}: page and results.json in {now:.2f} s ({what})" if self.numbers_at is None
+                else f"{clock()} {self.why}: page and results.json in {self.numbers_at:.2f} s, figures {now:.2f} s ({what})")
         if pdf == "later":
             self.lines.begin(line)
         else:

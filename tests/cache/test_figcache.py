@@ -296,3 +296,25 @@ def test_a_build_after_the_shared_one_takes_every_figure_from_the_cache(report_b
     assert r.returncode == 0, r.stderr
     n = len(FIGURES) + 1   # and the validation figure
     assert f"{n} figures ({n} kept from an earlier build" in r.stdout, r.stdout
+
+
+def test_work_shared_by_figures_is_done_once_and_keeps_their_reads():
+    """once_per_data: the second figure that needs the same work takes it without computing it,
+    and records what it read as if it had (its key stays whole); changed data computes it again."""
+    import dataclasses
+
+    from chalkboard.cache.figcache import PRESENT, once_per_data, traced
+    from chalkboard.data import load
+
+    data = load(ROOT)
+    calls = []
+
+    def work(d):
+        calls.append(1)
+        return "h100-sxm" in d.hardware
+    first, second = set(), set()
+    assert once_per_data(traced(data, first), ("test", 1), work) is True
+    assert once_per_data(traced(data, second), ("test", 1), work) is True
+    assert len(calls) == 1 and first == second and ("hardware", "h100-sxm", PRESENT) in second
+    fewer = dataclasses.replace(data, hardware={k: v for k, v in data.hardware.items() if k != "h100-sxm"})
+    assert once_per_data(fewer, ("test", 1), work) is False and len(calls) == 2

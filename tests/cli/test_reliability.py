@@ -413,3 +413,38 @@ def test_a_huge_count_is_refused_in_seconds():
         r = run(args, timeout=60)
         assert r.returncode == 2 and ("at most" in r.stderr or "points" in r.stderr), r.stderr[-2000:]
         assert time.perf_counter() - start < 30
+
+
+@pytest.fixture(scope="module")
+def all_hardware_build(tmp_path_factory):
+    """A clean `build --all-hardware` (every chip's report), and its files' digests."""
+    out = tmp_path_factory.mktemp("all-hardware") / "out"
+    r = run(["--all-hardware", "--out", str(out)], timeout=600)
+    assert r.returncode == 0, r.stderr[-2000:]
+    return out, tree(out)
+
+
+@pytest.mark.slow   # a build of every chip's report after each kill (issue: within 120 s each)
+@pytest.mark.parametrize("after", [0.1, 0.3, 0.5])
+@pytest.mark.parametrize("group", [False, True], ids=["process", "group"])
+def test_kill_9_of_an_all_hardware_build_leaves_old_or_new_output(after, group, all_hardware_build, tmp_path):
+    """`kill -9` of `build --all-hardware` (its main process, or the whole group) 0.1, 0.3 and
+    0.5 s after build.py starts: the output is the old one or the new one (the same here: the
+    inputs did not change), no process of the build is alive 10 s later, and the next build,
+    within 120 s, writes what a clean build writes and leaves nothing beside it."""
+    clean, clean_tree = all_hardware_build
+    out = tmp_path / "out"
+    shutil.copytree(clean, out)
+    p = _started(["--all-hardware", "--force", "--out", str(out)])
+    _until_build_py_runs(p.pid)
+    time.sleep(after)
+    os.killpg(p.pid, signal.SIGKILL) if group else p.kill()
+    p.communicate(timeout=60)
+    _until(lambda: not _still_running(p.pid), deadline=10.0, what="end of every process of the build")
+    assert tree(out) == clean_tree, "neither the old output nor the new one"
+    t0 = time.monotonic()
+    r = run(["--all-hardware", "--force", "--out", str(out)], timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert time.monotonic() - t0 < 120
+    assert tree(out) == clean_tree, "the next build differs from a clean one"
+    assert not leftovers(out), leftovers(out)

@@ -150,3 +150,51 @@ def test_unchanged_rebuild_is_up_to_date(built):
     assert r.returncode == 0 and "up to date" in r.stderr
     # nothing rewritten: the same files, each untouched
     assert {p: p.stat().st_mtime_ns for p in out.rglob("*") if p.is_file()} == before
+
+
+def _figure_blocks(page: str) -> dict:
+    return dict(re.findall(r'<figure id="fig-(\w+)">(.*?)</figure>', page, re.S))
+
+
+@pytest.mark.slow
+def test_a_chip_reports_figures_are_for_paper_and_shown_on_a_phone(built):
+    """Each chip's own figures are drawn for paper alone and shown in a phone's column as well
+    (no second, hidden rendering); the featured chip's report keeps both renderings."""
+    out, _ = built
+    from chalkboard.report.chip_reports import CHIP_INDEPENDENT_FIGURES
+    h100 = _figure_blocks((out / "hardware" / "h100-sxm" / "report.html").read_text())
+    own = {n: b for n, b in h100.items() if n not in CHIP_INDEPENDENT_FIGURES}   # (those are the featured report's)
+    assert len(own) >= 10 and len(own) < len(h100)
+    assert all('<div class="fig-wide" style="display: block">' in b and 'class="fig-phone"' not in b
+               for b in own.values())
+    featured = _figure_blocks((out / "hardware" / "gb200-nvl72" / "report.html").read_text())
+    assert all('class="fig-phone"' in b for b in featured.values())
+
+
+@pytest.mark.slow
+def test_a_cost_figure_drawn_for_a_stand_in_is_the_stand_ins_own(built, data):
+    """A chip without a price shows its priced stand-in's cost figure: the stand-in's own, byte
+    for byte (drawn once for every chip that shows it)."""
+    from chalkboard.report.figures import priced_stand_in
+    out, _ = built
+    stand_in = priced_stand_in(data, "rubin")
+    assert stand_in not in (None, "rubin", "gb200-nvl72")   # (the featured report's is drawn for both media)
+
+    def cost(chip):
+        page = (out / "hardware" / chip / "report.html").read_text()
+        return re.search(r"<svg.*?</svg>", _figure_blocks(page)["cost_vs_batch"], re.S).group(0)
+    assert cost("rubin") == cost(stand_in)
+
+
+def test_a_figure_for_paper_alone_is_the_paper_rendering_of_both(data):
+    """A chip report's figure (drawing.for_paper) is the featured report's rendering for paper,
+    byte for byte, without the phone's."""
+    from chalkboard.report.drawing import for_paper
+    from chalkboard.report.figures import step_breakdown
+
+    both = step_breakdown(data, "h100-sxm", "deepseek-v3")
+    with for_paper():
+        paper = step_breakdown(data, "h100-sxm", "deepseek-v3")
+    assert both.phone and paper.phone == ""
+    assert str(paper) == str(both)
+    assert step_breakdown(data, "h100-sxm", "deepseek-v3").phone   # both again once it is left
