@@ -33,6 +33,8 @@ is compared with it (so both see the same load); medians are compared:
   numpy script that computes the same formula and writes the same columns with np.savetxt;
 * a 10^6-point step-time sweep (the compiled, vectorised path) against the same formula
   written by hand in numpy, in one process;
+* the README's test command (`python3 -m pytest -q`), once: its wall and CPU time, the figure
+  docs/developers.md cites (--skip-tests leaves it out);
 * `build.py check` and the build at 1x, 10x and 50x the chip x model pairs (copies of the
   bundled chips and models under new ids), time and peak memory, every figure drawn.
 
@@ -41,7 +43,7 @@ row also gives its CPU time (user and system, every process it forked and waited
 and, after ">=", that time spread over every core against the floor: the ratio no scheduling of
 the same work can go below.
 
-    python bench/speed.py [--repeat 5] [--skip-scaling] [--readme] [--watch-only | --all-hardware-only]
+    python bench/speed.py [--repeat 5] [--skip-scaling] [--skip-tests] [--readme] [--watch-only | --all-hardware-only]
 
 --readme writes the table into docs/speed.md (between its speed-table markers).
 """
@@ -358,6 +360,13 @@ def all_hardware_rows(forced: list[str], featured_file: Path, edit_featured, rep
         row(f"{name}: --all-hardware", m[each][0], m[default][0], m[each][1], m[each][2], bound=False)
 
 
+def tests_row() -> None:
+    """The README's test command, once (it takes minutes): wall and CPU over every worker."""
+    say("  the README's test command (python3 -m pytest -q -p no:cacheprovider), once")
+    t, mem, cpu = timed([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"])
+    row("the README's test command", t, None, None, cpu)
+
+
 def scaled_project(factor: int, where: Path) -> Path:
     """A copy of the project whose hardware.yaml holds each chip ``factor`` times (new ids)."""
     import yaml
@@ -380,6 +389,7 @@ def main() -> int:
     ap.add_argument("--plan-only", action="store_true", help=argparse.SUPPRESS)   # the plan rate's process
     ap.add_argument("--watch-only", action="store_true", help="only the edit loop's rows")
     ap.add_argument("--all-hardware-only", action="store_true", help="only the --all-hardware rows")
+    ap.add_argument("--skip-tests", action="store_true", help="leave out the README's test command (minutes)")
     args = ap.parse_args()
     if args.sweep_only:
         print(*sweep_vs_numpy())
@@ -508,6 +518,8 @@ def main() -> int:
         row("numpy script (np.savetxt)", m["csv_numpy"][0], m["csv_numpy"][0], m["csv_numpy"][1])
         row("build.py eval step_time --sweep ... --csv", m["csv"][0], m["csv_numpy"][0], m["csv"][1])
         all_hardware_rows(forced, featured_file, edit_featured, args.repeat)
+        if not args.skip_tests:
+            tests_row()
         if not args.skip_scaling:
             say("  scaling with chip x model pairs (16 chips x 8 models at 1x)")
             for factor in (1, 10, 50):
