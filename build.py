@@ -121,7 +121,8 @@ def cmd_build(args) -> int:
     # while this one reads the inputs, derives and validates
     process = standby()
     try:
-        from chalkboard.build import BuildError, build  # noqa: I001  (imports data only; derivations load in a timed stage)
+        from chalkboard.build import build  # noqa: I001  (imports data only; derivations load in a timed stage)
+        from chalkboard.errors import BuildError
 
         try:
             return build(ROOT, args, process)

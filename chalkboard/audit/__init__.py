@@ -81,7 +81,13 @@ def read_claims(data: Data, path: Path, label: str, doc=None) -> Claims:
 def run_audit(data: Data, path: Path, label: str, doc=None, claims: Claims | None = None) -> Audit:
     """The audit of the claims file at ``path`` (``claims``: already read by ``read_claims``)."""
     claims = claims if claims is not None else read_claims(data, path, label, doc)
-    verdicts = [evaluate_claim(data, c, claims.chips) for c in claims.claims]
+    return audit_of([evaluate_claim(data, c, claims.chips) for c in claims.claims])
+
+
+def audit_of(verdicts: list) -> Audit:
+    """The audit of each claim's own verdict, in file order, with what is judged across claims: a
+    rejection a claim inherits from the one it rests on, and a card that repeats an earlier one's
+    values (a duplicate). run_audit and the edit loop's kept verdicts both end here."""
     inherit_rejections(verdicts)
     mark_duplicates(verdicts)
     for v in verdicts:
@@ -93,4 +99,4 @@ def run_audit(data: Data, path: Path, label: str, doc=None, claims: Claims | Non
 # the audit's face: what the build, the commands and the tests use
 __all__ = ["AGREES", "Audit", "Chips", "Claim", "Claims", "DEFINITION", "DEPENDS", "RECOMPUTED", "FAILS", "HOLDS", "INCONCLUSIVE", "KINDS", "ND", "ROUGHLY", "VERDICTS",
            "decision", "evaluate_claim", "inherit_rejections", "judge", "judge_rule", "load_claims", "miss_text", "read_claims", "rule_of_thumb",
-           "run_audit", "seed_dir"]
+           "audit_of", "run_audit", "seed_dir"]

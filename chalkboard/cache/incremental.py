@@ -84,7 +84,7 @@ def audit(kept: Kept, claims_):
     with it, for ``take``)."""
     from sympy.core.parameters import evaluate as sympy_evaluate
 
-    from ..audit import Audit, decision, evaluate_claim, inherit_rejections
+    from ..audit import audit_of, evaluate_claim
 
     kept.fresh = {}
     chips = digest(claims_.chips)
@@ -101,11 +101,7 @@ def audit(kept: Kept, claims_):
         # form (factor_terms' 3*(x/2 + 2*y)) would come back distributed, printed otherwise
         with sympy_evaluate(False):
             verdicts.append(pickle.loads(got))   # a copy: the steps below and Audit add to it
-    inherit_rejections(verdicts)
-    for v in verdicts:
-        if v.inherited_from:
-            v.decision = decision(v)
-    return Audit(verdicts), kept.fresh
+    return audit_of(verdicts), kept.fresh
 
 
 def _values(kept: Kept, claim_key, log: set):

@@ -15,7 +15,7 @@ from ..cache.forked import Forked
 from ..typeset import WIDTH_EM
 
 
-# a formula estimated narrower than the line budget always fits (see chalkboard/build.py): only
+# a formula estimated narrower than the line budget always fits (see the note above fit_formulas): only
 # those from there up (a piece that cannot break) are measured by Typst
 FIT_FROM_EM = WIDTH_EM
 FIT_FROM_CHARS = 80   # Typst source without a width estimate: none under 131 characters fills a line
@@ -28,6 +28,20 @@ def typst_display(src: str) -> str:
     em = getattr(src, "em", None)
     wide = em >= FIT_FROM_EM if em is not None else len(src) >= FIT_FROM_CHARS
     return f"#fit[$ {src} $]" if wide else f"$ {src} $"
+
+
+# A display formula wider than the text is set over lines (chalkboard/typeset/linebreak.py, lines of at
+# most 49 em of the printers' estimate, printers._em); one still wider (a piece that cannot break)
+# is scaled down to the text's width. Which ones are wide is measured by Typst itself, but only for
+# formulas that might be: on the report's formulas the set width is at most 1.08x the estimate
+# (0.97x above 30 em), and the text is 48.2 em wide (17 cm at 10 pt), so a formula estimated
+# under 49 em always fits. tests/report/test_report_defects.py measures every formula of the report.
+
+
+def unfitted(typ_src: str) -> str:
+    """The report's Typst source with each formula marked #fit[...] set as it is: without a PDF,
+    nothing is measured, so Typst is neither needed nor imported (--no-pdf)."""
+    return MAYBE_WIDE.sub(lambda m: f"$ {m.group(1)} $", typ_src)
 
 
 def fit_formulas(typ_src: str) -> str:

@@ -192,12 +192,12 @@ def test_a_fresh_clone_starts_from_the_shipped_results_and_an_edit_ignores_them(
 
 
 def test_a_kept_template_is_taken_only_as_compiled_from_its_source_and_options(tmp_path):
-    """The templates' compiled code is kept with SymPy's work (chalkboard/build.py, _KeptTemplates):
+    """The templates' compiled code is kept with SymPy's work (chalkboard/report/templates.py, KeptTemplates):
     an edited template is compiled again; an environment that reads templates differently (other
     delimiters) never takes another's code for the same template; nor one whose filter is now
     handed the environment (Jinja2 decides how to call a filter when it compiles)."""
     import jinja2
-    from chalkboard.build import _KeptTemplates
+    from chalkboard.report.templates import KeptTemplates
     from derivations import REGISTRY
 
     (tmp_path / "t.j2").write_text("{{ x | f }} <{ x }>")
@@ -213,7 +213,7 @@ def test_a_kept_template_is_taken_only_as_compiled_from_its_source_and_options(t
     def render(f=plain, **options):
         env = jinja2.Environment(loader=loader, **options)
         env.filters["f"] = f
-        env.bytecode_cache = _KeptTemplates(env)
+        env.bytecode_cache = KeptTemplates(env)
         return env.get_template("t.j2").render(x=1)
     kept = {k for k in REGISTRY.fresh if k[0] == "template"}
     try:

@@ -425,7 +425,8 @@ def test_sigterm_during_build_leaves_nothing_behind(good, tmp_path):
 
 # -- what reaches the reader ----------------------------------------------------------------------
 def test_links_and_control_characters_are_neutralised_in_templates():
-    from chalkboard.build import environments, page_link, visible, web_link
+    from chalkboard.report.templates import environments, page_link, web_link
+    from chalkboard.safety import visible
 
     assert web_link("https://example.com/a?b=1") == "https://example.com/a?b=1"
     for bad in ("javascript:alert(1)", "JAVASCRIPT:alert(1)", "data:text/html,x", "file:///etc/passwd",

@@ -263,7 +263,7 @@ def test_incoherent_overrides_are_errors_naming_the_conflict(data, sets, words):
 
 # -- the report ----------------------------------------------------------------------------------
 def test_report_marks_an_unfit_setup_and_names_formats(data):
-    from chalkboard.build import environments
+    from chalkboard.report.templates import environments
     from chalkboard.report.context import context
     from conftest import ROOT
 
