@@ -49,7 +49,7 @@ R.section(
              "{link_intensity} sent over the link: a matmul hides the all-gather of its weights from "
              "{collective_critical_rows} rows per chip, and {model}'s MLP hides its tensor-parallel "
              "all-reduce up to {tp_max_degree}. A message under {latency_bound_bytes} is "
-             "latency-bound; {p2p_bytes} sent over {p2p_hops} hops takes {p2p_time}.",
+             "latency-bound; a point-to-point send of {p2p_bytes} takes {p2p_time}.",
     featured=("ring_fraction", "collective_bandwidth", "ring_hops", "all_gather_time",
               "reduce_scatter_time", "all_reduce_time", "tp_allreduce_bytes_per_token_layer",
               "tp_allreduce_bytes_per_layer", "link_intensity", "collective_critical_rows",

@@ -205,9 +205,10 @@ R.section(
              "and the communication it hides, under data parallelism and FSDP (ZeRO-3); above what per-chip "
              "batch is FSDP compute-bound; and how far down does mixing FSDP with tensor parallelism take "
              "the critical batch?",
-    takeaway="{model} on {hardware} with {tokens_per_chip}: a data-parallel step takes {dp_step_time}, an "
-             "FSDP step {fsdp_step_time} (compute-bound from {fsdp_critical_batch_per_chip}). Mixing FSDP "
-             "over {fsdp_tp_optimal_degree} with tensor parallelism is compute-bound from "
+    takeaway="{model} on {chips} of {hardware} with {tokens_per_chip}: a data-parallel step takes "
+             "{dp_step_time}, an FSDP step {fsdp_step_time}; FSDP is compute-bound from "
+             "{fsdp_critical_batch_per_chip}. Mixed with tensor parallelism, FSDP moves least over "
+             "{fsdp_tp_optimal_degree}, and the mix at its best degree is compute-bound from "
              "{fsdp_tp_critical_batch_per_chip}.",
     featured=("train_forward_time", "dp_step_time", "fsdp_allgather_time", "fsdp_step_time",
               "fsdp_critical_batch_per_chip", "mlp_forward_time", "fsdp_tp_comm_time", "fsdp_tp_layer_time",
@@ -275,12 +276,15 @@ R.derived("fsdp_tp_layer_time", sp.Max(t_mlp, sum(_mix_comm(X))), "s",
 # a·X + b/X is least where its two terms are equal (its derivative a − b/X² vanishes there)
 eq_mix = R.equation("fsdp_comm_equals_tp_comm", *_mix_comm(X),
                     "the FSDP all-gather takes as long as the tensor-parallel collectives")
-X_opt = R.derived(
-    "fsdp_tp_optimal_degree", R.solve(eq_mix, X), "chip",
-    "FSDP degree that minimises mixed FSDP and tensor parallelism's communication, √(B/F·M_X/M_Y·N) "
-    "in the book's units (above chips: pure FSDP moves the least)", "X", "opt", how="solved the FSDP all-gather time = the tensor-parallel time for fsdp_degree",
+x_opt = R.solve(eq_mix, X)
+R.derived(
+    "fsdp_tp_optimal_degree", sp.Min(x_opt, S), "chip",
+    "FSDP degree that minimises mixed FSDP and tensor parallelism's communication, √(B/F·M_X/M_Y·N) in the "
+    "book's units, at most the chips (there pure FSDP moves the least)", "X", "opt",
+    how="solved the FSDP all-gather time = the tensor-parallel time for fsdp_degree",
     note=_MIX + ": X_opt = sqrt(B/F · M_X/M_Y · N), about 13.9 for N = 64, B = 48,000, F = 32,768")
-eq_mix_crit = R.equation("mlp_forward_equals_mixed_comm", t_mlp, sum(_mix_comm(X_opt)),
+# the critical batch takes the optimum inside (1, chips), as the book does: the optimum shrinks as √B
+eq_mix_crit = R.equation("mlp_forward_equals_mixed_comm", t_mlp, sum(_mix_comm(x_opt)),
                          "the MLP block's forward pass takes as long as its communication at the best FSDP degree")
 R.derived("fsdp_tp_critical_batch_per_chip", R.solve(eq_mix_crit, D_b) / S, "token/chip",
           "per-chip batch above which mixed FSDP and tensor parallelism, at its best FSDP degree, is "

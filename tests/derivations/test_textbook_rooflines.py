@@ -74,6 +74,8 @@ def test_sb_training_optimal_fsdp_degree(data):
     x = mag(data, "fsdp_tp_optimal_degree", "chip", **MIX)
     assert x == pytest.approx((48000 / 32768 * 2 * 64) ** 0.5, rel=1e-9)
     assert x == pytest.approx(13.9, rel=0.02)
+    # a thousand times the batch: sqrt(48e6 / 32,768 · 2 · 64) = 433 > 64 chips, so pure FSDP, all 64
+    assert mag(data, "fsdp_tp_optimal_degree", "chip", **{**MIX, "train_batch_tokens": "48e6"}) == 64
 
 
 def test_sb_training_mixed_critical_batch_per_chip(data):
