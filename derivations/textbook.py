@@ -8,7 +8,10 @@ practitioner can put their worked examples through ``build.py eval`` (the traini
 in textbook_training):
 
 * collectives on a ring of n chips: all-gather, reduce-scatter, all-reduce of a buffer at a
-  per-direction link bandwidth plus a per-hop latency; tensor-parallel all-reduce bytes;
+  per-direction link bandwidth plus a per-hop latency; tensor-parallel all-reduce bytes; the
+  link's arithmetic intensity and the per-chip batch it sets, the largest tensor-parallel degree
+  whose MLP hides its all-reduce (SymPy solves both), the latency-bound message size and a
+  point-to-point send over k hops;
 * FLOPs: a token's forward pass (2 per active parameter plus attention over its context) and
   one matrix multiply (2·m·k·n) with the bytes it moves and the row count at which it turns
   compute-bound (SymPy solves intensity = the chip's FLOP per byte);
@@ -20,8 +23,8 @@ Parameter counts from a model's dimensions and pipeline quantities are declared 
 import sympy as sp
 
 from .inputs import DEGREE, MATMUL
-from .inputs import (R, B, L, S, F, W, C_hbm, N_total, N_active, d_model, beta_w, b_kv, a_attn,
-                     c_F, c_MAC, delta)
+from .inputs import (R, B, L, S, F, W, C_hbm, N_total, N_active, d_model, d_ff, beta_w, b_kv, a_attn,
+                     c_F, c_MAC, c_mlp, delta, tau)
 from .moe_rack import beta_act
 from .schedule import m_w, thr_chip
 
@@ -35,14 +38,22 @@ R.section(
     chapter="moe",
     question="How long do an all-gather, a reduce-scatter and an all-reduce of a buffer take on a "
              "ring of n chips, at a per-direction link bandwidth and a per-hop latency, and how many "
-             "bytes do tensor-parallel all-reduces move per layer?",
+             "bytes do tensor-parallel all-reduces move per layer? How many FLOPs does a chip do per "
+             "byte its link sends, what batch does that set, how far can tensor parallelism go before "
+             "its all-reduce binds, below what size is a message latency-bound, and how long does a "
+             "point-to-point send over k hops take?",
     takeaway="On a ring of {ring_chips} at {link_bandwidth} per direction, an all-gather of "
              "{collective_bytes} takes {all_gather_time} ({collective_bandwidth} of effective "
              "bandwidth, {ring_hops} hops); an all-reduce takes {all_reduce_time}. Tensor parallelism "
-             "all-reduces {tp_allreduce_bytes_per_token_layer} per layer.",
+             "all-reduces {tp_allreduce_bytes_per_token_layer} per layer. {hardware} does "
+             "{link_intensity} sent over the link: a matmul hides the all-gather of its weights from "
+             "{collective_critical_rows} rows per chip, and {model}'s MLP hides its tensor-parallel "
+             "all-reduce up to {tp_max_degree}. A message under {latency_bound_bytes} is "
+             "latency-bound; a point-to-point send of {p2p_bytes} takes {p2p_time}.",
     featured=("ring_fraction", "collective_bandwidth", "ring_hops", "all_gather_time",
               "reduce_scatter_time", "all_reduce_time", "tp_allreduce_bytes_per_token_layer",
-              "tp_allreduce_bytes_per_layer"),
+              "tp_allreduce_bytes_per_layer", "link_intensity", "collective_critical_rows",
+              "tp_max_degree", "latency_bound_bytes", "p2p_time"),
 )
 
 _SHARDING = ("scaling-book, 'Sharded Matrices and How to Multiply Them': an all-gather or "
@@ -167,6 +178,58 @@ R.derived(
     "(→ β_w·F/(2·W) when k and n are much larger than the rows)", "m", "*",
     how="solved matmul_intensity = peak_flops / hbm_bandwidth for matmul_m",
     valid="the chip's FLOP per byte exceeds what any row count reaches for these k and n")
+
+# -- what the link sets: its intensity, the batch it sets, tensor parallelism, latency, hops ------
+R.resume("collectives")   # after the matmul's inputs, which the batch the link sets reads
+_NET = ("scaling-book, 'All About Rooflines', 'Network communication rooflines': the intensity of the "
+        "TPU with respect to the inter-chip network, 1.97e14 / 4.5e10 = 4377 on TPU v5e")
+R.derived("link_intensity", F / W_l, "FLOP/byte",
+          "arithmetic intensity of the link: the chip's peak FLOP/s over the bandwidth it sends into the ring "
+          "in one direction (a sharded computation doing fewer FLOPs per byte it sends is communication-bound)",
+          "I", "link", note=_NET)
+eq_gather = R.equation(
+    "matmul_equals_weight_gather", C_mm / (F * c_1), beta_w * p_1 * k_mm * n_mm / (c_1 * W_ring),
+    "a chip's matmul takes as long as all-gathering its weight matrix over the ring")
+R.derived(
+    "collective_critical_rows", R.solve(eq_gather, m_mm), "",
+    "rows (tokens per chip) above which a matmul takes longer than all-gathering its weight matrix over the "
+    "ring: the per-chip batch the link sets, β_w·F/(2·W_coll) (data parallelism and FSDP are compute-bound "
+    "above it)", "m", "coll",
+    how="solved matmul_flops / peak_flops = weight bytes / collective_bandwidth for matmul_m",
+    note="scaling-book, 'How to Parallelize a Transformer for Training', 'Data Parallelism' and 'FSDP': "
+         "B/X > C/W_ici, 4.59e14 / 1.8e11 = 2550 on TPU v5p; 'How to Think About GPUs', 'Rooflines for LLM "
+         "Scaling on GPUs', 'Data Parallelism': within a node 990e12 / 450e9 = 2200 per H100")
+eq_tp = R.equation(
+    "tp_mlp_equals_allreduce", c_F * c_mlp * d_model * d_ff / (n_ring * F),
+    c_AR * d_model * beta_act / (tau * c_1 * W_ring),
+    "each chip's share of a token's dense-MLP FLOPs takes as long as the all-reduce (all-gather and "
+    "reduce-scatter) of the token's activations over the tensor-parallel ring")
+R.derived(
+    "tp_max_degree", R.solve(eq_tp, n_ring), "chip",
+    "largest tensor-parallel degree at which each chip's share of the dense MLP still hides the all-reduce of "
+    "its activations (any smaller degree is compute-bound): 1 + d_ff·W_coll/F for a two-matrix MLP in "
+    "bf16, the ring's (n−1)/n kept", "n", "TP",
+    how="solved the MLP's FLOPs per chip / peak_flops = the activations' all-reduce time for ring_chips",
+    note="scaling-book, 'How to Parallelize a Transformer for Training', 'Tensor Parallelism': compute-bound "
+         "while Y < n_axes·F/2550 on TPU v5p; 'How to Think About GPUs', 'Tensor Parallelism': Y < F·W/C, "
+         "F/2200 within an H100 node; both drop the ring's (n−1)/n and count two MLP matrices")
+R.derived("latency_bound_bytes", W_l * alpha * c_1, "byte",
+          "bytes a link sends in one hop's latency: a message smaller than this is latency-bound", "M", "lat",
+          note="scaling-book, 'Sharded Matrices and How to Multiply Them', 'A note on ICI latency': on TPU "
+               "v5e 'sending any buffer under 4.5e10 * 1e-6 = 45kB will be latency bound'")
+_Q5 = "scaling-book, 'How to Think About TPUs', Question 5 [ICI bandwidth]"
+M_p2p = R.workload("p2p_bytes", "byte", "bytes of a message one chip sends to another", "M", "p2p",
+                   default="16777216 byte", source=_Q5 + ": an array bf16[8, 128, 8192], 2·8·128·8192 bytes")
+k_hop = R.workload("p2p_hops", "", "hops between the sending and the receiving chip", "k", "hop", default="1",
+                   source="neighbouring chips, and any two GPUs of one NVLink switch domain, are one hop apart",
+                   whole=True, most=(10**6, "a path of a million hops is far past any network's diameter"))
+n_link = R.workload("p2p_links", "", "links the message is split over at once (ports of the sender)", "n",
+                    "link", default="1", source=_Q5 + ": two ports on a 2D slice without wraparound",
+                    whole=True, most=(64, "a chip has a few links"))
+R.derived("p2p_time", k_hop * alpha + M_p2p / (n_link * W_l * c_1), "s",
+          "time of a point-to-point send: the first byte's hops, then the message at the bandwidth of the links "
+          "it is split over", "t", "p2p",
+          note=_Q5 + ": 6 hops on a TPU v5e 4x4, '188 + 6 = 194us'")
 
 # -- holding the weights and the KV cache ------------------------------------------------------
 R.section(

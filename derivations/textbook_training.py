@@ -12,13 +12,19 @@ when its communication hides; declared here, once, for ``build.py eval``:
   recomputation forms); totals, per chip, and the chips needed;
 * data parallelism (and FSDP, which moves the same bytes): the per-chip batch above which the
   gradient all-reduce hides under the backward pass, SymPy solving backward time = all-reduce
-  time on the ring of textbook.py.
+  time on the ring of textbook.py;
+* the training rooflines of the scaling-book's training and GPU chapters: a data-parallel and an
+  FSDP (ZeRO-3) step, each pass the larger of its compute and the communication it hides, FSDP's
+  critical batch per chip; mixed FSDP and tensor parallelism over one MLP block's forward pass,
+  the FSDP degree that minimises its communication and the critical batch per chip it reaches
+  (SymPy solving each; pure tensor parallelism's bound is a degree, textbook.tp_max_degree).
 """
 import sympy as sp
 
-from .inputs import R, L, S, F, C_hbm, N_total, N_active, n_layers, d_model, n_heads
+from .inputs import R, L, S, F, C_hbm, N_total, N_active, n_layers, d_model, d_ff, n_heads, c_F, c_mlp, tau
+from .moe_rack import beta_act
 from .reversible import beta_a
-from .textbook import W_ring, c_1, c_AR
+from .textbook import W_l, W_ring, c_1, c_AR, n_dir
 from .training import c_bwd, c_train
 
 # -- training memory ---------------------------------------------------------------------------
@@ -78,7 +84,7 @@ b_opt = R.derived("optimizer_bytes_per_param", n_mom * beta_mom + beta_master, "
 b_state = R.derived("train_state_bytes_per_param", beta_p + beta_g + b_opt, "byte/parameter",
                     "training-state bytes per parameter: weights, gradient, optimizer state "
                     "(16 for mixed-precision Adam)", "β", "state")
-R.derived("train_param_memory", N_total * beta_p, "byte",
+M_p = R.derived("train_param_memory", N_total * beta_p, "byte",
           "bytes of the working copy of the weights", "M", "p")
 M_g = R.derived("train_gradient_memory", N_total * beta_g, "byte", "bytes of the gradient", "M", "g")
 R.derived("train_optimizer_memory", N_total * b_opt, "byte",
@@ -188,3 +194,100 @@ R.derived("dp_max_chips", sp.floor(D_b / (b_crit * c_1)) * c_1, "chip",
           "most chips a batch of train_batch_tokens can be spread over in data parallelism before the "
           "all-reduce shows", "S", "DP",
           valid="the batch is smaller than one chip's critical batch: the all-reduce shows on any number of chips")
+
+
+# -- the training rooflines: data parallelism, FSDP, mixed FSDP and tensor parallelism ----------------
+R.section(
+    "training_rooflines", "When is a data-parallel, FSDP or tensor-parallel training step compute-bound?",
+    seeds=(),
+    chapter="training",
+    question="How long does a training step take when each pass runs as long as the larger of its compute "
+             "and the communication it hides, under data parallelism and FSDP (ZeRO-3); above what per-chip "
+             "batch is FSDP compute-bound; and how far down does mixing FSDP with tensor parallelism take "
+             "the critical batch?",
+    takeaway="{model} on {chips} of {hardware} with {tokens_per_chip}: a data-parallel step takes "
+             "{dp_step_time}, an FSDP step {fsdp_step_time}; FSDP is compute-bound from "
+             "{fsdp_critical_batch_per_chip}. Mixed with tensor parallelism, FSDP moves least over "
+             "{fsdp_tp_optimal_degree}, and the mix at its best degree is compute-bound from "
+             "{fsdp_tp_critical_batch_per_chip}.",
+    featured=("train_forward_time", "dp_step_time", "fsdp_allgather_time", "fsdp_step_time",
+              "fsdp_critical_batch_per_chip", "mlp_forward_time", "fsdp_tp_comm_time", "fsdp_tp_layer_time",
+              "fsdp_tp_optimal_degree", "fsdp_tp_critical_batch_per_chip"),
+)
+
+_SB_TRAIN = "scaling-book, 'How to Parallelize a Transformer for Training'"
+t_fwd = R.derived("train_forward_time", c_F * N_active * D_chip / F, "s",
+                  "time of each chip's forward pass over its share of the batch, at peak FLOP/s", "t", "fwd")
+R.derived("dp_step_time", t_fwd + sp.Max(t_dp_bwd, t_dp_comm), "s",
+          "roofline time of a data-parallel step: the forward pass, then the backward pass or the gradient "
+          "all-reduce it hides, whichever is longer", "t", "DP",
+          note=_SB_TRAIN + ", 'Data Parallelism': T ≈ max(T_math, T_comms) for the backward pass; the "
+                           "forward pass communicates nothing")
+t_ag = R.derived("fsdp_allgather_time", M_p / (c_1 * W_ring), "s",
+                 "time to all-gather the weights over the ring (FSDP does it in the forward and again in the "
+                 "backward pass)", "t", "FSDP,AG")
+R.derived("fsdp_step_time", sp.Max(t_fwd, t_ag) + sp.Max(t_dp_bwd, t_ag + M_g / (c_1 * W_ring)), "s",
+          "roofline time of an FSDP (ZeRO-3) step: the forward pass or the weights' all-gather, then the "
+          "backward pass or the second all-gather and the gradients' reduce-scatter, whichever is longer", "t",
+          "FSDP", note=_SB_TRAIN + ", 'Fully-Sharded Data Parallelism (FSDP)': each AllReduce becomes an "
+                                   "AllGather and a ReduceScatter")
+eq_fsdp = R.equation("fsdp_forward_equals_allgather", t_fwd, t_ag,
+                     "the forward pass takes as long as all-gathering the weights")
+R.derived("fsdp_critical_batch_per_chip", R.solve(eq_fsdp, D_b) / S, "token/chip",
+          "per-chip batch above which FSDP's forward pass hides the weights' all-gather (in bf16 the backward "
+          "pass hides its all-gather and reduce-scatter from the same batch)", "b", "FSDP",
+          how="solved train_forward_time = fsdp_allgather_time for train_batch_tokens",
+          note=_SB_TRAIN + ", 'FSDP': compute-bound when B/X > C/W_ici, '4.59e14 / 1.8e11 = 2550 for v5p'; "
+                           "the book models the forward pass, 'the same FLOPs-to-comms ratio as the backward'")
+
+# Mixed FSDP (X chips) and tensor parallelism (Y = chips/X), one MLP block's forward pass, as the book
+# models it: the FSDP all-gather of the weights over X's axes, the tensor-parallel all-gather and
+# reduce-scatter of the activations over Y's, not overlapped with each other. Long rings: no (n−1)/n.
+_MIX = _SB_TRAIN + ", 'Mixed FSDP and Tensor Parallelism'"
+X = R.workload("fsdp_degree", "chip", "chips the weights are sharded over in mixed FSDP and tensor parallelism "
+               "(X; the other chips/X are tensor-parallel)", "X", default="=chips", source=_MIX,
+               whole=True, most=(10**9, "a billion chips is a thousand times the largest machine built"))
+M_X = R.workload("fsdp_axes", "", "network axes the FSDP all-gathers run over at once", "M", "X", default="1",
+                 source=_MIX + ": M_X and M_Y 'should roughly sum to 3' on a TPU torus; one on a GPU's ring",
+                 whole=True, most=(64, "a collective runs over a few axes of the network"))
+M_Y = R.workload("tp_axes", "", "network axes the tensor-parallel all-gathers and reduce-scatters run over",
+                 "M", "Y", default="1", source=_MIX + ": M_X and M_Y 'should roughly sum to 3' on a TPU torus",
+                 whole=True, most=(64, "a collective runs over a few axes of the network"))
+Y = S / X
+t_mlp = R.derived("mlp_forward_time", c_F * c_mlp * d_model * d_ff * D_chip / F, "s",
+                  "time of each chip's share of one dense MLP block's forward pass over the batch, at peak FLOP/s",
+                  "t", "MLP")
+
+
+def _mix_comm(x):
+    """One MLP block's forward communication with the weights sharded over ``x`` chips."""
+    fsdp = c_mlp * d_model * d_ff * beta_p * x / (S * c_1 * M_X * n_dir * W_l)
+    tp = c_AR * D_b * d_model * beta_act / (tau * x * M_Y * n_dir * W_l)
+    return fsdp, tp
+
+
+R.derived("fsdp_tp_comm_time", sum(_mix_comm(X)), "s",
+          "one MLP block's forward communication under mixed FSDP and tensor parallelism: the weights' "
+          "all-gather over fsdp_degree chips and the activations' all-gather and reduce-scatter over the "
+          "tensor-parallel rest", "t", "X,Y", note=_MIX)
+R.derived("fsdp_tp_layer_time", sp.Max(t_mlp, sum(_mix_comm(X))), "s",
+          "roofline time of one MLP block's forward pass under mixed FSDP and tensor parallelism", "t", "layer",
+          note=_MIX)
+# a·X + b/X is least where its two terms are equal (its derivative a − b/X² vanishes there)
+eq_mix = R.equation("fsdp_comm_equals_tp_comm", *_mix_comm(X),
+                    "the FSDP all-gather takes as long as the tensor-parallel collectives")
+x_opt = R.solve(eq_mix, X)
+R.derived(
+    "fsdp_tp_optimal_degree", sp.Min(x_opt, S), "chip",
+    "FSDP degree that minimises mixed FSDP and tensor parallelism's communication, √(B/F·M_X/M_Y·N) in the "
+    "book's units, at most the chips (there pure FSDP moves the least)", "X", "opt",
+    how="solved the FSDP all-gather time = the tensor-parallel time for fsdp_degree",
+    note=_MIX + ": X_opt = sqrt(B/F · M_X/M_Y · N), about 13.9 for N = 64, B = 48,000, F = 32,768")
+# the critical batch takes the optimum inside (1, chips), as the book does: the optimum shrinks as √B
+eq_mix_crit = R.equation("mlp_forward_equals_mixed_comm", t_mlp, sum(_mix_comm(x_opt)),
+                         "the MLP block's forward pass takes as long as its communication at the best FSDP degree")
+R.derived("fsdp_tp_critical_batch_per_chip", R.solve(eq_mix_crit, D_b) / S, "token/chip",
+          "per-chip batch above which mixed FSDP and tensor parallelism, at its best FSDP degree, is "
+          "compute-bound: 4α²/(M_X·M_Y·F) in the book's units, α = C/W", "b", "X,Y",
+          how="solved mlp_forward_time = fsdp_tp_comm_time at fsdp_tp_optimal_degree for train_batch_tokens",
+          note=_MIX + ": B/N > 4α²/(M_X·M_Y·F), 'roughly B/N > 400' for F = 32,768, α = 2550, M_X·M_Y = 2")
