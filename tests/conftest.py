@@ -124,3 +124,11 @@ def report_pdf_text(_pdf_texts):
 def main_pdf_text(_pdf_texts):
     """The text of the shared build's report PDF alone."""
     return _pdf_texts["report"]
+
+
+@pytest.fixture(scope="session")
+def whole_audit(data):
+    """claims.yaml judged once a worker, for every test that only reads its verdicts (an audit is
+    seconds of work; a test that filters it gets a new Audit, never changes this one)."""
+    from chalkboard.audit import run_audit
+    return run_audit(data, ROOT / "claims.yaml", "claims.yaml")

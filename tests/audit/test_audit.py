@@ -354,9 +354,8 @@ def test_every_claim_of_the_later_chapters_has_a_row(claims_doc):
 
 # -- the real claims ------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
-def audit(data):
-    from chalkboard.audit import run_audit
-    return run_audit(data, ROOT / "claims.yaml", "claims.yaml")
+def audit(whole_audit):
+    return whole_audit
 
 
 @pytest.fixture(scope="module")
@@ -493,9 +492,8 @@ def test_a_claim_failing_in_the_audits_own_process_is_one_line_naming_it(tmp_pat
     assert not (tmp_path / "out").exists()
 
 
-def test_a_claim_no_chip_enters_carries_no_chip_scope(data):
-    from chalkboard.audit import run_audit
-    rows = {c["id"]: c for c in run_audit(data, ROOT / "claims.yaml", "claims.yaml").as_json()}
+def test_a_claim_no_chip_enters_carries_no_chip_scope(whole_audit):
+    rows = {c["id"]: c for c in whole_audit.as_json()}
     # DeepSeek-V3's 256 routed experts and 8 per token are the model's (its config.json): no chip enters
     assert rows["deepseek-256-experts"]["scope"].startswith("no chip: deepseek-v3's data")
     assert rows["router-picks-one-in-32"]["scope"].startswith("no chip:")

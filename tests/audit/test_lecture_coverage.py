@@ -6,10 +6,10 @@ hand from the sources named beside them, never copied from the audit's output.""
 import pytest
 
 from chalkboard import seeds
-from chalkboard.audit import FAILS, HOLDS, ROUGHLY, evaluate_claim, run_audit
+from chalkboard.audit import FAILS, HOLDS, ROUGHLY, evaluate_claim
 from chalkboard.audit import context
 from chalkboard.audit.rules import REASONABLE_SWEEPS
-from chalkboard.audit.text import Audit, survived
+from chalkboard.audit.text import survived
 from conftest import ROOT
 from test_audit import CLAIMS_HEAD as HEAD, _claims as audit_claims, SEED_DIR
 
@@ -21,8 +21,8 @@ def audit_claims_of(data):
 
 
 @pytest.fixture(scope="module")
-def audit(data):
-    return run_audit(data, ROOT / "claims.yaml", "claims.yaml")
+def audit(whole_audit):
+    return whole_audit
 
 
 def _places(where):

@@ -5,7 +5,6 @@ models larger than GPT-4. Expected figures are worked by hand from the sources n
 import pytest
 
 from chalkboard.audit import FAILS, HOLDS, ND, ROUGHLY
-from whole_audit import whole_audit  # noqa: F401  (claims.yaml judged once for these files)
 
 TEN = ("no-company-over-a-million-token-context", "sparse-attention-get-out-square-root",
        "hbm-not-getting-hugely-better", "output-fifty-percent-more-than-input", "rl-alpha-beta-one-tenth",

@@ -6,7 +6,6 @@ import pytest
 
 from chalkboard.audit import FAILS
 from chalkboard.audit.rules import size_text
-from whole_audit import whole_audit  # noqa: F401  (claims.yaml judged once for these files)
 
 
 @pytest.fixture(scope="module")

@@ -6,7 +6,6 @@ import pytest
 
 from chalkboard.audit import DEPENDS, FAILS, HOLDS, ND, INCONCLUSIVE, evaluate_claim
 from chalkboard.audit.rules import REASONABLE_SWEEPS, verdict_side
-from whole_audit import whole_audit  # noqa: F401  (claims.yaml judged once for these files)
 from test_audit import CLAIMS_HEAD as HEAD, _claims as audit_claims
 
 # DeepSeek-V3 on the GB200 NVL72: the KV fetch equals the compute near 2.7K tokens (its MLA cache,

@@ -13,7 +13,6 @@ from chalkboard.audit import (DEFINITION, DEPENDS, FAILS, HOLDS, INCONCLUSIVE, R
 from chalkboard.audit.rules import loose_text
 from chalkboard.audit.text import Audit, EVIDENCE_KINDS
 from chalkboard.data import DataError
-from conftest import ROOT
 from test_audit import CLAIMS_HEAD as HEAD, _claims as audit_claims   # one writer of test claims files
 
 W = '"004_c06f65e5a6f00c72.txt:81"'
@@ -165,9 +164,8 @@ def test_a_transcript_place_past_the_end_is_refused(tmp_path, data):
 
 # -- the real audit -------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
-def audit(data):
-    from chalkboard.audit import run_audit
-    return run_audit(data, ROOT / "claims.yaml", "claims.yaml")
+def audit(whole_audit):
+    return whole_audit
 
 
 def test_the_two_bound_sentences_are_judged_as_bounds(audit):

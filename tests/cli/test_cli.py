@@ -242,10 +242,10 @@ def test_list_short_is_one_line_an_entry(cli):
     assert "flops_bf16 989.5 TFLOP/s" in h100 and "hbm_bandwidth 3.35 TB/s" in h100   # the datasheet's dense bf16
 
 
-def test_audit_filters_keep_only_what_matches(cli, data):
+def test_audit_filters_keep_only_what_matches(cli, whole_audit):
     # the filters on one audit (Audit.only), then the command's flags once each through the CLI
-    from chalkboard.audit import FAILS, run_audit
-    every = run_audit(data, ROOT / "claims.yaml", "claims.yaml")
+    from chalkboard.audit import FAILS
+    every = whole_audit
     fails = every.only(FAILS, None, None, None).verdicts
     assert fails and len(fails) < len(every.verdicts) and {v.verdict for v in fails} == {FAILS}
     assert {v.claim.id for v in fails} == {v.claim.id for v in every.verdicts if v.verdict == FAILS}

@@ -107,9 +107,8 @@ def test_claims_quote_the_validation_figures(results):
         assert float(step[k].split()[0]) == pytest.approx(v, rel=5e-3)
 
 
-def test_sourced_claims_are_judged(data):
-    from chalkboard.audit import run_audit
-    audit = run_audit(data, ROOT / "claims.yaml", "claims.yaml")
+def test_sourced_claims_are_judged(whole_audit):
+    audit = whole_audit
     got = {v.claim.id: v for v in audit.verdicts if v.claim.id.startswith("measured-")}
     assert set(got) == {"measured-roofline-remarkably-accurate", "measured-batch-2-to-3x-balance",
                         "measured-step-15-to-20-ms", "measured-efficiency-below-roofline"}
