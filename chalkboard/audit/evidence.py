@@ -14,7 +14,8 @@ from derivations import REGISTRY
 
 from ..evaluation.evaluate import InputError, MissingInput
 
-from .claims import PUBLISHED, Claim
+from .claims import Claim
+from .kinds import PUBLISHED
 from .rules import FAILS, judge, miss_factor, REASONABLE_SWEEPS, size_text
 from .setups import claim_depends_on, claim_scenario, leaves_of, eval_expr
 
