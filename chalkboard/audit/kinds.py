@@ -5,7 +5,6 @@ claims that test the same number the same way folded into one."""
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
 
 import sympy as sp
 
@@ -14,9 +13,6 @@ from units import UnitParseError, parse
 
 from ..data import DataError
 from ..typeset.fmt import fmt
-
-if TYPE_CHECKING:
-    from .claims import Claim, Part
 
 PUBLISHED = ("hardware", "model", "price", "tier")   # figures read from the data files, each sourced
 _READ_BACK = 2     # a product or ratio of at most this many inputs is read back, not derived
@@ -42,7 +38,7 @@ def _after_cancelling(expr, fixed) -> tuple[frozenset, bool] | None:
     return REGISTRY.kept(("claim inputs after cancelling", str(expr), tuple(sorted(fixed))), work)
 
 
-def tested_kind(parts: list[Part], relative: bool, fixed=()) -> tuple[str, str]:
+def tested_kind(parts: list, relative: bool, fixed=()) -> tuple[str, str]:
     """What the claim's numbers test, and why: "derived" when at least one goes through the model
     (a derivation reading more than a product or ratio of two inputs); "spec" when each is a
     product or ratio of published figures (two chips' or one chip's: a drain time is capacity over
@@ -70,7 +66,7 @@ def tested_kind(parts: list[Part], relative: bool, fixed=()) -> tuple[str, str]:
     return kind, "; ".join(why)
 
 
-def check_kind(label, cid, claim: Claim) -> None:
+def check_kind(label, cid, claim) -> None:
     """A number claim says what it tests: "derived" only if its path goes through the model, and
     never when one of its inputs is set to the number claimed (an echo)."""
     if claim.kind not in ("derived", "spec", "input"):
@@ -107,7 +103,7 @@ def _stated(number: float, text: str) -> bool:
     return any(abs(x - number) <= 0.025 * abs(number) for x in found)
 
 
-def check_thresholds(label, cid, claim: Claim, c: dict) -> None:
+def check_thresholds(label, cid, claim, c: dict) -> None:
     """A bound ("> X", "< X") is judged against a threshold the lecture states, a crossover (1: one
     side against the other), or one the claim sources or derives (`threshold:`); otherwise the
     verdict cannot be more than a reading of words such as "not a big deal": `inconclusive:`."""
@@ -123,7 +119,7 @@ def check_thresholds(label, cid, claim: Claim, c: dict) -> None:
                         "inconclusive (inconclusive:)")
 
 
-def _same_test(c: Claim):
+def _same_test(c):
     """What a claim's verdict depends on: two claims with the same are one test said twice."""
     if c.kind == "qualitative":
         return None
@@ -134,7 +130,7 @@ def _same_test(c: Claim):
             tuple(sorted(c.given.items())), repr(c.relative_to), repr(c.cited), c.inconclusive, c.threshold)
 
 
-def fold(claims: list[Claim]) -> list[Claim]:
+def fold(claims: list) -> list:
     """Claims that test the same number the same way fold into the first: one row, one verdict,
     listing every place the lecture says it (a claim inheriting a folded one inherits the first)."""
     first, kept, into = {}, [], {}
