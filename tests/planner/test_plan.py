@@ -51,7 +51,7 @@ def test_the_cheapest_meets_the_targets_and_fits(llama_plan):
 
 
 def test_rows_are_reproduced_by_their_eval_command(llama_plan):
-    rows = [llama_plan["best"], *llama_plan["frontier"][::max(1, len(llama_plan["frontier"]) // 4)]]
+    rows = [llama_plan["best"], llama_plan["frontier"][0], llama_plan["frontier"][-1]]   # the pick and both ends
     speed_of = {"colocated": "user_speed_colocated_expected", "disaggregated": "user_speed_expected"}
     for r in rows:
         d = _eval(r["command"])

@@ -1,14 +1,16 @@
 """The Typst and MathML printers, run on every expression in the project."""
+import functools
 import xml.etree.ElementTree as ET
 
-import pytest
 import sympy as sp
 
 from chalkboard.typeset import printers
 from derivations import REGISTRY as R
 
 
+@functools.lru_cache(maxsize=1)
 def all_expressions():
+    """Every expression of the project (made when a test first asks, not when the tests are collected)."""
     out = []
     for q in R.derived_quantities():
         out.append((q.name, q.expr))
@@ -20,11 +22,10 @@ def all_expressions():
     return out
 
 
-EXPRS = all_expressions()
 
 
 def test_there_are_many_expressions():
-    assert len(EXPRS) > 100
+    assert len(all_expressions()) > 100
 
 
 def _mathml_faults(name, expr) -> list[str]:
@@ -51,14 +52,14 @@ def _mathml_faults(name, expr) -> list[str]:
 
 def test_mathml_is_well_formed_and_names_every_symbol():
     # every expression in one test: a thousand the same check, reported together
-    faults = [f for name, expr in EXPRS for f in _mathml_faults(name, expr)]
+    faults = [f for name, expr in all_expressions() for f in _mathml_faults(name, expr)]
     assert not faults, f"{len(faults)} faults, first: {faults[:10]}"
 
 
 def test_typst_compiles_every_expression(tmp_path):
     import typst
     lines = ["#set page(width: 40cm, height: auto)"]
-    for name, expr in EXPRS:
+    for name, expr in all_expressions():
         lines.append(f"$ {printers.typst(expr)} $")
     src = tmp_path / "all.typ"
     src.write_text("\n".join(lines), encoding="utf-8")
@@ -103,7 +104,7 @@ def test_no_printer_doubles_a_bracket():
     import re
 
     doubled, differ = [], []
-    for name, e in EXPRS:
+    for name, e in all_expressions():
         ml = printers.mathml(e)
         flat = re.sub(r"<[^>]+>", "", ml.replace("<mo>(</mo>", "(").replace("<mo>)</mo>", ")"))
         for printed in (flat, printers.text(e), printers.typst(e)):
