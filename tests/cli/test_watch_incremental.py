@@ -188,10 +188,13 @@ def _rebuilds_write_what_fresh_builds_write(tmp_path, edits):
             raise
 
 
+@pytest.mark.slow   # a watch, a rebuild and a fresh build drawing every figure
 def test_a_rebuild_after_an_edit_writes_what_a_fresh_build_writes(tmp_path):
     """Under a running watch, the featured chip's HBM bandwidth edited: the output is the output of
     a fresh `build.py` of the edited files. (A second edit under the same watch, a model's, is
-    test_two_rebuilds_in_a_row_write_what_fresh_builds_write, in the slow set.)"""
+    test_two_rebuilds_in_a_row_write_what_fresh_builds_write.) The default run keeps what a rebuild
+    keeps in test_an_edit_to_one_chip_evaluates_its_pairs_again_and_keeps_the_others and
+    test_the_kept_audit_is_the_audit, and a rebuild's new numbers in tests/cli/test_watch.py."""
     _rebuilds_write_what_fresh_builds_write(tmp_path, [_edit_hardware])
 
 
