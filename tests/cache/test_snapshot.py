@@ -5,6 +5,8 @@ import subprocess
 import sys
 from dataclasses import fields
 
+import pytest
+
 from conftest import ROOT
 
 import derivations
@@ -59,6 +61,7 @@ def test_restoring_runs_no_lecture_module_and_gives_what_declaring_gives(tmp_pat
     assert digest_restored == digest_declared
 
 
+@pytest.mark.slow   # declares everything again; test_restoring_runs_no_lecture_module_and_gives_what_declaring_gives declares once in the default run
 def test_an_unreadable_snapshot_is_declared_again(tmp_path):
     blob = tmp_path / "snapshot"
     blob.write_bytes(b"not a snapshot")
