@@ -13,9 +13,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 TABLE = ("<!-- speed-table: written by python3 bench/speed.py --readme -->", "<!-- end speed-table -->")
-CITED = re.compile(r"(\d+(?:\.\d+)?) s \(bench: ([^)]+)\)")
-# a duration of the program in prose: seconds or minutes beside a word that says what ran
-DURATION = re.compile(r"\b\d+(?:\.\d+)?(?: m \d+)? (?:s|seconds|min|minutes)\b")
+CITED = re.compile(r"(\d+(?:\.\d+)?) s \(bench: (.+?)\)(?=[\s,;.:]|$)")
+# a duration of the program in prose: seconds or minutes beside a word that says what ran (a goal,
+# "under 3 minutes" or "within 3 minutes", is a bound, not a measurement)
+DURATION = re.compile(r"(?<!under )(?<!within )\b\d+(?:\.\d+)?(?: m \d+)? (?:s|seconds|min|minutes)\b")
 OF_THE_PROGRAM = re.compile(r"\b(build|builds|compile|compiles|compiled|import|imports|pytest|test command|"
                             r"tests took|wall|CPU)\b", re.I)
 
@@ -38,17 +39,27 @@ def bench_rows() -> dict[str, float]:
 
 
 def prose(page: Path):
-    """(line number, line) outside fenced blocks and outside the bench's own table."""
+    """(first line number, paragraph) outside fenced blocks and outside the bench's own table, each
+    paragraph's lines joined by spaces (a citation may be broken over two lines)."""
     fenced = in_table = False
+    para, first = [], 0
     for n, line in enumerate(page.read_text(encoding="utf-8").splitlines(), 1):
+        skip = False
         if line.startswith(TABLE[0]) or line.startswith(TABLE[1]):
-            in_table = line.startswith(TABLE[0])
+            in_table, skip = line.startswith(TABLE[0]), True
+        elif line.lstrip().startswith("```"):
+            fenced, skip = not fenced, True
+        if skip or fenced or in_table or not line.strip() or line.lstrip().startswith("- "):
+            if para:
+                yield first, " ".join(para)
+            para = [line.strip()] if line.lstrip().startswith("- ") and not (fenced or in_table or skip) else []
+            first = n
             continue
-        if line.lstrip().startswith("```"):
-            fenced = not fenced
-            continue
-        if not fenced and not in_table:
-            yield n, line
+        if not para:
+            first = n
+        para.append(line.strip())
+    if para:
+        yield first, " ".join(para)
 
 
 def test_the_table_has_the_rows_the_pages_need():

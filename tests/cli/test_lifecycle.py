@@ -149,8 +149,8 @@ def test_a_signal_at_any_moment_of_workers_and_staging_leaves_nothing(how, tmp_p
     name, _, group = how.partition("-")
     sig = getattr(signal, name)
     rng = random.Random(f"{how}")
-    # three moments a run; bench/under_load.py runs it round after round beside a CPU load
-    for attempt in range(3):
+    # two moments a run; bench/under_load.py runs it round after round beside a CPU load
+    for attempt in range(2):
         out = tmp_path / f"out{attempt}"
         p = _start(CHURN, out)
         _ready(p)
