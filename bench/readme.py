@@ -141,7 +141,8 @@ def write(lines: list[str]) -> int:
                 new = close[0]
                 if line.rstrip().endswith(SKIP):   # cut where the README cut it
                     head = line.rstrip()[:-len(SKIP)]
-                    new = new[:len(head)].rstrip() + "   " + SKIP if len(new) > len(head) else new
+                    # the cut as printed, spaces included: "(" then "..." must still match "(rental ..."
+                    new = new[:len(head)] + SKIP if len(new) > len(head) else new
                 hits[n] = (k, lo + printed[lo:hi].index(close[0]))
                 lines[where[k]] = new
                 changed += 1
