@@ -404,6 +404,7 @@ def test_stale_entries_removed_and_read_only_folder_replaced_whole(good, tmp_pat
     assert tree(out)["report.html"] == good[1]["report.html"]
 
 
+@pytest.mark.slow   # a build of its own; the default run's kill and signal tests hold the output folder's exchange
 def test_out_through_a_symlink_keeps_the_link(good, tmp_path):
     real = tmp_path / "real"
     shutil.copytree(good[0], real)

@@ -26,6 +26,7 @@ def leftovers(parent, name):
     return sorted(p.name for p in parent.iterdir() if p.name.startswith(f".{name}.tmp-"))
 
 
+@pytest.mark.slow   # a build of its own; test_report.py::test_results_json_is_written_as_json_dumps_would_write_each_entry reads the shared build's
 def test_results_written_in_parts_are_the_results_text_and_its_hash_is_recorded(tmp_path, data):
     from chalkboard.results_json import results_json
     from chalkboard.evaluation.results import evaluate_all

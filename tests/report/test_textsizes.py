@@ -20,6 +20,7 @@ def _drawn(data) -> dict:
     return {n: (str(svg), svg.phone) for n, (svg, _) in draw_all(data, HW, MODEL, only=SOME).items()}
 
 
+@pytest.mark.slow   # draws every figure twice; test_a_second_drawing_measures_nothing_new keeps the sizes in the default run
 def test_kept_sizes_draw_the_same_figures(monkeypatch):
     import matplotlib.text as mtext
 
