@@ -161,11 +161,13 @@ R.section(
     chapter="training",
     question="In data parallelism (or FSDP, which moves the same bytes), each step all-reduces the "
              "gradient while the backward pass runs; above what per-chip batch of tokens does the "
-             "backward pass take longer than the all-reduce?",
+             "backward pass take longer than the all-reduce, and how far down does mixing FSDP with tensor "
+             "parallelism take it?",
     takeaway="{model} on {hardware} at {collective_bandwidth}: the gradient all-reduce "
              "({dp_gradient_bytes_per_chip}) hides under the backward pass from "
              "{dp_critical_batch_per_chip}; a batch of {train_batch_tokens} then spreads over at most "
-             "{dp_max_chips}.",
+             "{dp_max_chips}. FSDP mixed with tensor parallelism at its best degree is compute-bound from "
+             "{fsdp_tp_critical_batch_per_chip}.",
     featured=("dp_gradient_bytes_per_chip", "dp_allreduce_time", "dp_backward_time",
               "dp_critical_batch_per_chip", "dp_critical_batch", "dp_max_chips"),
 )
@@ -197,23 +199,9 @@ R.derived("dp_max_chips", sp.floor(D_b / (b_crit * c_1)) * c_1, "chip",
 
 
 # -- the training rooflines: data parallelism, FSDP, mixed FSDP and tensor parallelism ----------------
-R.section(
-    "training_rooflines", "When is a data-parallel, FSDP or tensor-parallel training step compute-bound?",
-    seeds=(),
-    chapter="training",
-    question="How long does a training step take when each pass runs as long as the larger of its compute "
-             "and the communication it hides, under data parallelism and FSDP (ZeRO-3); above what per-chip "
-             "batch is FSDP compute-bound; and how far down does mixing FSDP with tensor parallelism take "
-             "the critical batch?",
-    takeaway="{model} on {chips} of {hardware} with {tokens_per_chip}: a data-parallel step takes "
-             "{dp_step_time}, an FSDP step {fsdp_step_time}; FSDP is compute-bound from "
-             "{fsdp_critical_batch_per_chip}. Mixed with tensor parallelism, FSDP moves least over "
-             "{fsdp_tp_optimal_degree}, and the mix at its best degree is compute-bound from "
-             "{fsdp_tp_critical_batch_per_chip}.",
-    featured=("train_forward_time", "dp_step_time", "fsdp_allgather_time", "fsdp_step_time",
-              "fsdp_critical_batch_per_chip", "mlp_forward_time", "fsdp_tp_comm_time", "fsdp_tp_layer_time",
-              "fsdp_tp_optimal_degree", "fsdp_tp_critical_batch_per_chip"),
-)
+# one question with data parallelism's: the same roofline, each pass as long as the larger of its
+# compute and the communication it hides, for FSDP and for FSDP mixed with tensor parallelism
+R.resume("data_parallel")
 
 _SB_TRAIN = "scaling-book, 'How to Parallelize a Transformer for Training'"
 t_fwd = R.derived("train_forward_time", c_F * N_active * D_chip / F, "s",

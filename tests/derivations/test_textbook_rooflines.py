@@ -1,4 +1,4 @@
-"""The training rooflines (derivations/textbook_training.py, section training_rooflines): data
+"""The training rooflines (derivations/textbook_training.py, section data_parallel): data
 parallelism, FSDP and mixed FSDP + tensor parallelism, against the scaling-book's worked numbers,
 worked again by hand here from its stated inputs.
 
