@@ -52,6 +52,13 @@ h_cache = R.workload("prefix_cache_share", "", "share of a prompt's tokens whose
                      zero=True, below=(1, "a share of the prompt; at 1 nothing is left to prefill"))
 n_new = n_pass * (1 - h_cache)   # the prompt tokens a prefill computes
 
+
+def at_prompt(name: str, base: str, meaning: str, sym: str, sub: str):
+    """``base``, a decode step's collective, with every prompt token the prefill computes in place of
+    the one new token: the same form at tokens_per_step = pass_tokens·(1 − prefix_cache_share)."""
+    return R.derived(name, R.at(base, {delta: n_new}), "s", meaning, sym, sub,
+                     how=f"{base} at tokens_per_step = pass_tokens·(1 − prefix_cache_share)")
+
 c_causal = R.constant("causal_pair_share", "0.5",
                       "share of a prompt's (query, key) pairs a causal mask keeps: each token attends to the "
                       "ones before it", "c", "causal",
@@ -99,21 +106,16 @@ t_w_l = R.derived(
     "that the prompts' tokens touch", "t", "weights,pre,layout")
 # the decode step's collectives with every prompt token in place of the one new token (one- and
 # two-shot apart too: eval names the all-reduce a prefill's bytes make the faster)
-R.derived("prefill_allreduce_time_one_shot", R.at("tp_allreduce_time_one_shot", {delta: n_new}), "s",
-          "a prefill's tensor-parallel all-reduces run one-shot", "t", "TP,1,pre",
-          how="tp_allreduce_time_one_shot at tokens_per_step = pass_tokens·(1 − prefix_cache_share)")
-R.derived("prefill_allreduce_time_two_shot", R.at("tp_allreduce_time_two_shot", {delta: n_new}), "s",
-          "a prefill's tensor-parallel all-reduces run two-shot", "t", "TP,2,pre",
-          how="tp_allreduce_time_two_shot at tokens_per_step = pass_tokens·(1 − prefix_cache_share)")
-t_tp_l = R.derived(
-    "prefill_tp_comm_time", R.at("tp_comm_time", {delta: n_new}), "s",
+at_prompt("prefill_allreduce_time_one_shot", "tp_allreduce_time_one_shot",
+    "a prefill's tensor-parallel all-reduces run one-shot", "t", "TP,1,pre")
+at_prompt("prefill_allreduce_time_two_shot", "tp_allreduce_time_two_shot",
+    "a prefill's tensor-parallel all-reduces run two-shot", "t", "TP,2,pre")
+t_tp_l = at_prompt("prefill_tp_comm_time", "tp_comm_time",
     "tensor-parallel all-reduces of one stage during a prefill: two a layer over every prompt token's "
-    "residual vector (the decode step's, pass_tokens times the bytes, less the cached ones)", "t", "TP,pre",
-    how="tp_comm_time at tokens_per_step = pass_tokens·(1 − prefix_cache_share)")
-t_ep_l = R.derived(
-    "prefill_ep_comm_time", R.at("ep_comm_time", {delta: n_new}), "s",
+    "residual vector (the decode step's, pass_tokens times the bytes, less the cached ones)", "t", "TP,pre")
+t_ep_l = at_prompt("prefill_ep_comm_time", "ep_comm_time",
     "expert dispatch and combine of one stage during a prefill: every prompt token computed sent to its experts "
-    "and back", "t", "EP,pre", how="ep_comm_time at tokens_per_step = pass_tokens·(1 − prefix_cache_share)")
+    "and back", "t", "EP,pre")
 R.derived(
     "prefill_time_layout", pp * (sp.Max(t_c_l, t_w_l) + t_tp_l + t_ep_l), "s",
     "prefill under the layout: in each stage compute and weight reads overlapped, then the all-reduces and the "
@@ -123,15 +125,11 @@ R.variant("time_to_first_token", LAYOUT)
 # The strict form, as DeepSeek's and SGLang's prefill runs it: two micro-batches, one computing while the
 # other's all-to-all is on the wire (two-batch overlap), so a stage takes the longest of its compute, its
 # weight reads and its communication, not their sum.
-t_tp_min_l = R.derived(
-    "prefill_tp_comm_time_min", R.at("tp_comm_time_min", {delta: n_new}), "s",
-    "strict lower bound on the tensor-parallel all-reduces of one stage during a prefill", "t", "TP,pre,min",
-    how="tp_comm_time_min at tokens_per_step = pass_tokens·(1 − prefix_cache_share)")
-t_ep_min_l = R.derived(
-    "prefill_ep_comm_time_min", R.at("ep_comm_time_min", {delta: n_new}), "s",
+t_tp_min_l = at_prompt("prefill_tp_comm_time_min", "tp_comm_time_min",
+    "strict lower bound on the tensor-parallel all-reduces of one stage during a prefill", "t", "TP,pre,min")
+t_ep_min_l = at_prompt("prefill_ep_comm_time_min", "ep_comm_time_min",
     "strict lower bound on the expert dispatch and combine of one stage during a prefill: each computed prompt "
-    "token once to each other scale-up domain holding its experts, in the dispatch format stated", "t", "EP,pre,min",
-    how="ep_comm_time_min at tokens_per_step = pass_tokens·(1 − prefix_cache_share)")
+    "token once to each other scale-up domain holding its experts, in the dispatch format stated", "t", "EP,pre,min")
 R.derived(
     "prefill_time_layout_min", pp * sp.Max(t_c_l, t_w_min, t_tp_min_l + t_ep_min_l), "s",
     "strict lower bound on a prefill under the layout: two micro-batches overlap each stage's all-reduces and "
