@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
@@ -295,14 +296,14 @@ def fit(runs: list[Run], of: int = 0, splits: tuple[str, ...] = SPLITS) -> Effic
 
 
 # -- the shipped fit --------------------------------------------------------------------------
-# The held-out fits take a second or more; a build reads the fit shipped in chalkboard/engine_fit.py
-# where its key (this file and every run's numbers) matches, and fits afresh where it does not.
-SHIPPED_MODULE = "engine_fit"
+# The held-out fits take a second or more; a build reads the fit shipped in chalkboard/engine_fit.json
+# (data, written by `python3 -m chalkboard.validation --ship`) where its key (this file and every
+# run's numbers) matches, and fits afresh where it does not.
+SHIPPED = Path(__file__).with_name("engine_fit.json")
 
 
 def key(runs: list[Run], of: int) -> str:
     import hashlib
-    from pathlib import Path
     h = hashlib.sha256(Path(__file__).read_bytes())
     for r in runs:
         h.update(repr(tuple(f"{x:.9g}" if isinstance(x, float) else str(x) for x in vars(r).values())).encode())
@@ -312,21 +313,17 @@ def key(runs: list[Run], of: int) -> str:
 
 def shipped_or_fit(runs: list[Run], of: int = 0) -> Efficiency:
     """The fit shipped with the project where it was made from these very runs, else a fresh one."""
-    import importlib
+    import json
     try:
-        mod = importlib.import_module(f"{__package__}.{SHIPPED_MODULE}")
-    except ImportError:
-        mod = None
-    if mod is not None and getattr(mod, "KEY", None) == key(runs, of):
-        return Efficiency.from_dict(mod.FIT)
+        shipped = json.loads(SHIPPED.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        shipped = {}
+    if shipped.get("key") == key(runs, of):
+        return Efficiency.from_dict(shipped["fit"])
     return fit(runs, of)
 
 
 def ship_text(runs: list[Run], of: int = 0) -> str:
-    """chalkboard/engine_fit.py's text: the fit of ``runs`` and its key."""
-    import pprint
-    d = fit(runs, of).as_dict()
-    return ('"""The engine model fitted to measurements.yaml, shipped so a build need not fit it (written by\n'
-            '`python3 -m chalkboard.validation --ship`; calibration.shipped_or_fit reads it where KEY matches)."""\n'
-            f"KEY = {key(runs, of)!r}\n"
-            f"FIT = {pprint.pformat(d, width=110, sort_dicts=False)}\n")
+    """chalkboard/engine_fit.json's text: the fit of ``runs`` and its key."""
+    import json
+    return json.dumps({"key": key(runs, of), "fit": fit(runs, of).as_dict()}, indent=1) + "\n"

@@ -354,12 +354,12 @@ def calibration_runs(results: list[Result], data) -> list:
 
 
 def ship(root: Path) -> Path:
-    """Write chalkboard/engine_fit.py: the engine model fitted to the project's measurements.yaml."""
+    """Write chalkboard/engine_fit.json: the engine model fitted to the project's measurements.yaml."""
     from . import calibration
     from .data import load
     data = load(root)
     results = evaluate_all(data, load_measurements(root, data))
-    out = Path(calibration.__file__).with_name(calibration.SHIPPED_MODULE + ".py")
+    out = calibration.SHIPPED
     out.write_text(calibration.ship_text(calibration_runs(results, data), of=len(results)), encoding="utf-8")
     return out
 
