@@ -200,7 +200,7 @@ class Efficiency:
         mfu, mbu, sync, pre = self.params
         ways = ", ".join(s.name for s in self.splits) or "source"
         return (f"step = compute/{mfu:.3g} + reads/{mbu:.3g} + collectives + layers·{sync * 1e6:.3g} µs, a prefill "
-                f"at {pre:.0%} of its bound; fitted to {self.n} of {self.of or self.n} published runs (those that "
+                f"at {pre:.0%} of its bound (a prompt alone: and every layer's fixed time once); fitted to {self.n} of {self.of or self.n} published runs (those that "
                 f"measure decode or prefill as an expected number runs it; {self.bounded} at an unpublished batch, "
                 f"as a bound) from {self.sources} sources; held out by {ways}, the widest "
                 f"{BAND[0]}th-{BAND[1]}th percentile ×{lo:.2f}-×{hi:.2f}")

@@ -57,10 +57,18 @@ t_kv_sqrt = R.derived(
     "kv_fetch_time_sqrt", B * sp.sqrt(L * L_ref) * b_kv / (S * W), "s",
     "KV fetch if attention reads only √L tokens per sequence (the lecture's sparse form)",
     "t", "KV,√")
+topk_fetch = B * (L * b_idx + k_sel * b_kv) / (S * W)
 t_kv_topk = R.derived(
-    "kv_fetch_time_topk", B * (L * b_idx + k_sel * b_kv) / (S * W), "s",
+    "kv_fetch_time_topk", topk_fetch, "s",
     "KV fetch with top-k selection: an index over all L tokens, full KV for k of them",
     "t", "KV,top-k")
+# The power of L the fetch grows as near a context (1/2 for the lecture's √L, 1 for a linear fetch):
+# the number the √L sentence is sized on, since top-k selection has no single power.
+R.derived(
+    "kv_fetch_power_topk", sp.cancel(L * sp.diff(topk_fetch, L) / topk_fetch), "",
+    "the power of the context length the top-k KV fetch grows as near this context (L·∂t/∂L over t): "
+    "1/2 for a √L fetch, 1 for a linear one", "p", "L,top-k",
+    how="L·∂(kv_fetch_time_topk)/∂L / kv_fetch_time_topk")
 h_idx = R.workload("index_heads", "", "heads of the sparse-attention indexer", "h", "idx",
                    default="64", source="DeepSeek-V3.2-Exp config: index_n_heads 64",
                    whole=True, most=HEADS)

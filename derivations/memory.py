@@ -96,8 +96,8 @@ t_xfer = R.derived(
     "time for one micro-batch's residual vectors to leave a stage over its S chips' NICs: the "
     "bandwidth part of a hop", "t", "xfer")
 # The rest of a hop is the fabric's fixed latency: the sender's and the receiver's NIC and the
-# switches between two racks (a leaf, a spine and a leaf in a two-tier fabric). No software
-# overhead (kernel launches, the collective library's own latency) is in the data files.
+# switches between two racks (a leaf, a spine and a leaf in a two-tier fabric), and whatever the
+# software adds (an input: no data file measures a bare point-to-point hop's software overhead).
 t_nic = R.constant("nic_latency", "600 ns", "fixed latency of one network adapter (RDMA)", "t", "NIC",
                    source="NVIDIA ConnectX-6 user manual, Introduction: 'sub-600ns latency' "
                           "(https://docs.nvidia.com/networking/display/ConnectX6EN/Introduction)")
@@ -108,10 +108,15 @@ n_nic = R.constant("nics_per_hop", "2", "network adapters a hop passes: the send
                    source="one adapter sends, one receives (chapters-3-7.md#H-01: GPU → NIC → switches → NIC → GPU)")
 n_sw = R.workload("fabric_switches", "", "switches between two racks' NICs (leaf, spine, leaf in a two-tier "
                   "fabric)", "n", "sw", default="3")
+t_soft = R.workload("hop_software_latency", "s", "time a hop spends in software beyond the bytes on the wire and "
+                    "the fabric's fixed latency (kernel launches, the communication library, synchronisation)",
+                    "t", "soft", default="0 s", zero=True,
+                    source="not counted by default: no data file measures a bare rack-to-rack send's software "
+                           "overhead; the audit sizes the hop with DeepEP's measured cross-node exchanges")
 R.derived(
-    "hop_time_from_data", t_xfer + n_nic * t_nic + n_sw * t_sw, "s",
-    "time of one rack-to-rack hop from the data files: the micro-batch's bytes over the stage's NICs "
-    "and the fabric's fixed latency (two NICs, the switches between); software overhead not counted",
+    "hop_time_from_data", t_xfer + n_nic * t_nic + n_sw * t_sw + t_soft, "s",
+    "time of one rack-to-rack hop from the data files: the micro-batch's bytes over the stage's NICs, "
+    "the fabric's fixed latency (two NICs, the switches between) and the software's (none by default)",
     "t", "hop,data")
 R.derived(
     "pipeline_token_latency", t_micro + P * t_hop, "s",

@@ -404,6 +404,8 @@ def _load_claim(label, data, chips: Chips, c: dict, cid: str, seed_places) -> Cl
             lhs, rhs = (s.strip() for s in text.split("=="))
             claim.checks.append((text, _parse_expr(label, cid, "checks", lhs, True),
                                  _parse_expr(label, cid, "checks", rhs, True)))
+        if c.get("quantity") is not None or c.get("expr") is not None:   # a number that sizes the error
+            claim.parts.append(_part(label, cid, c, rel is not None))
     elif kind == "qualitative":
         if not c.get("why"):
             raise DataError(label, cid, "why", "a qualitative claim says why it is not judged")

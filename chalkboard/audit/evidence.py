@@ -107,18 +107,19 @@ def sizes_it(ctx, claim: Claim, label: str) -> bool:
     return not any(n and n in text for n in named)
 
 
-def error_size(part_results, sizes) -> str:
+def error_size(part_results, sizes, every: bool = False) -> str:
     """An error's size, part by part: the range of its miss over the set-up as set and every variant
-    tried (a format, a context, a chip, each model of the catalogue) that keeps the part an error."""
+    tried (a format, a context, a chip, each model of the catalogue) that keeps the part an error.
+    ``every``: a relation already false (a failed identity) is sized over every variant, near misses too."""
     out = []
     for i, (p, _, v, summ) in enumerate(part_results):
-        if v != FAILS:
+        if v != FAILS and not every:
             continue
         args = (p.low, p.high, p.compare)
         sized = [(f, "the set-up as set") for f in [miss_factor(summ, *args)] if f]
         for label, xs in sizes:
             x = xs[i] if i < len(xs) else None
-            if x is not None and judge(x, p.low, p.high, p.tolerance, p.band, p.compare) == FAILS:
+            if x is not None and (every or judge(x, p.low, p.high, p.tolerance, p.band, p.compare) == FAILS):
                 f = miss_factor(x, *args)
                 if f:
                     sized.append((f, label))

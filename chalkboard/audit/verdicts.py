@@ -63,6 +63,8 @@ def evaluate_claim(data, claim: Claim, chips: Chips | None = None, values=None) 
         v = Verdict(claim, ND, detail=why, scope=_scope_text(ctx, claim, entries_of(ctx, claim)) if claim.parts else "")
     elif claim.kind == "identity":
         v = judge_identity(claim)
+        if v.verdict == FAILS and claim.parts:   # a failed relation sized by the number it gets wrong
+            v.size = _identity_size(ctx, claim)
     elif claim.kind == "sourced":
         v = judge_sourced(claim)
     else:
@@ -84,6 +86,13 @@ def evaluate_claim(data, claim: Claim, chips: Chips | None = None, values=None) 
         v.detail = v.why + (f" Source: {claim.source}" if claim.source else "")
     v.decision = decision(v)
     return v
+
+
+def _identity_size(ctx, claim: Claim) -> str:
+    """A failed identity's error as a range: the number the relation predicts (its part), evaluated as set
+    and over the reasonable sweeps and choices, each miss named (a symbolic "false" has no size of its own)."""
+    p, size = claim.parts[0], _numeric(ctx, claim).size
+    return f"{p.label} against the {p.claimed_text} the sentence implies, {size}" if size else ""
 
 
 def share(v: Verdict) -> tuple[int, int, str] | None:
@@ -339,7 +348,8 @@ def _numeric_fitting(ctx, claim: Claim, entries: list, fit: list) -> Verdict:
     swept, sizes = [], []
     flips, moves, turns = sweep_entries(ctx, claim, entries, verdict, [r[1] for r in part_results], swept, sizes)
     ctx.unfit = unfit
-    size = error_size(part_results, [x for x in sizes if sizes_it(ctx, claim, x[0])]) if verdict == FAILS else ""
+    size = (error_size(part_results, [x for x in sizes if sizes_it(ctx, claim, x[0])], every=claim.kind == "identity")
+            if verdict == FAILS or claim.kind == "identity" else "")
     turned = [label for label, v in turns if label.startswith(REASONABLE_SWEEPS) and verdict_side(v) != verdict_side(verdict)]
     as_set = verdict
     if turned:   # an error, or a confirmation, only if it survives the reasonable sweeps
@@ -468,6 +478,6 @@ def inherit_rejections(verdicts: list[Verdict]) -> None:
             continue
         f, how = found
         v.verdict, v.inherited_from = FAILS, f.claim.id
-        v.miss = f"{how}, which {f.claim.id} rejects ({f.miss})"
+        v.miss = f"{how}, which {f.claim.id} rejects ({f.miss}" + (f"; over the choices tried {f.size}" if f.size else "") + ")"
         if c.inherits is None:
             c.inherits = f.claim.id

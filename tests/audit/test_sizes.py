@@ -21,7 +21,7 @@ def test_a_size_names_both_ends():
 
 def test_every_number_error_is_sized_over_named_choices(audit):
     errors = [v for v in audit.verdicts if v.verdict == FAILS and not v.inherited_from
-              and v.claim.kind in ("derived", "spec", "input", "arithmetic", "sourced")]
+              and v.claim.kind in ("derived", "spec", "input", "arithmetic", "sourced", "identity")]
     assert errors
     for v in errors:
         assert "off by ×" in v.size, v.claim.id
@@ -46,3 +46,27 @@ def test_a_named_choice_sizes_an_error_and_is_reasonable(audit):
     assert any(s.startswith("choice k_RL = 6 (every RL token also trained on") for s in v.swept)
     lo, hi = (float(x) for x in re.search(r"off by ×([\d.]+)–×([\d.]+)", v.size).groups())
     assert (lo, hi) == (pytest.approx(2 / 6 / 0.3 / 0.1, rel=0.01), pytest.approx(6 / 6 / 0.3 / 0.1, rel=0.01))
+
+
+def test_the_square_root_error_is_the_power_of_the_context_over_the_sweeps(audit):
+    v = next(v for v in audit.verdicts if v.claim.id == "sparse-attention-square-root")
+    # DeepSeek-V3.2's top-k fetch grows as L to the power p = L·b_idx/(L·b_idx + k·b_kv), with b_idx 7,808 B
+    # (one 128-number fp8 index key in each of 61 layers), k = 2,048 and b_kv = (512 + 64)·61 numbers of
+    # 2 bytes = 70,272 B (V3 config: kv_lora_rank 512, qk_rope_head_dim 64): √L is p = 1/2.
+    def p(L, b_kv=70_272):
+        return L * 7808 / (L * 7808 + 2048 * b_kv)
+    lo, hi = (float(x.replace(",", "")) for x in re.search(r"off by ×([\d.,]+)–×([\d.,]+)", v.size).groups())
+    assert hi == pytest.approx(0.5 / p(1024), rel=0.01)               # a 1,024-token context: p = 0.053
+    assert lo == pytest.approx(0.5 / p(8192, 70_272 // 2), rel=0.01)  # the KV cache in fp8 at 8K: p = 0.47
+    assert "sized over the choices tried: " in v.decision
+
+
+def test_the_hop_error_is_sized_with_the_softwares_latency_and_inherited_whole(audit):
+    v = next(v for v in audit.verdicts if v.claim.id == "hop-costs-a-few-milliseconds")   # values in ms
+    # the near end charges a hop DeepEP's slowest measured low-latency dispatch (194 µs at EP256, DeepEP
+    # README, legacy V1 table) on top of the data's hop: 2.5 ms over (hop + 0.194 ms)
+    lo = float(re.search(r"off by ×([\d.,]+)–", v.size).group(1))
+    assert lo == pytest.approx(2.5 / (v.computed["value"] + 0.194), rel=0.01)
+    assert 5 < lo < 25
+    heir = next(v for v in audit.verdicts if v.claim.id == "hop-adds-ten-ms-over-four-stages")
+    assert heir.inherited_from == v.claim.id and v.size in heir.decision

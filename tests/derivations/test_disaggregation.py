@@ -55,3 +55,19 @@ def test_an_engine_plans_within_its_share_of_the_hbm(data):
     from chalkboard.errors import InputError
     with pytest.raises(InputError, match="engine_memory_share"):
         Scenario(data, "h100-sxm", "llama-3-70b", {"engine_memory_share": "1.2"})
+
+
+def test_a_prompt_alone_pays_every_layers_fixed_time_once_and_a_batched_one_does_not(data):
+    from conftest import ROOT
+    from chalkboard import validation as val
+    sc = Scenario(data, "h100-sxm", "llama-3-70b", SETUP)
+    sc.evidence = val.evidence(ROOT, data)
+    bound, share, sync = (sc.mag("prefill_time_one", "s"), sc.mag("expected_prefill_efficiency"),
+                          sc.mag("expected_sync_time", "s"))
+    # a time to first token is one pass through Llama 3 70B's 80 layers (config.json: num_hidden_layers 80):
+    # the engine model fits a measured one as bound / share + 80 fixed times, so the expected time is not the bound
+    assert sc.mag("prefill_time_one_expected", "s") == pytest.approx(bound / share + 80 * sync, rel=1e-12)
+    assert sc.mag("prefill_time_one_expected", "s") > bound
+    # within a colocated request the prompt is one of a batch's: its bound at the share, as whole requests are fitted
+    assert sc.mag("request_time_colocated_expected", "s") == pytest.approx(
+        1024 * sc.mag("step_time_expected_layout", "s") + 64 * bound / share, rel=1e-12)
