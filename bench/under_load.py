@@ -3,6 +3,7 @@ idle machine.
 
     python3 bench/under_load.py                  # 20 rounds beside 4 busy processes
     python3 bench/under_load.py --rounds 5 --load 2 --tests tests/cli/test_lifecycle.py
+    python3 bench/under_load.py --suite 5        # the README's test command 5 times in a row instead
 
 Starts ``--load`` processes that spin on the CPU (each ends by itself when this script does, even
 one killed with SIGKILL), then runs the tests in one pytest process (``-n 0``, slow ones
@@ -69,20 +70,59 @@ def _limit(seconds: float) -> None:
     timer.start()
 
 
+def suite(runs: int, load: int, limit: float) -> int:
+    """The README's test command (``python3 -m pytest -q``) ``runs`` times in a row beside ``load`` busy
+    processes; each run's summary line and wall time printed as it ends. 0 only if every run passed."""
+    spin = [subprocess.Popen([sys.executable, "-c", SPIN]) for _ in range(load)]
+    results, started = [], time.monotonic()
+    try:
+        for i in range(runs):
+            left = limit - (time.monotonic() - started)
+            if left <= 0:
+                break
+            t0 = time.monotonic()
+            try:
+                p = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"], cwd=ROOT,
+                                   capture_output=True, text=True, timeout=left)
+                rc, last = p.returncode, (p.stdout.strip().splitlines() or ["(no output)"])[-1]
+            except subprocess.TimeoutExpired:
+                rc, last = 124, "stopped at the limit"
+            took = time.monotonic() - t0
+            results.append(rc)
+            print(f"run {i + 1} of {runs}: {'passed' if rc == 0 else f'FAILED (exit {rc})'} in {took / 60:.1f} min: "
+                  f"{last}", flush=True)
+            if rc:
+                print(p.stdout[-6000:] if rc != 124 else "", file=sys.stderr, flush=True)
+    finally:
+        for p in spin:
+            p.kill()
+        for p in spin:
+            p.wait()
+    ok = len(results) == runs and not any(results)
+    print(f"{sum(r == 0 for r in results)} of {runs} runs of the README's test command passed beside {load} busy "
+          f"processes ({os.cpu_count()} cores) in {(time.monotonic() - started) / 60:.1f} min")
+    return 0 if ok else 1
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--rounds", type=int, default=20)
     ap.add_argument("--load", type=int, default=4, help="busy processes beside the tests (default 4)")
-    ap.add_argument("--limit", type=float, default=3600, help="seconds before everything is stopped")
+    ap.add_argument("--limit", type=float, default=None,
+                    help="seconds before everything is stopped (default 3600; with --suite 6 hours)")
     ap.add_argument("--tests", nargs="+", default=TESTS)
     ap.add_argument("-k", default=None, help="pytest's -k, to run some of the tests")
+    ap.add_argument("--suite", type=int, default=0, metavar="N",
+                    help="run the README's test command N times in a row beside the load instead")
     args = ap.parse_args()
+    if args.suite:
+        return suite(args.suite, args.load, args.limit or 6 * 3600)
     os.chdir(ROOT)
     sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
     import pytest
 
     load = [subprocess.Popen([sys.executable, "-c", SPIN]) for _ in range(args.load)]
-    _limit(args.limit)
+    _limit(args.limit or 3600)
     plugin = Rounds(args.rounds)
     started = time.monotonic()
     try:
