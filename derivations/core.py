@@ -376,7 +376,17 @@ class Registry:
                 m = parts[0]
                 rest = expr / m
                 return self._limit(type(m)(*[rest * a for a in m.args]), sym, point, direction)
-        return sp.limit(expr, sym, point, direction)
+        try:
+            return sp.limit(expr, sym, point, direction)
+        except NotImplementedError:   # gruntz takes no Max/Min: one without sym held as a symbol, a sum term by term
+            held = {f: sp.Dummy() for f in expr.atoms(sp.Max, sp.Min) if sym not in f.free_symbols}
+            back = {d: f for f, d in held.items()}
+            rest = sp.expand_mul(expr.xreplace(held))
+            if isinstance(rest, sp.Add) and any(sym in f.free_symbols for f in rest.atoms(sp.Max, sp.Min)):
+                return sp.Add(*[self._limit(t, sym, point, direction) for t in rest.args]).xreplace(back)
+            if not held:
+                raise
+            return sp.limit(rest, sym, point, direction).xreplace(back)
 
     # -- reading --------------------------------------------------------------------------
     def __getitem__(self, name: str) -> Quantity:

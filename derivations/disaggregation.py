@@ -5,7 +5,7 @@ at a time. Two ways to deploy that are in use:
 
 * colocated: the copies that decode also prefill. Every prompt a copy admits stops its decode
   steps for that prompt's prefill (chunked or not, the compute is the same), so with B sequences
-  turning over once per request a copy spends output/δ decode steps and B prefills per request:
+  turning over once per request a copy spends output/δ decode steps and B prompts' prefills per request:
   D = (output/δ)·t_step + B·t_prefill. Each sequence gets output/D tokens per second, and every
   prefill in the batch makes every sequence wait.
 * disaggregated (Zhong et al. 2024, "DistServe", OSDI; Patel et al. 2024, "Splitwise", ISCA;
@@ -16,11 +16,18 @@ at a time. Two ways to deploy that are in use:
   so at a speed target the decode batch can be larger and a token cheaper; what it costs is the
   KV transfer before the first token.
 
-Both prefill on the same layout as decode here (a prefill pool of its own layout is left out).
+Both prefill on the same layout as decode here, and in both a prompt costs its share of a pass
+that reads the weights for many: a pool batches many prompts a pass (DeepSeek's prefill units,
+SGLang's and TensorRT-LLM's token budgets), and a colocated copy's prefill chunks ride on decode
+steps that read the weights anyway. So t_prefill is the prompt's own compute and collectives, its
+share as the pass grows without bound. A prompt alone (prefill_time_one) still reads them all: the
+time to its first token.
 """
+import sympy as sp
+
 from .inputs import R, B, W_out, delta, b_kv, price
 from .latency_cost import B_1
-from .layout import S_layout, t_step as t_step_layout
+from .layout import S_layout, pp, t_step as t_step_layout
 from .measured import EXPECTED, t_sync
 from .prices import n_pass
 
@@ -32,11 +39,12 @@ R.section(
              "B under the layout: what speed does each sequence get, and what does a token cost, when the "
              "same copies prefill (colocated) and when a prefill pool sends the KV cache to the decoding "
              "copies (disaggregated)?",
-    takeaway="Colocated, every sequence of a batch of {batch} waits for the others' prefills ({prefill_time_one} "
-             "each) and gets {user_speed_colocated}, at {cost_per_token_colocated}; disaggregated, it gets "
+    takeaway="Colocated, every sequence of a batch of {batch} waits for the others' prefills ({prefill_time_pooled} "
+             "each, a prompt's share of a pass that reads the weights for many; {prefill_time_one} for a prompt "
+             "alone) and gets {user_speed_colocated}, at {cost_per_token_colocated}; disaggregated, it gets "
              "{user_speed_layout} at {cost_per_token_disaggregated}, with {prefill_pool_ratio} prefill chips "
              "per decoding chip and the first token {kv_transfer_time} later for the KV cache's transfer.",
-    featured=("prefill_time_one", "request_time_colocated", "user_speed_colocated", "cost_per_token_colocated",
+    featured=("prefill_time_one", "prefill_time_pooled", "request_time_colocated", "user_speed_colocated", "cost_per_token_colocated",
               "prefill_pool_ratio", "cost_per_token_disaggregated", "kv_transfer_time",
               "time_to_first_token_disaggregated"),
 )
@@ -48,9 +56,29 @@ t_pre1 = R.derived("prefill_time_one", R.at("prefill_time_layout", {B: B_1}), "s
                    "prefill of one prompt under the layout: what admitting one request costs a copy", "t", "pre,1",
                    how="prefill_time_layout at batch = 1 sequence")
 steps = n_out / delta            # decode steps a request takes
-t_req = R.derived("request_time_colocated", steps * t_step_layout + B / B_1 * t_pre1, "s",
+# A prompt's share of a pass that takes more and more prompts: the weight reads, once a pass, drop out.
+# A pool batches prompts so; a colocated copy's prefills ride on its decode steps, whose weight reads are
+# paid already. The strict form (compute and collectives overlapped) is the bound, the as-run one expected.
+def per_prompt(*names):
+    """The sum of ``names`` (quantities of a prefill of B prompts) per prompt as B grows without bound."""
+    return R.limit(lambda: sum(R.closed_form(n) for n in names) / B, B, sp.oo)
+
+
+t_pool = R.derived("prefill_time_pooled",
+                   B_1 * pp * sp.Max(per_prompt("prefill_compute_time_layout"),
+                               per_prompt("prefill_tp_comm_time_min", "prefill_ep_comm_time_min")),
+                   "s", "strict bound on one prompt's share of a prefill pool's pass that batches many "
+                   "prompts: its compute or its collectives, whichever is longer, stage after stage (the weights, "
+                   "read once a pass, spread over its prompts)", "t", "pre,pool",
+                   how="prefill_time_layout_min's compute and collectives per prompt as batch → ∞")
+R.derived("prefill_time_pooled_as_run",
+          B_1 * pp * (per_prompt("prefill_compute_time_layout") + per_prompt("prefill_tp_comm_time", "prefill_ep_comm_time")),
+          "s", "one prompt's share of a prefill pool's pass that batches many prompts, run as "
+          "prefill_time_layout runs it: its compute, then its collectives, stage after stage", "t", "pre,pool,run",
+          how="prefill_time_layout's compute and collectives per prompt as batch → ∞")
+t_req = R.derived("request_time_colocated", steps * t_step_layout + B / B_1 * t_pool, "s",
                   "time a colocated copy takes per turnover of its batch: every sequence's decode steps, and "
-                  "the prefill of each of the B prompts that replace them", "D", "coloc")
+                  "each of the B prompts that replace them its share of the prefill", "D", "coloc")
 R.derived("user_speed_colocated", n_out / t_req, "token/s/sequence",
           "tokens per second each sequence gets on a colocated copy: its answer over the decode steps and "
           "the prefills it waits for", "v", "coloc")
@@ -59,13 +87,13 @@ thr_co = R.derived("throughput_colocated", B * n_out / t_req, "token/s",
 R.derived("cost_per_token_colocated", price * S_layout / thr_co, "USD/Mtoken",
           "rental cost of an answer token on colocated copies, their prefills included", "c", "coloc")
 
-ratio = R.derived("prefill_pool_ratio", B / B_1 * t_pre1 / (steps * t_step_layout), "",
+ratio = R.derived("prefill_pool_ratio", B / B_1 * t_pool / (steps * t_step_layout), "",
                   "prefill chips per decoding chip: a decoding copy finishes B requests in output_tokens/δ steps, "
-                  "each needing one prefill of prefill_time_one on a copy of the same layout", "r", "P/D")
+                  "each needing one prompt's share of a pass on a prefill pool of the same layout", "r", "P/D")
 # the pool's cost per answer token: a prompt's prefill on a copy's chips, spread over its answer
 # (the decoding cost times prefill_pool_ratio, written as a sum so that each part reads alone)
-c_pre = R.derived("prefill_cost_per_token", price * S_layout * t_pre1 / (B_1 * n_out), "USD/Mtoken",
-                  "rental cost per answer token of the prompt's prefill on a prefill pool of the same layout",
+c_pre = R.derived("prefill_cost_per_token", price * S_layout * t_pool / (B_1 * n_out), "USD/Mtoken",
+                  "rental cost per answer token of the prompt's share of a pass on a prefill pool of the same layout",
                   "c", "pre")
 R.derived("cost_per_token_disaggregated", R["cost_per_token_layout"].sym + c_pre, "USD/Mtoken",
           "rental cost of an answer token with a prefill pool beside the decoding copies: the decoding copy's "
@@ -80,10 +108,9 @@ R.derived("time_to_first_token_disaggregated", t_pre1 + t_kv, "s",
 # -- expected: the engine model of derivations/measured.py, the prefill at its fitted share -----
 u_pre = R.workload("expected_prefill_efficiency", "", "share of its bound a prefill is expected to reach (stated "
                    "with --set, else fitted to the published measurements)", "u", "pre", default="=evidence")
-R.derived("prefill_share_expected", t_pre1 / u_pre, "s",
-          "expected prefill of one prompt among a batch of prompts under the layout: its bound at the fitted "
-          "share (each layer's fixed time spread over the batch, as the engine model fits whole requests)",
-          "t", "pre,share,exp")
+R.derived("prefill_time_pooled_expected", R["prefill_time_pooled_as_run"].sym / u_pre, "s",
+          "expected share of one prompt in a prefill pool's pass: the as-run share at the fitted share of its bound",
+          "t", "pre,pool,exp")
 # A prompt alone is one more pass through the layers, each with its fixed time: the engine model's
 # form for a measured time to first token (chalkboard/validation.py), so the expected time is not the bound.
 R.derived("prefill_time_one_expected", t_pre1 / u_pre + t_sync, "s",
@@ -115,11 +142,13 @@ w_q = R.derived("prefill_queue_wait", rho * (t_pass * B_1 / B) / (2 * (1 - rho))
 R.derived("time_to_first_token_queued", w_q + t_pass + R["kv_transfer_time"].sym, "s",
           "time to the first token on a prefill server at prefill_load: the wait in its queue, the pass of the "
           "prompt's batch, then the KV cache's transfer to a decoding copy", "t", "TTFT,queue")
-rho_co = R.derived("prefill_load_colocated", B / B_1 * t_pre1 / t_req, "",
+rho_co = R.derived("prefill_load_colocated", B / B_1 * t_pool / t_req, "",
                    "share of a colocated copy's time spent prefilling: the load its own prompts put on it as a "
                    "prefill server (prefills go first, as vLLM's and SGLang's schedulers admit them)", "ρ", "coloc",
                    share=True)
-R.derived("time_to_first_token_colocated", R.at("prefill_queue_wait", {rho: rho_co, B: B_1}) + t_pre1, "s",
-          "time to the first token on a colocated copy: the wait for the prefills queued ahead (M/D/1 at "
-          "prefill_load_colocated), then its own prefill", "t", "TTFT,coloc",
-          how="prefill_queue_wait at prefill_load = prefill_load_colocated and batch = 1 sequence, plus prefill_time_one")
+R.derived("time_to_first_token_colocated",
+          R.at("prefill_queue_wait", {rho: rho_co, B: B_1, t_pass: t_pool}, keep=("prefill_time_layout",)) + t_pre1,
+          "s", "time to the first token on a colocated copy: the wait for the prompts queued ahead, each its share "
+          "of the prefill (M/D/1 at prefill_load_colocated), then its own prefill", "t", "TTFT,coloc",
+          how="prefill_queue_wait at prefill_load = prefill_load_colocated, each prompt served in prefill_time_pooled, "
+              "plus prefill_time_one")

@@ -104,7 +104,8 @@ t_exp = R.derived("step_time_expected", t_compute / u + t_mem / v + t_sync, "s",
 EXPECTED = Variant("expected", "exp", prefix="expected ", explained=False, table={
     "step_time": "step_time_expected", "cost_per_token": "cost_per_token_expected",
     "step_time_layout": "step_time_expected_layout",
-    "cost_per_token_layout": "cost_per_token_expected_layout", "prefill_time_one": "prefill_share_expected"})
+    "cost_per_token_layout": "cost_per_token_expected_layout", "prefill_time_one": "prefill_time_one_expected",
+    "prefill_time_pooled": "prefill_time_pooled_expected"})
 thr_exp = R.variant("throughput", EXPECTED, "expected tokens per second from one copy at the expected efficiencies")
 # (per token through the throughput, in USD per million tokens: not the bound's form)
 R.derived("cost_per_token_expected", price * S / thr_exp, "USD/Mtoken",
