@@ -40,6 +40,6 @@ class BuildWithData(build_py):
 
 SCRATCH.mkdir(exist_ok=True)
 setup(packages=PACKAGES,
-      package_data={"derivations": ["solved.pickle"], "units": ["definitions.txt"], "chalkboard": ["engine_fit.json"]},
+      package_data={"derivations": ["solved.pickle"], "units": ["definitions.txt"], "chalkboard.validation": ["engine_fit.json"]},
       cmdclass={"build_py": BuildWithData},
       options={"build": {"build_base": str(SCRATCH)}, "egg_info": {"egg_base": str(SCRATCH)}})

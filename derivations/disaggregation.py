@@ -112,7 +112,7 @@ R.derived("prefill_time_pooled_expected", R["prefill_time_pooled_as_run"].sym / 
           "expected share of one prompt in a prefill pool's pass: the as-run share at the fitted share of its bound",
           "t", "pre,pool,exp")
 # A prompt alone is one more pass through the layers, each with its fixed time: the engine model's
-# form for a measured time to first token (chalkboard/validation.py), so the expected time is not the bound.
+# form for a measured time to first token (chalkboard/validation/runs.py), so the expected time is not the bound.
 R.derived("prefill_time_one_expected", t_pre1 / u_pre + t_sync, "s",
           "expected prefill of one prompt alone under the layout: its bound at the fitted share and every "
           "layer's fixed time once", "t", "pre,1,exp")

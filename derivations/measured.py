@@ -16,7 +16,7 @@ recomputed, the hardware FLOP utilisation) over what the chip-hours could do.
 Expected numbers take an efficiency as an input, never silently: ``step_time_expected`` divides
 the compute time by ``expected_mfu`` and the memory time by ``expected_mbu``, so an expected
 number always says which efficiencies it assumed: the ones given with --set, or else the one
-fitted to the published measurements (chalkboard/calibration.py), with its held-out range.
+fitted to the published measurements (chalkboard/validation/engine_fit.py), with its held-out range.
 """
 import sympy as sp
 
@@ -80,7 +80,7 @@ R.section(
     featured=("step_time_expected", "throughput_expected", "cost_per_token_expected"),
 )
 # Their default is the evidence: an engine model fitted to the published measurements
-# (chalkboard/calibration.py), refitted from measurements.yaml when read. Compute and reads add
+# (chalkboard/validation/engine_fit.py), refitted from measurements.yaml when read. Compute and reads add
 # rather than overlap, each at its own share of peak, and each layer costs a fixed time: on the
 # runs held out by source this lands within ×1.5 of seven in ten, where one efficiency on the
 # overlapped roofline reached under half.

@@ -1,5 +1,6 @@
 """Expected numbers (Scenario mixes this in): the engine model fitted to the published runs
-(chalkboard/calibration.py) as the default of its inputs, and the range an expected number carries."""
+(chalkboard/validation/engine_fit.py) as the default of its inputs, and the range an expected number
+carries."""
 from __future__ import annotations
 
 from derivations import REGISTRY
@@ -15,8 +16,8 @@ class Expected:
     """The fitted engine model's inputs and the range of what reads them (methods Scenario mixes in)."""
 
     def _from_evidence(self, name: str):
-        """The engine model fitted to the published measurements (chalkboard/calibration.py), with the
-        fit and its held-out range as its source (an input whose default is "=evidence")."""
+        """The engine model fitted to the published measurements (chalkboard/validation/engine_fit.py), with
+        the fit and its held-out range as its source (an input whose default is "=evidence")."""
         q = REGISTRY[name]
         if self.evidence is None:
             raise NotGiven(f"{name} ({q.meaning}) has no default here: give it with --set {name}=VALUE "

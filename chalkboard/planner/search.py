@@ -61,7 +61,8 @@ MAX_COPY = 256
 @dataclass
 class Targets:
     """What the deployment must meet; ``by`` names which numbers judge it: "expected" (the bound
-    at the engine model fitted to published measurements, chalkboard/calibration.py) or "bound"."""
+    at the engine model fitted to published measurements, chalkboard/validation/engine_fit.py) or
+    "bound"."""
     context: float | None             # tokens; None: the workload's default context
     min_tokens_per_user: float
     max_ttft: float | None = None      # seconds
@@ -153,7 +154,7 @@ def plan(data, model: str, hardware: list[str], targets: Targets, formats: list[
     if targets.by == "expected" and evidence is None:
         raise InputError("--by expected needs the published measurements (measurements.yaml): "
                          "give --by bound to judge by the bound alone")
-    fitted = evidence() if evidence is not None else None   # chalkboard/calibration.py: the engine model
+    fitted = evidence() if evidence is not None else None   # validation/engine_fit.py: the engine model
     res = Search(model, targets, efficiencies={"fit": fitted.text(), "range": list(fitted.band)} if fitted else {})
     given = targets.context is not None
     if not given:   # the workload's default, as eval would take it

@@ -14,8 +14,8 @@ is a rule (``derivations/rules.py``) is looked up in a table this module fills b
 rule for every number of chips the page offers; dp_attention is the degree that makes the
 layout's chips the chips (SymPy solves ``layout_chips`` for it). Next to each number at the bound
 stands the expected number and its range: the expected quantity's own definition at the inputs
-of the engine model fitted to the published runs (``chalkboard/calibration.py``), and at the ends
-of its held-out range, as ``eval`` computes them.
+of the engine model fitted to the published runs (``chalkboard/validation/engine_fit.py``), and at the
+ends of its held-out range, as ``eval`` computes them.
 
 The inputs of every chip x model pair are evaluated here through ``Scenario`` with the default
 number formats (the model's weight and KV formats, the chip's rate for the weight format or the
@@ -170,7 +170,7 @@ def javascript(name: str) -> str:
 
 
 def _evidence(model, factor: float = 1.0) -> dict[str, sp.Expr]:
-    """The engine model's inputs (calibration.Efficiency.inputs), in base units, as SymPy numbers:
+    """The engine model's inputs (validation.engine_fit.Efficiency.inputs), in base units, as SymPy numbers:
     at the fit, or at a speed ``factor`` times its own (an end of its range)."""
     return {n: sp.Float(v, precision=53) for n, v in model.inputs(factor).items()}
 

@@ -1,8 +1,10 @@
 """The figure of the report's "How close do real systems get?": every published measurement
-against chalkboard's bound (the records and their regimes are chalkboard/validation.py's)."""
+against chalkboard's bound (the records are chalkboard/validation/'s, their regimes
+chalkboard/evaluation/regimes.py's)."""
 from __future__ import annotations
 
-from ..validation import REGIMES, Result
+from ..evaluation.regimes import REGIMES
+from ..validation import Result
 from .drawing import plt, svg
 
 

@@ -91,7 +91,7 @@ def test_a_measured_quantity_without_its_measurement_is_one_line(cli):
 
 def test_expected_inputs_default_to_the_engine_model_fitted_to_the_published_measurements(data):
     """Not given, expected_mfu, expected_mbu and expected_sync_time are the engine model fitted to the
-    published runs (chalkboard/calibration.py); the expected step under the layout is, by hand, the
+    published runs (chalkboard/validation/engine_fit.py); the expected step under the layout is, by hand, the
     layout's compute at the first, its reads at the second, its collectives, and every layer's fixed time."""
     from conftest import ROOT
     from chalkboard import validation as val

@@ -1,4 +1,4 @@
-"""The efficiency expected numbers assume (chalkboard/calibration.py): one smooth fit to the
+"""The efficiency expected numbers assume (chalkboard/validation/engine_fit.py): one smooth fit to the
 published runs, its range held out by source, and the planner built on it."""
 import json
 import math
@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pytest
 
-from chalkboard import calibration
+from chalkboard.validation import engine_fit
 
 
 def _runs(params, n=60, seed=0, off=None):
@@ -21,27 +21,27 @@ def _runs(params, n=60, seed=0, off=None):
         src = f"s{i % 6}"
         a = {"compute": compute, "reads": reads, "comm": comm, "layers": layers, "batch": batch,
              "prefill": prefill, "output": output}
-        speed = float(calibration._speed(np.array(params), {k: np.array([v]) for k, v in a.items()})[0])
+        speed = float(engine_fit._speed(np.array(params), {k: np.array([v]) for k, v in a.items()})[0])
         if off and src == off[0]:
             speed *= off[1]
-        runs.append(calibration.Run(**a, measured=speed, source=src))
+        runs.append(engine_fit.Run(**a, measured=speed, source=src))
     return runs
 
 
 def test_the_fit_recovers_a_known_engine_and_its_held_out_error_is_computed():
     truth = (0.3, 0.8, 1e-4, 0.6)     # mfu, mbu, seconds per layer, prefill mfu
-    m = calibration.fit(_runs(truth))
+    m = engine_fit.fit(_runs(truth))
     assert m.params == pytest.approx(truth, rel=1e-3)
     assert m.cv_median == pytest.approx(0, abs=1e-3) and m.cv_within == 1.0 and m.cv_n == 60
     # the same runs with one source 3× faster than the engine: the held-out error sees it
-    m2 = calibration.fit(_runs(truth, off=("s0", 3.0)))
+    m2 = engine_fit.fit(_runs(truth, off=("s0", 3.0)))
     assert m2.cv_within < 0.9 and m2.band[1] > 1.5
     # the step by hand: 2 ms of compute at 0.3, 10 ms of reads at 0.8, 1 ms of collectives, 80 layers of 0.1 ms
-    assert calibration.step_time(m.params, 2e-3, 1e-2, 1e-3, 80) == pytest.approx(
+    assert engine_fit.step_time(m.params, 2e-3, 1e-2, 1e-3, 80) == pytest.approx(
         2e-3 / 0.3 + 1e-2 / 0.8 + 1e-3 + 80 * 1e-4, rel=1e-3)
     # a share is never above 1 (no run beats its bound), a range end moves the speed by its factor
-    assert calibration._values(np.log([5.0, 5.0, 1e-4, 5.0]))[[0, 1, 3]].tolist() == [1.0, 1.0, 1.0]
-    lo = calibration.Efficiency(truth, 1, 1, (0.5, 2.0), 0, 1, 1).inputs(0.5)
+    assert engine_fit._values(np.log([5.0, 5.0, 1e-4, 5.0]))[[0, 1, 3]].tolist() == [1.0, 1.0, 1.0]
+    lo = engine_fit.Efficiency(truth, 1, 1, (0.5, 2.0), 0, 1, 1).inputs(0.5)
     assert lo == pytest.approx({"expected_mfu": 0.15, "expected_mbu": 0.4, "expected_sync_time": 2e-4,
                                 "expected_prefill_efficiency": 0.3})
 
@@ -162,9 +162,9 @@ def test_a_split_that_predicts_worse_widens_the_range_and_each_split_keeps_it():
     runs = _runs(truth, n=24)
     # chip c0 (runs 0, 4, 8, ...) runs 1.8× faster than the engine model: held out by chip, its runs are
     # predicted too slow, which held out by source (spread over every source) shows less
-    runs = [calibration.Run(**{**vars(r), "chip": f"c{i % 4}", "model": f"m{i % 3}",
-                               "measured": r.measured * (1.8 if i % 4 == 0 else 1.0)}) for i, r in enumerate(runs)]
-    m = calibration.fit(runs, splits=("source", "chip", "model"))
+    runs = [engine_fit.Run(**{**vars(r), "chip": f"c{i % 4}", "model": f"m{i % 3}",
+                              "measured": r.measured * (1.8 if i % 4 == 0 else 1.0)}) for i, r in enumerate(runs)]
+    m = engine_fit.fit(runs, splits=("source", "chip", "model"))
     by = {s.name: s for s in m.splits}
     assert set(by) == {"source", "chip", "model"}
     assert m.band[1] == pytest.approx(max(s.high for s in m.splits)) and m.band[0] == pytest.approx(
@@ -180,16 +180,16 @@ def test_a_split_that_predicts_worse_widens_the_range_and_each_split_keeps_it():
 def test_a_run_at_an_unpublished_batch_only_bounds_the_fit():
     truth = (0.3, 0.8, 1e-4, 0.6)
     runs = _runs(truth, n=18)
-    base = calibration.fit(runs, splits=())
+    base = engine_fit.fit(runs, splits=())
     # ten runs far slower than the model at their largest batch: a bound they keep, so the fit is unmoved
-    slow = [calibration.Run(**{**vars(r), "measured": r.measured / 5, "upper": True, "id": f"u{i}"})
+    slow = [engine_fit.Run(**{**vars(r), "measured": r.measured / 5, "upper": True, "id": f"u{i}"})
             for i, r in enumerate(runs[:6])]
-    assert calibration.fit(runs + slow, splits=()).params == pytest.approx(base.params, rel=1e-6)
+    assert engine_fit.fit(runs + slow, splits=()).params == pytest.approx(base.params, rel=1e-6)
     # the same runs faster than the model at their largest batch break the bound: the fit moves
-    fast = [calibration.Run(**{**vars(r), "measured": r.measured * 3, "upper": True}) for r in runs[:6]]
-    assert calibration.fit(runs + fast, splits=()).params != pytest.approx(base.params, rel=1e-3)
+    fast = [engine_fit.Run(**{**vars(r), "measured": r.measured * 3, "upper": True}) for r in runs[:6]]
+    assert engine_fit.fit(runs + fast, splits=()).params != pytest.approx(base.params, rel=1e-3)
 
 
 def test_the_shipped_fit_is_read_back_whole():
-    m = calibration.fit(_runs((0.3, 0.8, 1e-4, 0.6), n=12), splits=("source",))
-    assert calibration.Efficiency.from_dict(json.loads(json.dumps(m.as_dict()))) == m
+    m = engine_fit.fit(_runs((0.3, 0.8, 1e-4, 0.6), n=12), splits=("source",))
+    assert engine_fit.Efficiency.from_dict(json.loads(json.dumps(m.as_dict()))) == m

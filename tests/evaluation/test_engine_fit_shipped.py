@@ -1,14 +1,15 @@
-"""The engine model a build reads (chalkboard/engine_fit.json, shipped so a build need not spend seconds
-on the held-out fits) is the fit of the runs measurements.yaml gives now, and `validate`'s report card
-keeps the range's promise on every split it prints. After an edit to measurements.yaml, hardware.yaml,
-models.yaml or the derivations, `python3 -m chalkboard.validation --ship` writes it again."""
+"""The engine model a build reads (chalkboard/validation/engine_fit.json, shipped so a build need not
+spend seconds on the held-out fits) is the fit of the runs measurements.yaml gives now, and `validate`'s
+report card keeps the range's promise on every split it prints. After an edit to measurements.yaml,
+hardware.yaml, models.yaml, the derivations or the fitting code, `python3 -m chalkboard.validation
+--ship` writes it again."""
 import json
 
 import pytest
 
-from chalkboard import calibration
+from chalkboard.validation import engine_fit
 
-SHIPPED = json.loads(calibration.SHIPPED.read_text(encoding="utf-8"))
+SHIPPED = json.loads(engine_fit.SHIPPED.read_text(encoding="utf-8"))
 
 
 @pytest.fixture(scope="module")
@@ -20,14 +21,14 @@ def runs(data):
 
 
 def test_the_shipped_fit_was_made_from_todays_runs(runs):
-    assert SHIPPED["key"] == calibration.key(*runs), "run `python3 -m chalkboard.validation --ship`"
-    m = calibration.shipped_or_fit(*runs)
-    assert m == calibration.Efficiency.from_dict(SHIPPED["fit"]) and m.n == len(runs[0])
+    assert SHIPPED["key"] == engine_fit.key(*runs), "run `python3 -m chalkboard.validation --ship`"
+    m = engine_fit.shipped_or_fit(*runs)
+    assert m == engine_fit.Efficiency.from_dict(SHIPPED["fit"]) and m.n == len(runs[0])
 
 
 @pytest.mark.slow
 def test_the_shipped_fit_equals_a_fresh_fit(runs):
-    fresh = calibration.fit(*runs)
+    fresh = engine_fit.fit(*runs)
     assert fresh.params == pytest.approx(
         tuple(SHIPPED["fit"]["params"]), rel=1e-9)
     assert fresh.band == pytest.approx(tuple(SHIPPED["fit"]["band"]), rel=1e-9)
@@ -36,7 +37,7 @@ def test_the_shipped_fit_equals_a_fresh_fit(runs):
 def test_each_held_out_split_keeps_the_ranges_promise():
     # the issue's bar: held out by source, by chip and by model, at least 75% of the runs at a published
     # batch inside the printed range and at least 70% within ×1.5
-    m = calibration.Efficiency.from_dict(SHIPPED["fit"])
+    m = engine_fit.Efficiency.from_dict(SHIPPED["fit"])
     by = {s.name: s for s in m.splits}
     for name in ("source", "chip", "model"):
         s = by[name]

@@ -33,7 +33,8 @@ def test_no_measurement_is_faster_than_the_strict_bound(results):
 
 
 def test_coverage_of_chips_models_and_regimes(data, results):
-    from chalkboard.validation import PREFILL, REGIMES
+    from chalkboard.evaluation.regimes import REGIMES
+    from chalkboard.validation import PREFILL
     assert len(results) >= 25
     families = {data.hardware[r.record.hardware].tags["family"] for r in results}
     assert len(families) >= 5, families

@@ -64,7 +64,7 @@ def test_page_functions_are_sympys_javascript_of_the_definitions(report):
 
 
 def test_the_engine_model_on_the_page_is_the_fits(report, data):
-    """The page's expected inputs are the engine model's (calibration.Efficiency.inputs, in base
+    """The page's expected inputs are the engine model's (validation.engine_fit.Efficiency.inputs, in base
     units), and each end of its range the inputs at the fit's band factors, as eval's range takes them."""
     from chalkboard.validation import evidence
 

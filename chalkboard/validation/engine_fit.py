@@ -296,9 +296,9 @@ def fit(runs: list[Run], of: int = 0, splits: tuple[str, ...] = SPLITS) -> Effic
 
 
 # -- the shipped fit --------------------------------------------------------------------------
-# The held-out fits take a second or more; a build reads the fit shipped in chalkboard/engine_fit.json
-# (data, written by `python3 -m chalkboard.validation --ship`) where its key (this file and every
-# run's numbers) matches, and fits afresh where it does not.
+# The held-out fits take a second or more; a build reads the fit shipped in engine_fit.json beside
+# this file (data, written by `python3 -m chalkboard.validation --ship`) where its key (this file and
+# every run's numbers) matches, and fits afresh where it does not.
 SHIPPED = Path(__file__).with_name("engine_fit.json")
 
 
@@ -324,6 +324,6 @@ def shipped_or_fit(runs: list[Run], of: int = 0) -> Efficiency:
 
 
 def ship_text(runs: list[Run], of: int = 0) -> str:
-    """chalkboard/engine_fit.json's text: the fit of ``runs`` and its key."""
+    """engine_fit.json's text (SHIPPED): the fit of ``runs`` and its key."""
     import json
     return json.dumps({"key": key(runs, of), "fit": fit(runs, of).as_dict()}, indent=1) + "\n"

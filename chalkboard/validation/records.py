@@ -1,8 +1,8 @@
 """measurements.yaml read and checked: each published decode measurement as a Record (chip and chip
 count, model, number formats, batch, lengths, the figures it gives, its source), a bad entry one line
 naming the file, the entry and the field; and a record's set-up as a Scenario, which loading already
-builds once so an input the record cannot set fails here. Apart from validation.py, which judges the
-records against the strict bound and fits the engine model to them."""
+builds once so an input the record cannot set fails here. Apart from bounds.py, which judges the
+records against the strict bound, and runs.py, which fits the engine model to them."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -10,8 +10,8 @@ from pathlib import Path
 
 from units import UnitParseError, conform, magnitude_problem, parse
 
-from .data import (ID_RE, NUMBER_FORMAT_NAMES, RATE_FORMATS, DataError, Source, source_id, read_sources, place_text,
-                   is_whole, read_yaml)
+from ..data import (ID_RE, NUMBER_FORMAT_NAMES, RATE_FORMATS, DataError, Source, source_id, read_sources, place_text,
+                    is_whole, read_yaml)
 
 MEASUREMENTS_FILE = "measurements.yaml"
 
@@ -195,7 +195,7 @@ def _record(label, eid, e, sources, data) -> Record:
                  qs.get("output_tokens"), qs.get("tokens_per_step"), qs.get("prefix_cache_share"),
                  {str(k): str(v) for k, v in overrides.items()},
                  set_src, text["notes"], text["engine"], acc)
-    from .errors import InputError, MissingInput
+    from ..errors import InputError, MissingInput
     try:
         record_scenario(data, rec, rec.batch or 1, record_context(rec)[0], rec.tokens_per_step or 1)
     except (InputError, MissingInput) as err:
@@ -218,7 +218,7 @@ def record_context(rec: Record) -> tuple[float, str | None]:
 
 
 def record_scenario(data, rec: Record, batch: float, context: float, delta: float):
-    from .evaluation.evaluate import Scenario
+    from ..evaluation.evaluate import Scenario
     o = {**rec.set, "batch": f"{batch:.17g} sequence", "context": f"{context:.17g} token/sequence",
          "chips": f"{rec.chips:.17g} chip", "weight_format": rec.formats["weight_format"],
          "kv_format": rec.formats.get("kv_format", LOOSEST_KV)}
