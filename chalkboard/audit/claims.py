@@ -14,6 +14,7 @@ from .. import exprtext, seeds
 from ..data import Data, DataError, UniqueKeyLoader
 from ..errors import InputError, MissingInput
 from ..evaluation.evaluate import Scenario
+from ..evaluation.settings import SELECT_KEYS
 from ..evaluation.walk import placeholders, walk
 from ..typeset.fmt import fmt
 from ..featured import FEATURED_HARDWARE as DEFAULT_HARDWARE, FEATURED_MODEL as DEFAULT_MODEL
@@ -452,7 +453,7 @@ def _choices(label, cid, c: dict) -> list[dict]:
         if not (isinstance(ch, dict) and isinstance(ch.get("label"), str) and isinstance(ch.get("set"), dict)):
             raise DataError(label, cid, "choices", "each choice is {label: text, set: {quantity: value}}")
         for name in ch["set"]:
-            if name not in REGISTRY:
+            if name not in REGISTRY and name not in SELECT_KEYS:   # a quantity, or a price snapshot picked
                 raise DataError(label, cid, "choices", f"{ch['label']}: unknown quantity {name!r}")
         if ": " in ch["label"]:   # a card lists each sweep as "label: verdict (value)"
             raise DataError(label, cid, "choices", f"{ch['label']}: a label without ': '")
