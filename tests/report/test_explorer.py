@@ -40,14 +40,14 @@ def _functions_in_page(html: str) -> dict:
 
 # -- (a) the script holds no formula typed by hand ------------------------------------------------
 def test_page_functions_are_sympys_javascript_of_the_definitions(report):
-    from chalkboard.report import explorer
+    from chalkboard.report import explorer_script
     from chalkboard.evaluation import layouts
     from derivations import REGISTRY
 
     html = report.read_text(encoding="utf-8")
     funcs = _functions_in_page(html)
     # every row under either layout, its expected form, and the collectives named on the page
-    for n in explorer.QUANTITIES:
+    for n in explorer_script.QUANTITIES:
         for lay in ("deployed", "even"):
             assert layouts.resolve(n, lay) in funcs, (n, lay)
     assert {"step_time_layout", "step_time_expected_layout", "cost_per_token_layout", "tp_comm_time",
@@ -85,10 +85,10 @@ def test_the_engine_model_on_the_page_is_the_fits(report, data):
 def test_solved_degree_is_the_rule(data):
     """dp_attention's default on the page (SymPy's solution of layout_chips = chips) is the value
     derivations/rules.py's attention_groups gives wherever that rule gives one."""
-    from chalkboard.report import explorer
+    from chalkboard.report import explorer_script
     from derivations import rules
 
-    js = explorer.solved_js("dp_attention")
+    js = explorer_script.solved_js("dp_attention")
     assert js == "v.chips/(v.one_chip*v.pp*v.tp)"   # one_chip is 1 chip: chips / (tp · pp)
     for chips in (1, 6, 8, 12, 64, 72, 96):
         for tp in (1, 2, 3, 4, 8, 16):
@@ -113,9 +113,9 @@ def test_explorer_script_names_no_quantity():
 
 
 def test_each_plot_names_a_unit_it_can_show():
-    from chalkboard.report import explorer
+    from chalkboard.report import explorer, explorer_script
 
-    for f in explorer.FIGURES:
+    for f in explorer_script.FIGURES:
         assert f["unit"] in [u[0] for u in explorer._display_units(f["quantity"])], f
 
 
@@ -224,7 +224,7 @@ def _compare_setup(page, hw, model, batch, ctx, chips):
     """Set the page up, then check every row under both layouts against eval: the bound, the
     expected number and its range, the fit, the layout's degrees and collective. Returns the
     number of values checked."""
-    from chalkboard.report import explorer
+    from chalkboard.report import explorer_script
 
     page.select_option("#x-hardware", hw)
     page.select_option("#x-model", model)
@@ -245,7 +245,7 @@ def _compare_setup(page, hw, model, batch, ctx, chips):
     checked = 0
     for lay in ("deployed", "even"):
         page.select_option("#x-layout", lay)
-        names = list(explorer.QUANTITIES) + [e for e in map(explorer.expected_of, explorer.QUANTITIES) if e]
+        names = list(explorer_script.QUANTITIES) + [e for e in map(explorer_script.expected_of, explorer_script.QUANTITIES) if e]
         ref = _answers(names, hw, model, sets, lay)
         text = page.text_content("#x-layout-text")
         one = ref["step_time"]
@@ -256,12 +256,12 @@ def _compare_setup(page, hw, model, batch, ctx, chips):
             assert f"{degrees} = {one['layout']['chips']:g} chip" in text, (text, one["layout"], used)
             for c in one.get("collectives", []):
                 assert c["algorithm"].split(" (")[0] in text, (text, c)
-        for q in explorer.QUANTITIES:
+        for q in explorer_script.QUANTITIES:
             out = page.locator(f"#x-q-{q}")
             shown, value = out.text_content(), out.get_attribute("data-value")
             want = ref[q]
             where = f"{q} ({lay}) on {hw} x {model} {sets}: page {shown!r}"
-            assert page.text_content(f"#x-name-{q}") == (want["quantity"] if want else explorer.answer(q, lay)), where
+            assert page.text_content(f"#x-name-{q}") == (want["quantity"] if want else explorer_script.answer(q, lay)), where
             if want is None:     # refused by eval: the page says n/a with the reason
                 assert shown == "n/a" and out.get_attribute("title"), where
                 continue
@@ -272,7 +272,7 @@ def _compare_setup(page, hw, model, batch, ctx, chips):
                 assert out.get_attribute("data-fits") == ("yes" if want["feasible"] else "no"), where
                 assert shown.endswith("†") != want["feasible"], where
             checked += 1
-            e = explorer.expected_of(q)
+            e = explorer_script.expected_of(q)
             if not e:
                 continue
             out = page.locator(f"#x-e-{q}")
@@ -382,7 +382,7 @@ def test_printed_max_min_floor_piecewise_evaluate_like_python():
 
     from chalkboard.evaluation import compiled
 
-    from chalkboard.report import explorer
+    from chalkboard.report import explorer_script
     from derivations import REGISTRY
 
     B, L, S = (REGISTRY[n].sym for n in ("batch", "context", "chips"))
@@ -395,7 +395,7 @@ def test_printed_max_min_floor_piecewise_evaluate_like_python():
         for e in exprs:
             fn = sp.lambdify([B, L, S], e, modules=compiled._SCALAR)
             for v in points:
-                got = page.evaluate(f"(v) => {explorer.to_js(e)}", v)
+                got = page.evaluate(f"(v) => {explorer_script.to_js(e)}", v)
                 assert got == pytest.approx(float(fn(v["batch"], v["context"], v["chips"])), rel=1e-12), (e, v)
         browser.close()
 
@@ -451,9 +451,9 @@ def test_the_boxes_limits_are_the_command_lines(data):
     rules: its largest value, whether it may be zero, whether it counts): the page once took a batch
     of 10^12 that the command line refuses."""
     from derivations import REGISTRY
-    from chalkboard.report import explorer
+    from chalkboard.report import explorer, explorer_script
 
-    for name in explorer.SLIDERS:
+    for name in explorer_script.SLIDERS:
         a = explorer.accepted(name)
         most = REGISTRY[name].rules.most
         assert a["most"] == most[0] and most[1] in a["rule"]
@@ -471,13 +471,13 @@ def test_a_box_takes_what_the_command_line_takes(report, data):
     (MFU, HBM fill) read as percentages, and on a phone every value is on screen."""
     from playwright.sync_api import sync_playwright
 
-    from chalkboard.report import explorer
+    from chalkboard.report import explorer_script
 
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=BROWSER_ARGS)
         page = browser.new_page(viewport={"width": 390, "height": 844})
         page.goto(report.as_uri(), wait_until="load")
-        for name in explorer.SLIDERS:
+        for name in explorer_script.SLIDERS:
             for text in PROBES:
                 _set_box(page, name, text)
                 refused = page.get_attribute(f"#x-number-{name}", "aria-invalid") == "true"
