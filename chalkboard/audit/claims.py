@@ -311,13 +311,9 @@ def claims_document(doc, label: str) -> dict:
     return doc
 
 
-def _load_claim(label, data, chips: Chips, c: dict, cid: str, seed_places) -> Claim:
-    for f in ("where", "quote", "claim", "kind"):
-        if not c.get(f):
-            raise DataError(label, cid, f, "missing")
-    kind = c["kind"]
-    if kind not in KINDS:
-        raise DataError(label, cid, "kind", f"{kind!r} is not one of {', '.join(KINDS)}")
+def _places(label, cid, c: dict, seed_places) -> list:
+    """The claim's places (where), checked: each a seed line, a paraphrase place or a transcript time within
+    the lecture; a quote that cites only seeds is in the seed text it cites; its covers are places too."""
     where = c["where"] if isinstance(c["where"], list) else [c["where"]]
     for f in ("quote", "claim"):
         if not isinstance(c[f], str):
@@ -342,6 +338,17 @@ def _load_claim(label, data, chips: Chips, c: dict, cid: str, seed_places) -> Cl
     for w in c.get("covers") or []:
         if not seeds.WHERE.match(str(w)) or (seed_places is not None and str(w) not in seed_places):
             raise DataError(label, cid, "covers", f"{w!r} is not a place of the seeds or the paraphrase")
+    return where
+
+
+def _load_claim(label, data, chips: Chips, c: dict, cid: str, seed_places) -> Claim:
+    for f in ("where", "quote", "claim", "kind"):
+        if not c.get(f):
+            raise DataError(label, cid, f, "missing")
+    kind = c["kind"]
+    if kind not in KINDS:
+        raise DataError(label, cid, "kind", f"{kind!r} is not one of {', '.join(KINDS)}")
+    where = _places(label, cid, c, seed_places)
     scope = c.get("scope", DEFAULT_HARDWARE)
     if not isinstance(scope, (str, list)):
         raise DataError(label, cid, "scope", "expected a scope name, a hardware id or a list of ids")
@@ -395,6 +402,16 @@ def _load_claim(label, data, chips: Chips, c: dict, cid: str, seed_places) -> Cl
     for h in claim.also_on:
         if h not in data.hardware:
             raise DataError(label, cid, "also_on", f"unknown hardware id {h!r}")
+    _what_is_judged(label, cid, c, claim, rel is not None)
+    if kind not in ("identity", "qualitative"):
+        check_thresholds(label, cid, claim, c)
+    return claim
+
+
+def _what_is_judged(label, cid, c: dict, claim: Claim, relative: bool) -> None:
+    """What the claim's kind judges it on, read into ``claim``: an identity's relations (and the number that
+    sizes one that fails), a qualitative claim's why, a sourced claim's cited figures, else its parts."""
+    kind = claim.kind
     if kind == "identity":
         checks = c.get("checks")
         if not isinstance(checks, list) or not checks:
@@ -406,7 +423,7 @@ def _load_claim(label, data, chips: Chips, c: dict, cid: str, seed_places) -> Cl
             claim.checks.append((text, _parse_expr(label, cid, "checks", lhs, True),
                                  _parse_expr(label, cid, "checks", rhs, True)))
         if c.get("quantity") is not None or c.get("expr") is not None:   # a number that sizes the error
-            claim.parts.append(_part(label, cid, c, rel is not None))
+            claim.parts.append(_part(label, cid, c, relative))
     elif kind == "qualitative":
         if not c.get("why"):
             raise DataError(label, cid, "why", "a qualitative claim says why it is not judged")
@@ -437,12 +454,9 @@ def _load_claim(label, data, chips: Chips, c: dict, cid: str, seed_places) -> Cl
             if not isinstance(spec, dict):
                 raise DataError(label, cid, "parts", "each part is {quantity|expr, claimed, tolerance?}")
             merged = {**{k: c[k] for k in ("tolerance", "band") if k in c}, **spec}
-            claim.parts.append(_part(label, cid, merged, rel is not None,
+            claim.parts.append(_part(label, cid, merged, relative,
                                      f"parts[{j}]." if "parts" in c else ""))
         check_kind(label, cid, claim)
-    if kind not in ("identity", "qualitative"):
-        check_thresholds(label, cid, claim, c)
-    return claim
 
 
 def _choices(label, cid, c: dict) -> list[dict]:

@@ -291,46 +291,7 @@ def _numeric_fitting(ctx, claim: Claim, entries: list, fit: list) -> Verdict:
     sc0 = claim_scenario(ctx, claim, e0.hardware, e0.model)
     values, texts, details, misses, inputs, looses = {}, [], [], [], [], []
     for part, vals, v, summ in part_results:
-        args = (part.low, part.high, part.tolerance, part.band, part.compare)
-        multi = sum(1 for e in entries if e.counted and e.key in vals) > 1
-        for e in entries:
-            if e.key not in vals:
-                continue
-            key = e.key if len(claim.parts) == 1 else f"{part.label} · {e.key}"
-            values[key] = {"value": vals[e.key], "unit": f"{part.unit:~P}", "verdict": judge(vals[e.key], *args),
-                           "counted": e.counted, "mark": e.mark, "hardware": e.hardware, "model": e.model,
-                           "format": _format_of(ctx, claim, e)}
-        u = unit_suffix(part)
-        if multi:
-            counted = sorted(vals[e.key] for e in entries if e.counted and e.key in vals)
-            inside = sum(1 for x in counted if judge(x, *args) == HOLDS)
-            texts.append(f"median {sig(summ)} ({sig(counted[0])}–{sig(counted[-1])}){u}")
-            what = ("distinct chips" if len(claim.models) <= 1 else "models" if len(claim.hardware) <= 1
-                    else "chip × model pairs")
-            details.append(f"{part.label}: median {sig(summ)}{u} over {len(counted)} {what}; "
-                           f"{inside} of {len(counted)} within the band "
-                           f"({'at least' if inside >= TWO_THIRDS * len(counted) - EDGE else 'fewer than'} two thirds); "
-                           f"the formula and inputs shown are {e0.hardware}'s"
-                           + (" (the lecture's reference chip)" if e0.hardware == ctx.chips.reference else ""))
-        else:
-            texts.append(f"{sig(summ)}{u}")
-            details.append(f"{part.label} on {e0.hardware} with {e0.model}" + (
-                f" relative to {' × '.join(str(x) for x in e0.reference)}" if e0.reference else ""))
-        if v == ROUGHLY and multi and judge(summ, *args) == HOLDS:   # the median holds, some chip does not
-            mine = [e.key for e in entries if e.counted and e.key in vals]
-            wrong = [k for k in mine if judge(vals[k], *args) == FAILS]
-            out = [k for k in mine if judge(vals[k], *args) != HOLDS]
-            side = "on the claimed side" if part.compare else f"within ×/÷{sig(part.tolerance)}"
-            if wrong:
-                misses.append(f"the median is {side}, but {listed(wrong)} {'is' if len(wrong) == 1 else 'are'} "
-                              + ("not" if part.compare else f"outside ×/÷{sig(part.band)}"))
-            else:
-                misses.append(f"the median is {side}, but only {len(mine) - len(out)} of {len(mine)} values are "
-                              f"(fewer than two thirds: {listed(out)} not)")
-        elif v == FAILS or (v == ROUGHLY and part.compare):   # a bound missed, within its tolerance or not
-            misses.append(miss_text(summ, part.low, part.high, part.compare))
-        elif v == HOLDS and loose_text(summ, part.low, part.compare):   # a bound that holds: how loose
-            looses.append(loose_text(summ, part.low, part.compare))
+        _part_evidence(ctx, claim, entries, e0, (part, vals, v, summ), values, texts, details, misses, looses)
         for rec in _inputs_used(sc0, claim, part.expr):
             if rec["name"] not in {r["name"] for r in inputs}:
                 inputs.append(rec)
@@ -382,6 +343,53 @@ def _numeric_fitting(ctx, claim: Claim, entries: list, fit: list) -> Verdict:
                    unswept="" if swept else ("it reads only published figures and the workload it fixes ("
                                              + ", ".join(r["name"] for r in inputs) + "): no context, batch, "
                                              "format or chip choice in its scope moves it"))
+
+
+def _part_evidence(ctx, claim: Claim, entries: list, e0, result: tuple, values: dict, texts: list, details: list,
+                   misses: list, looses: list) -> None:
+    """One part's evidence added to the card's: each set-up's value, the computed text, the detail (over how
+    many set-ups, on which chip shown), and how far it misses or how loose a bound that holds is."""
+    part, vals, v, summ = result
+    args = (part.low, part.high, part.tolerance, part.band, part.compare)
+    multi = sum(1 for e in entries if e.counted and e.key in vals) > 1
+    for e in entries:
+        if e.key not in vals:
+            continue
+        key = e.key if len(claim.parts) == 1 else f"{part.label} · {e.key}"
+        values[key] = {"value": vals[e.key], "unit": f"{part.unit:~P}", "verdict": judge(vals[e.key], *args),
+                       "counted": e.counted, "mark": e.mark, "hardware": e.hardware, "model": e.model,
+                       "format": _format_of(ctx, claim, e)}
+    u = unit_suffix(part)
+    if multi:
+        counted = sorted(vals[e.key] for e in entries if e.counted and e.key in vals)
+        inside = sum(1 for x in counted if judge(x, *args) == HOLDS)
+        texts.append(f"median {sig(summ)} ({sig(counted[0])}–{sig(counted[-1])}){u}")
+        what = ("distinct chips" if len(claim.models) <= 1 else "models" if len(claim.hardware) <= 1
+                else "chip × model pairs")
+        details.append(f"{part.label}: median {sig(summ)}{u} over {len(counted)} {what}; "
+                       f"{inside} of {len(counted)} within the band "
+                       f"({'at least' if inside >= TWO_THIRDS * len(counted) - EDGE else 'fewer than'} two thirds); "
+                       f"the formula and inputs shown are {e0.hardware}'s"
+                       + (" (the lecture's reference chip)" if e0.hardware == ctx.chips.reference else ""))
+    else:
+        texts.append(f"{sig(summ)}{u}")
+        details.append(f"{part.label} on {e0.hardware} with {e0.model}" + (
+            f" relative to {' × '.join(str(x) for x in e0.reference)}" if e0.reference else ""))
+    if v == ROUGHLY and multi and judge(summ, *args) == HOLDS:   # the median holds, some chip does not
+        mine = [e.key for e in entries if e.counted and e.key in vals]
+        wrong = [k for k in mine if judge(vals[k], *args) == FAILS]
+        out = [k for k in mine if judge(vals[k], *args) != HOLDS]
+        side = "on the claimed side" if part.compare else f"within ×/÷{sig(part.tolerance)}"
+        if wrong:
+            misses.append(f"the median is {side}, but {listed(wrong)} {'is' if len(wrong) == 1 else 'are'} "
+                          + ("not" if part.compare else f"outside ×/÷{sig(part.band)}"))
+        else:
+            misses.append(f"the median is {side}, but only {len(mine) - len(out)} of {len(mine)} values are "
+                          f"(fewer than two thirds: {listed(out)} not)")
+    elif v == FAILS or (v == ROUGHLY and part.compare):   # a bound missed, within its tolerance or not
+        misses.append(miss_text(summ, part.low, part.high, part.compare))
+    elif v == HOLDS and loose_text(summ, part.low, part.compare):   # a bound that holds: how loose
+        looses.append(loose_text(summ, part.low, part.compare))
 
 
 def _swept_verdict(entry: str) -> str:
