@@ -1,27 +1,28 @@
-"""Where the prompts are read: on the decoding copies, or on a pool of their own.
+"""Where the prompts are read: on the decoding copies, between or within their steps, or on a pool of their own.
 
 A request is a prompt of pass_tokens read once (the prefill), then output_tokens decoded one step
-at a time. Two ways to deploy that are in use:
+at a time. Three ways to deploy that are in use:
 
-* colocated: the copies that decode also prefill. Every prompt a copy admits stops its decode
-  steps for that prompt's prefill (chunked or not, the compute is the same), so with B sequences
-  turning over once per request a copy spends output/δ decode steps and B prompts' prefills per request:
-  D = (output/δ)·t_step + B·t_prefill. Each sequence gets output/D tokens per second, and every
-  prefill in the batch makes every sequence wait.
+* colocated: the copies that decode also prefill, a prompt at a time. Every prompt a copy admits
+  stops its decode steps for that prompt's whole pass (prefill_time_one, the weights read again),
+  so with B sequences turning over once per request a copy spends output/δ decode steps and B
+  prefills per request: D = (output/δ)·t_step + B·t_prefill. Each sequence gets output/D tokens per
+  second, and every prefill in the batch makes every sequence wait.
+* in-flight batching (Yu et al. 2022, "Orca", OSDI; Agrawal et al. 2024, "Sarathi-Serve", OSDI;
+  TensorRT-LLM's in-flight batching, vLLM's and SGLang's chunked prefill): each step carries, beside
+  its decodes, a chunk of a prompt up to a token budget, so the prompt's compute and collectives
+  ride on a step whose weights are read anyway. A request then costs the decode steps and its
+  prompt's share of a pass that reads the weights for many (prefill_time_pooled); its first token
+  comes after the steps its chunks take.
 * disaggregated (Zhong et al. 2024, "DistServe", OSDI; Patel et al. 2024, "Splitwise", ISCA;
   DeepSeek-V3's deployment, report sec. 3.4): a prefill pool reads the prompts and sends each
   prompt's KV cache over the network to a decode pool, whose steps are never stopped. Each sequence
-  gets δ/t_step; the pools are sized so that prompts arrive as fast as sequences finish, which
-  costs the same chip-time per request as colocating. What it buys is speed per user at a batch,
-  so at a speed target the decode batch can be larger and a token cheaper; what it costs is the
-  KV transfer before the first token.
+  gets δ/t_step; the pool batches many prompts a pass (DeepSeek's prefill units), so a prompt costs
+  its share too, the same chip-time per request as in-flight batching. What it buys is speed per user
+  at a batch, so at a speed target the decode batch can be larger and a token cheaper; what it costs
+  is the KV transfer before the first token.
 
-Both prefill on the same layout as decode here, and in both a prompt costs its share of a pass
-that reads the weights for many: a pool batches many prompts a pass (DeepSeek's prefill units,
-SGLang's and TensorRT-LLM's token budgets), and a colocated copy's prefill chunks ride on decode
-steps that read the weights anyway. So t_prefill is the prompt's own compute and collectives, its
-share as the pass grows without bound. A prompt alone (prefill_time_one) still reads them all: the
-time to its first token.
+All three prefill on the same layout as decode here (--total-gpus in `plan` gives each worker its own).
 """
 import sympy as sp
 
@@ -37,15 +38,19 @@ R.section(
     chapter="prices",
     question="Requests of pass_tokens prompt tokens and output_tokens answer tokens, decoded at a batch of "
              "B under the layout: what speed does each sequence get, and what does a token cost, when the "
-             "same copies prefill (colocated) and when a prefill pool sends the KV cache to the decoding "
-             "copies (disaggregated)?",
-    takeaway="Colocated, every sequence of a batch of {batch} waits for the others' prefills ({prefill_time_pooled} "
-             "each, a prompt's share of a pass that reads the weights for many; {prefill_time_one} for a prompt "
-             "alone) and gets {user_speed_colocated}, at {cost_per_token_colocated}; disaggregated, it gets "
-             "{user_speed_layout} at {cost_per_token_disaggregated}, with {prefill_pool_ratio} prefill chips "
-             "per decoding chip and the first token {kv_transfer_time} later for the KV cache's transfer.",
-    featured=("prefill_time_one", "prefill_time_pooled", "request_time_colocated", "user_speed_colocated", "cost_per_token_colocated",
-              "prefill_pool_ratio", "cost_per_token_disaggregated", "kv_transfer_time",
+             "same copies prefill a prompt at a time (colocated), in chunks carried by their decode steps "
+             "(in-flight batching), and when a prefill pool sends the KV cache to the decoding copies "
+             "(disaggregated)?",
+    takeaway="Colocated, every sequence of a batch of {batch} waits for the others' whole prefills "
+             "({prefill_time_one} each) and gets {user_speed_colocated}, at {cost_per_token_colocated}; with "
+             "in-flight batching a prompt costs only its share of a pass that reads the weights for many "
+             "({prefill_time_pooled}), so each gets {user_speed_inflight} at {cost_per_token_inflight}; "
+             "disaggregated, it gets {user_speed_layout} at {cost_per_token_disaggregated}, with "
+             "{prefill_pool_ratio} prefill chips per decoding chip and the first token {kv_transfer_time} later "
+             "for the KV cache's transfer.",
+    featured=("prefill_time_one", "prefill_time_pooled", "request_time_colocated", "user_speed_colocated",
+              "cost_per_token_colocated", "user_speed_inflight", "cost_per_token_inflight",
+              "time_to_first_token_inflight", "prefill_pool_ratio", "cost_per_token_disaggregated", "kv_transfer_time",
               "time_to_first_token_disaggregated"),
 )
 
@@ -76,9 +81,9 @@ R.derived("prefill_time_pooled_as_run",
           "s", "one prompt's share of a prefill pool's pass that batches many prompts, run as "
           "prefill_time_layout runs it: its compute, then its collectives, stage after stage", "t", "pre,pool,run",
           how="prefill_time_layout's compute and collectives per prompt as batch → ∞")
-t_req = R.derived("request_time_colocated", steps * t_step_layout + B / B_1 * t_pool, "s",
+t_req = R.derived("request_time_colocated", steps * t_step_layout + B / B_1 * t_pre1, "s",
                   "time a colocated copy takes per turnover of its batch: every sequence's decode steps, and "
-                  "each of the B prompts that replace them its share of the prefill", "D", "coloc")
+                  "the prefill of each of the B prompts that replace them", "D", "coloc")
 R.derived("user_speed_colocated", n_out / t_req, "token/s/sequence",
           "tokens per second each sequence gets on a colocated copy: its answer over the decode steps and "
           "the prefills it waits for", "v", "coloc")
@@ -86,6 +91,25 @@ thr_co = R.derived("throughput_colocated", B * n_out / t_req, "token/s",
                    "answer tokens per second of one colocated copy", "Θ", "coloc")
 R.derived("cost_per_token_colocated", price * S_layout / thr_co, "USD/Mtoken",
           "rental cost of an answer token on colocated copies, their prefills included", "c", "coloc")
+
+# in-flight batching: the prompt's chunks ride on the decode steps (its share of the prefill), each step
+# taking up to the token budget of prompt tokens
+t_req_if = R.derived("request_time_inflight", steps * t_step_layout + B / B_1 * t_pool, "s",
+                     "time an in-flight batching copy takes per turnover of its batch: every sequence's decode steps, "
+                     "and each of the B prompts that replace them its share of the prefill, chunked into the steps",
+                     "D", "IFB")
+R.derived("user_speed_inflight", n_out / t_req_if, "token/s/sequence",
+          "tokens per second each sequence gets with in-flight batching: its answer over the decode steps "
+          "and the prompt chunks they carry", "v", "IFB")
+thr_if = R.derived("throughput_inflight", B * n_out / t_req_if, "token/s",
+                   "answer tokens per second of one in-flight batching copy", "Θ", "IFB")
+R.derived("cost_per_token_inflight", price * S_layout / thr_if, "USD/Mtoken",
+          "rental cost of an answer token with in-flight batching, the prompts' chunks included", "c", "IFB")
+n_budget = R.workload("step_token_budget", "token", "prompt tokens a step of in-flight batching carries beside its "
+                      "decodes (the engine's token budget a step)", "n", "budget", default="8192 token",
+                      source="TensorRT-LLM, tensorrt_llm/builder.py: BuildConfig max_num_tokens = 8192 (the default "
+                             "token budget of an in-flight batching step)",
+                      whole=True)
 
 ratio = R.derived("prefill_pool_ratio", B / B_1 * t_pool / (steps * t_step_layout), "",
                   "prefill chips per decoding chip: a decoding copy finishes B requests in output_tokens/δ steps, "
@@ -120,6 +144,8 @@ R.derived("prefill_time_one_expected", t_pre1 / u_pre + t_sync, "s",
 for base, meaning in (("request_time_colocated", None), ("user_speed_colocated", None),
                       ("throughput_colocated", None),
                       ("cost_per_token_colocated", "expected rental cost of an answer token on colocated copies"),
+                      ("request_time_inflight", None), ("user_speed_inflight", None), ("throughput_inflight", None),
+                      ("cost_per_token_inflight", "expected rental cost of an answer token with in-flight batching"),
                       ("prefill_pool_ratio", None),
                       ("prefill_cost_per_token",
                        "expected rental cost per answer token of the prompt's prefill on a prefill pool"),
@@ -142,13 +168,22 @@ w_q = R.derived("prefill_queue_wait", rho * (t_pass * B_1 / B) / (2 * (1 - rho))
 R.derived("time_to_first_token_queued", w_q + t_pass + R["kv_transfer_time"].sym, "s",
           "time to the first token on a prefill server at prefill_load: the wait in its queue, the pass of the "
           "prompt's batch, then the KV cache's transfer to a decoding copy", "t", "TTFT,queue")
-rho_co = R.derived("prefill_load_colocated", B / B_1 * t_pool / t_req, "",
+rho_co = R.derived("prefill_load_colocated", B / B_1 * t_pre1 / t_req, "",
                    "share of a colocated copy's time spent prefilling: the load its own prompts put on it as a "
                    "prefill server (prefills go first, as vLLM's and SGLang's schedulers admit them)", "ρ", "coloc",
                    share=True)
-R.derived("time_to_first_token_colocated",
-          R.at("prefill_queue_wait", {rho: rho_co, B: B_1, t_pass: t_pool}, keep=("prefill_time_layout",)) + t_pre1,
-          "s", "time to the first token on a colocated copy: the wait for the prompts queued ahead, each its share "
-          "of the prefill (M/D/1 at prefill_load_colocated), then its own prefill", "t", "TTFT,coloc",
-          how="prefill_queue_wait at prefill_load = prefill_load_colocated, each prompt served in prefill_time_pooled, "
-              "plus prefill_time_one")
+R.derived("time_to_first_token_colocated", R.at("prefill_queue_wait", {rho: rho_co, B: B_1}) + t_pre1, "s",
+          "time to the first token on a colocated copy: the wait for the prefills queued ahead (M/D/1 at "
+          "prefill_load_colocated), then its own prefill", "t", "TTFT,coloc",
+          how="prefill_queue_wait at prefill_load = prefill_load_colocated and batch = 1 sequence, plus prefill_time_one")
+rho_if = R.derived("prefill_load_inflight", B / B_1 * t_pool / t_req_if, "",
+                   "share of an in-flight batching copy's time spent on its prompts' chunks: the load its own "
+                   "prompts put on it", "ρ", "IFB", share=True)
+R.derived("time_to_first_token_inflight",
+          R.at("prefill_queue_wait", {rho: rho_if, B: B_1, t_pass: t_pool}, keep=("prefill_time_layout",))
+          + n_pass * B_1 / n_budget * t_step_layout + t_pool,
+          "s", "time to the first token with in-flight batching: the wait for the prompts queued ahead, each its "
+          "share of the prefill (M/D/1 at prefill_load_inflight), then the steps its chunks ride on (the prompt over "
+          "the step's token budget) and its own share of the prefill", "t", "TTFT,IFB",
+          how="prefill_queue_wait at prefill_load = prefill_load_inflight, each prompt served in "
+              "prefill_time_pooled; plus pass_tokens / step_token_budget decode steps and prefill_time_pooled")

@@ -48,8 +48,8 @@ def _row(s: Search, i: int, data_args: str) -> dict:
                                         **{k: int(c["prefill_" + k][i]) for k in (*DEGREES, "batch")},
                                         "token_budget": TOKEN_BUDGET, "load": _num(c["prefill_load"][i])},
                             "decode": dec}
-        else:
-            r["workers"] = {"colocated": dec}
+        else:   # the decoding copies prefill too; an in-flight one within its step's token budget
+            r["workers"] = {way: {**dec, "token_budget": TOKEN_BUDGET} if way == "in-flight" else dec}
         r["gpus_used"] = sum(w["count"] * w["chips"] for w in r["workers"].values())
     for by, (speed, cost, step) in READING.items():
         r[by] = {"tokens_per_user": _num(c[speed][i]), "cost_per_mtoken": _num(c[cost][i]),
@@ -207,9 +207,9 @@ def _deployment(r: dict) -> str:
     if "workers" in r:
         ws = r["workers"]
         return (f"{ws['prefill']['count']}P{ws['decode']['count']}D" if r["deployment"] == "disaggregated"
-                else f"colocated x{ws['colocated']['count']}")
-    if r["deployment"] == "colocated":
-        return "colocated"
+                else f"{r['deployment']} x{ws[r['deployment']]['count']}")
+    if r["deployment"] in ("colocated", "in-flight"):
+        return r["deployment"]
     ratio = r.get("prefill_pool_ratio")
     return "disaggregated" + (f" (P:D {sig(ratio)})" if ratio is not None else "")
 
@@ -225,17 +225,30 @@ def _why(d: dict, by: str) -> str | None:
                 else f"only {b['deployment']} deployments meet the targets (the first token within the limit)")
     ratio = o[by]["cost_per_mtoken"] / b[by]["cost_per_mtoken"]
     other = f"{o['hardware']}, {_layout(o)} chips, batch {o['batch']:,}"
+    return (f"{b['deployment']} wins, {sig(ratio)}x cheaper than the best {o['deployment']} ({other}): "
+            + _how(b, o, d["targets"]["min_tokens_per_user"]))
+
+
+# what each way of deploying costs the decoding (derivations/disaggregation.py)
+_PREFILLS = {"colocated": "every prompt a copy admits stops all its sequences' decode steps for its whole prefill",
+             "in-flight": "every prompt's chunks lengthen the decode steps that carry them",
+             "disaggregated": "a prefill pool prefills beside the decoding copies, and each prompt's KV cache crosses "
+                              "the network before its first token"}
+
+
+def _how(b: dict, o: dict, speed: float) -> str:
+    """What makes the winning way cheaper than the other's best, in a sentence."""
+    if b["deployment"] == "disaggregated" and o["batch"] < b["batch"]:
+        return (f"{o['deployment']}, {_PREFILLS[o['deployment']]}, so at {sig(speed)} token/s per user its batch must "
+                f"stay smaller; a prefill pool lets the decoding copies run batch {b['batch']:,}")
     if b["deployment"] == "disaggregated":
-        if o["batch"] < b["batch"]:
-            how = (f"colocated, every prompt a copy admits stops all its sequences' decode steps, so at "
-                   f"{sig(d['targets']['min_tokens_per_user'])} token/s per user its batch must stay smaller; a "
-                   f"prefill pool lets the decoding copies run batch {b['batch']:,}")
-        else:
-            how = ("colocated, every prompt a copy admits stops all its sequences' decode steps; a prefill pool "
-                   "prefills beside them, so each decoding copy turns out more answer tokens in its chip-time")
-        return f"disaggregated wins, {sig(ratio)}x cheaper than the best colocated ({other}): {how}"
-    return (f"colocated wins, {sig(ratio)}x cheaper than the best disaggregated ({other}): the prefills a copy "
-            f"runs are few enough that they barely slow its decoding, and no KV cache crosses the network")
+        return (f"{o['deployment']}, {_PREFILLS[o['deployment']]}; a prefill pool prefills beside them, so each "
+                "decoding copy turns out more answer tokens in its chip-time")
+    if o["deployment"] == "colocated":
+        return (f"colocated, {_PREFILLS['colocated']} and reads the weights again; in-flight batching carries each "
+                "prompt's chunks on steps that read them anyway")
+    return (f"the prompts a copy takes in ({_PREFILLS[b['deployment']]}) barely slow its decoding, and no KV cache "
+            "crosses the network")
 
 
 def text(s: Search, data_args: str = "") -> str:
@@ -271,7 +284,7 @@ def text(s: Search, data_args: str = "") -> str:
         if why:
             lines.append(f"  {why}")
         if b.get("within_range"):
-            lines.append(f"  within the pick's range (the expected numbers cannot tell them apart): "
+            lines.append("  within the pick's range (the expected numbers cannot tell them apart): "
                          + ", ".join(b["within_range"]))
         lines.append(f"  reproduce: {b['command']}")
         if b.get("prefill_command"):   # xPyD: the command gives the decode worker's cost, the row's per chip used
@@ -299,7 +312,7 @@ def text(s: Search, data_args: str = "") -> str:
 
 def _ttft_kind(r: dict) -> str:
     """What the first token's time holds: the queue, where the deployment has one."""
-    if r["deployment"] == "colocated" or "workers" in r:
+    if r["deployment"] in ("colocated", "in-flight") or "workers" in r:
         return "its bound and the wait for the prompts queued ahead, M/D/1"
     return "its bound"
 

@@ -22,6 +22,8 @@ import math
 import re
 from collections import Counter
 
+from .workers import TOKEN_BUDGET
+
 ENGINES = ("vllm", "sglang", "trtllm")
 TITLES = {"vllm": "vLLM", "sglang": "SGLang", "trtllm": "TensorRT-LLM"}
 
@@ -42,7 +44,8 @@ def workers(pick: dict) -> list[dict]:
         return [{"role": role, **w} for role, w in pick["workers"].items()]
     keys = ("tp", "dp_attention", "ep", "pp", "chips", "batch")
     role = "decode" if pick["deployment"] == "disaggregated" else pick["deployment"]
-    return [{"role": role, "count": pick.get("copies", 1), **{k: pick[k] for k in keys}}]
+    budget = {"token_budget": TOKEN_BUDGET} if role == "in-flight" else {}   # a step's prompt chunks within it
+    return [{"role": role, "count": pick.get("copies", 1), **{k: pick[k] for k in keys}, **budget}]
 
 
 def command(engine: str, pick: dict, context: float, repo: str) -> str:

@@ -24,17 +24,19 @@ LEFT_OUT = (
     "copies laid out as its decoding ones, in a fraction of a copy, the first token its prefill and the KV cache's "
     "transfer as if no other prompt waited (--total-gpus searches whole workers, each kind with its own layout, "
     "and the queue)",
-    "in-flight batching (a step sharing a token budget between prompt chunks and decodes) as a mode of its own: "
-    "a colocated copy stops its decodes for each prefill",
     "speculative decoding: no draft or draft length is searched",
 )
-# The two ways to deploy a candidate (derivations/disaggregation.py): its reading of (speed, cost,
+# The three ways to deploy a candidate (derivations/disaggregation.py): its reading of (speed, cost,
 # step, time to first token) under the bound, and under the expected numbers.
 DEPLOYMENTS = {
     "colocated": {"bound": ("user_speed_colocated", "cost_per_token_colocated", "step_time_layout"),
                   "expected": ("user_speed_colocated_expected", "cost_per_token_colocated_expected",
                                "step_time_expected_layout"),
                   "ttft": "time_to_first_token_colocated", "ratio": None},
+    "in-flight": {"bound": ("user_speed_inflight", "cost_per_token_inflight", "step_time_layout"),
+                  "expected": ("user_speed_inflight_expected", "cost_per_token_inflight_expected",
+                               "step_time_expected_layout"),
+                  "ttft": "time_to_first_token_inflight", "ratio": None},
     "disaggregated": {"bound": ("user_speed_layout", "cost_per_token_disaggregated", "step_time_layout"),
                       "expected": ("user_speed_expected_layout", "cost_per_token_disaggregated_expected",
                                    "step_time_expected_layout"),
@@ -45,11 +47,13 @@ BOUND = {"step_time_layout": "ms", "user_speed_layout": "token/s/sequence", "hbm
          "user_speed_colocated": "token/s/sequence", "cost_per_token_colocated": "USD/Mtoken",
          "cost_per_token_disaggregated": "USD/Mtoken", "prefill_pool_ratio": "",
          "weights_per_chip_layout": "byte/chip", "cost_per_token_layout": "USD/Mtoken",
-         "time_to_first_token_colocated": "s"}
+         "time_to_first_token_colocated": "s", "user_speed_inflight": "token/s/sequence",
+         "cost_per_token_inflight": "USD/Mtoken", "time_to_first_token_inflight": "s"}
 EXPECTED = {"step_time_expected_layout": "ms", "user_speed_expected_layout": "token/s/sequence",
             "user_speed_colocated_expected": "token/s/sequence", "cost_per_token_colocated_expected": "USD/Mtoken",
             "cost_per_token_disaggregated_expected": "USD/Mtoken", "prefill_pool_ratio_expected": "",
-            "cost_per_token_expected_layout": "USD/Mtoken"}
+            "cost_per_token_expected_layout": "USD/Mtoken", "user_speed_inflight_expected": "token/s/sequence",
+            "cost_per_token_inflight_expected": "USD/Mtoken"}
 FIRST = {"prefill_time_one": "s", "time_to_first_token_disaggregated": "s"}   # at batch 1 for each layout
 # the columns a candidate is read by, whichever its deployment: (speed, cost, step) under each reading
 READING = {by: (f"speed_{by}", f"cost_{by}", f"step_{by}") for by in ("bound", "expected")}
@@ -93,8 +97,9 @@ LAYOUT_RULES = (
     "and is at most the KV heads (past them every rank holds a copy of the same KV head)",
     "a mixture of experts expert-parallel over every chip of the copy (no chip without experts), within one "
     f"scale-up domain or over whole domains joined by the scale-out network, up to {MAX_COPY} chips",
-    "each candidate deployed two ways: colocated (the decoding copies also prefill) and disaggregated (a "
-    "prefill pool of the same layout sends each prompt's KV cache to the decoding copies)",
+    "each candidate deployed three ways: colocated (the decoding copies also prefill, a prompt at a time), "
+    "in-flight batching (each decode step also carries a chunk of a prompt, up to a token budget of 8,192) and "
+    "disaggregated (a prefill pool of the same layout sends each prompt's KV cache to the decoding copies)",
     "a candidate fits when its weights and KV cache take at most engine_memory_share of each chip's HBM (90%, "
     "vLLM's default gpu_memory_utilization; --set engine_memory_share=1 to plan with all of it)",
     "weights searched in bf16, fp8 and fp4 where the chip publishes a dense rate for the format (--formats "
@@ -231,6 +236,6 @@ def plan(data, model: str, hardware: list[str], targets: Targets, formats: list[
                 for k, v in row.items():
                     cols.setdefault(k, []).append(v)
             res.chips.setdefault(hw, "")
-            res.searched += 2 * n
+            res.searched += len(DEPLOYMENTS) * n
     res.columns = {k: np.concatenate(v) for k, v in cols.items()}
     return res

@@ -14,12 +14,15 @@ from __future__ import annotations
 
 import numpy as np
 
+from derivations import REGISTRY
+from units import parse
+
 from ..evaluation import compiled
 from ..evaluation.fit import within
 
-# A prefill worker batches prompts up to this many tokens a pass: trtllm-serve's default
-# --max_num_tokens (https://nvidia.github.io/TensorRT-LLM/commands/trtllm-serve/trtllm-serve.html)
-TOKEN_BUDGET = 8192
+# A prefill worker batches prompts up to this many tokens a pass, and an in-flight step carries as many:
+# the engine's token budget a step, as declared with its source (derivations/disaggregation.py)
+TOKEN_BUDGET = int(parse(REGISTRY["step_token_budget"].default).to("token").magnitude)
 PREFILL_BATCHES = (1, 2, 4, 8, 16)
 # the most workers of one kind enumerated (a budget of thousands of chips is searched up to this)
 MOST = 64
@@ -56,7 +59,7 @@ def match(sc, n_gpus: int, dec: dict, pre: dict, max_ttft: float | None) -> dict
     finishes, fits), the best xPyD with the prefill candidates in ``pre`` (chips, t_pass in s, batch,
     t_kv in s, fits): arrays of x, y, the prefill candidate's index, its load, the time to first token
     and the chips used (0 where no whole deployment fits the budget)."""
-    n_d, n_p = dec["chips"].size, pre["chips"].size
+    n_d = dec["chips"].size
     best = {k: np.zeros(n_d) for k in ("x", "y", "pre", "load", "ttft", "used")}
     best["ttft"][:] = np.nan
     score = np.full(n_d, np.inf)           # chips per decode chip, among those that meet the target
@@ -97,11 +100,11 @@ def match(sc, n_gpus: int, dec: dict, pre: dict, max_ttft: float | None) -> dict
 
 def budget(sc, way: str, row: dict, vals: dict, lays: list[dict], targets, prompt: float, sweep) -> None:
     """Recast one chip and format's candidates of deployment ``way`` as whole workers within
-    targets.total_gpus, in place: colocated, as many copies as the budget holds; disaggregated, the
+    targets.total_gpus, in place: colocated or in-flight, as many copies as the budget holds; disaggregated, the
     best xPyD for each decode candidate (its cost the decode worker's times the chips per decode chip)."""
     n_gpus, share = targets.total_gpus, row["memory_share"]
     n = row["chips"].size
-    if way == "colocated":
+    if way in ("colocated", "in-flight"):
         row["copies"] = n_gpus // row["chips"]
         row["within"] = row["copies"] >= 1
         for k in ("prefill_workers", "prefill_load", *("prefill_" + k for k in DEGREES)):

@@ -8,17 +8,20 @@ SETUP = {"batch": "64", "context": "4096", "pass_tokens": "4096 token/sequence",
 
 def test_a_colocated_copy_stops_its_decoding_for_every_prompt_it_admits(data):
     sc = Scenario(data, "h100-sxm", "llama-3-70b", SETUP)
-    step, pre = sc.mag("step_time_layout", "s"), sc.mag("prefill_time_pooled", "s")
-    # per turnover of the batch: 1,024 decode steps, and 64 prompts' shares of the prefill
+    step, pre = sc.mag("step_time_layout", "s"), sc.mag("prefill_time_one", "s")
+    # per turnover of the batch: 1,024 decode steps, and 64 prefills of one prompt each
     assert sc.mag("request_time_colocated", "s") == pytest.approx(1024 * step + 64 * pre, rel=1e-12)
     assert sc.mag("user_speed_colocated") == pytest.approx(1024 / (1024 * step + 64 * pre), rel=1e-12)
     # slower per user than the same copy decoding without prefills
     assert sc.mag("user_speed_colocated") < sc.mag("user_speed_layout")
-    # a prompt alone is the layout's prefill at a batch of one; its share of a many-prompt pass is less (the
-    # weights read once for them all): its compute and collectives, overlapped in the strict form
+    # one prompt's prefill is the layout's prefill at a batch of one
     one = Scenario(data, "h100-sxm", "llama-3-70b", {**SETUP, "batch": "1"})
-    assert sc.mag("prefill_time_one", "s") == pytest.approx(one.mag("prefill_time_layout", "s"), rel=1e-12)
-    assert pre < sc.mag("prefill_time_one", "s")
+    assert pre == pytest.approx(one.mag("prefill_time_layout", "s"), rel=1e-12)
+    # in-flight, a prompt's chunks ride on the decode steps: its share of a pass that reads the weights for many
+    # (its compute and collectives, overlapped in the strict form), less than a pass of its own
+    share = sc.mag("prefill_time_pooled", "s")
+    assert sc.mag("request_time_inflight", "s") == pytest.approx(1024 * step + 64 * share, rel=1e-12)
+    assert share < pre and sc.mag("user_speed_inflight") > sc.mag("user_speed_colocated")
 
 
 def test_a_prefill_pool_costs_the_same_chip_time_per_request(data):
@@ -26,14 +29,14 @@ def test_a_prefill_pool_costs_the_same_chip_time_per_request(data):
     step, pre = sc.mag("step_time_layout", "s"), sc.mag("prefill_time_pooled", "s")
     # a decoding copy finishes 64 requests in 1,024 steps; each needs its share of a pass on a copy of the same chips
     assert sc.mag("prefill_pool_ratio") == pytest.approx(64 * pre / (1024 * step), rel=1e-12)
-    # so at the same batch a token costs the same either way; what the pool buys is speed per user
-    assert sc.mag("cost_per_token_disaggregated") == pytest.approx(sc.mag("cost_per_token_colocated"), rel=1e-9)
+    # so at the same batch a token costs the same as with in-flight batching; what the pool buys is speed per user
+    assert sc.mag("cost_per_token_disaggregated") == pytest.approx(sc.mag("cost_per_token_inflight"), rel=1e-9)
     # and the expected numbers keep the same identity
     from conftest import ROOT
     from chalkboard import validation as val
     sc.evidence = val.evidence(ROOT, data)
     assert sc.mag("cost_per_token_disaggregated_expected") == pytest.approx(
-        sc.mag("cost_per_token_colocated_expected"), rel=1e-9)
+        sc.mag("cost_per_token_inflight_expected"), rel=1e-9)
 
 
 def test_the_kv_cache_crosses_the_network_before_the_first_token(data):
@@ -70,11 +73,13 @@ def test_a_prompt_alone_pays_every_layers_fixed_time_once_and_a_batched_one_does
     # the engine model fits a measured one as bound / share + 80 fixed times, so the expected time is not the bound
     assert sc.mag("prefill_time_one_expected", "s") == pytest.approx(bound / share + 80 * sync, rel=1e-12)
     assert sc.mag("prefill_time_one_expected", "s") > bound
-    # within a colocated request the prompt is one of many a pass: its as-run share at the fitted share, as whole
-    # requests are fitted
-    assert sc.mag("request_time_colocated_expected", "s") == pytest.approx(
+    # in-flight, the prompt is one of many a pass: its as-run share at the fitted share, as whole requests are fitted
+    assert sc.mag("request_time_inflight_expected", "s") == pytest.approx(
         1024 * sc.mag("step_time_expected_layout", "s") + 64 * sc.mag("prefill_time_pooled_as_run", "s") / share,
         rel=1e-12)
+    # colocated, a prompt a pass: each pays the lone prompt's expected prefill
+    assert sc.mag("request_time_colocated_expected", "s") == pytest.approx(
+        1024 * sc.mag("step_time_expected_layout", "s") + 64 * sc.mag("prefill_time_one_expected", "s"), rel=1e-12)
 
 
 def test_deepseeks_whole_service_cost_lies_between_the_bound_and_the_top_of_the_expected_range(data):

@@ -125,3 +125,14 @@ def test_nothing_to_emit_is_one_line(cli):
 def test_every_engine_states_the_formats(engine):
     text = command(engine, {**DENSE, "weight_format": "fp4"}, 4096, "m")
     assert "# weights in fp4: serve a checkpoint quantized to fp4" in text
+
+
+def test_an_in_flight_pick_sets_each_engines_token_budget():
+    # in-flight batching: a step's prompt chunks within TensorRT-LLM's default max_num_tokens of 8,192, set
+    # with each engine's own flag (vLLM --max-num-batched-tokens, SGLang --chunked-prefill-size, trtllm-serve
+    # --max_num_tokens)
+    pick = {**DENSE, "deployment": "in-flight"}
+    assert "--max-num-batched-tokens 8192" in _flags(command("vllm", pick, 4096, "meta-llama/Llama-3.3-70B-Instruct"))
+    assert "--chunked-prefill-size 8192" in _flags(command("sglang", pick, 4096, "meta-llama/Llama-3.3-70B-Instruct"))
+    assert "--max_num_tokens 8192" in _flags(command("trtllm", pick, 4096, "meta-llama/Llama-3.3-70B-Instruct"))
+    assert "--max-num-batched-tokens 8192" not in _flags(command("vllm", DENSE, 4096, "meta-llama/Llama-3.3-70B-Instruct"))

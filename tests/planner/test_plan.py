@@ -52,7 +52,8 @@ def test_the_cheapest_meets_the_targets_and_fits(llama_plan):
 
 def test_rows_are_reproduced_by_their_eval_command(llama_plan):
     rows = [llama_plan["best"], llama_plan["frontier"][0], llama_plan["frontier"][-1]]   # the pick and both ends
-    speed_of = {"colocated": "user_speed_colocated_expected", "disaggregated": "user_speed_expected"}
+    speed_of = {"colocated": "user_speed_colocated_expected", "in-flight": "user_speed_inflight_expected",
+                "disaggregated": "user_speed_expected"}
     for r in rows:
         d = _eval(r["command"])
         assert d["quantity"] == f"cost_per_token_{r['deployment']}_expected" and d["unit"] == "USD/Mtoken"
@@ -74,10 +75,11 @@ def test_deepseek_is_planned_over_several_nodes_and_both_deployments():
     # H100's scale-up domain is 8 GPUs (640 GB): the fp8 weights alone (671 GB) need two nodes and more
     h100 = [r for r in rows if r["hardware"] == "h100-sxm"]
     assert h100 and min(r["chips"] for r in h100) >= 16 and all(r["ep"] == r["chips"] for r in h100)
-    # both deployments searched: at one batch they cost the same chip time per request, and the pool
-    # decodes uninterrupted, so the pick is disaggregated and the best colocated is named beside it
+    # every deployment searched: at one batch a pool costs the same chip time per request as in-flight
+    # batching, and decodes uninterrupted, so the pick is disaggregated and the best in-flight one is named beside it
     assert d["best"] is not None and d["best_other"] is not None
-    assert (d["best"]["deployment"], d["best_other"]["deployment"]) == ("disaggregated", "colocated")
+    assert (d["best"]["deployment"], d["best_other"]["deployment"]) == ("disaggregated", "in-flight")
+    assert {r["deployment"] for r in rows} <= {"colocated", "in-flight", "disaggregated"}
     assert d["best"]["expected"]["cost_per_mtoken"] <= d["best_other"]["expected"]["cost_per_mtoken"]
     # a disaggregated row states its pools
     assert all(r["prefill_pool_ratio"] > 0 for r in rows if r["deployment"] == "disaggregated")

@@ -52,7 +52,7 @@ def issue_plan():
 
 def test_the_pick_is_whole_workers_within_the_budget(issue_plan):
     b = issue_plan["best"]
-    assert b["deployment"] in ("colocated", "disaggregated") and b["total_gpus"] == 8
+    assert b["deployment"] in ("colocated", "in-flight", "disaggregated") and b["total_gpus"] == 8
     used = sum(w["count"] * w["chips"] for w in b["workers"].values())
     assert used == b["gpus_used"] <= 8 and all(w["count"] >= 1 for w in b["workers"].values())
     assert b["expected"]["tokens_per_user"] >= 30 and b["ttft_s"] <= 1
@@ -121,12 +121,25 @@ def test_colocated_first_token_waits_for_its_own_prompts():
     sets = ("weight_format=fp8", "kv_format=fp8", "context=4500", "pass_tokens=4000", "output_tokens=500",
             "tp=4", "chips=4", "batch=64")
     s, _ = _eval("prefill_time_one", *sets)
-    p, _ = _eval("prefill_time_pooled", *sets)   # a prompt's share of the prefill, as the copy serves them
     rho, _ = _eval("prefill_load_colocated", *sets)
     t_req, _ = _eval("request_time_colocated", *sets)
-    assert rho == pytest.approx(64 * p / t_req, rel=1e-9)   # 64 prompts' prefills per turnover of the batch
+    assert rho == pytest.approx(64 * s / t_req, rel=1e-9)   # 64 prompts' prefills per turnover of the batch
     ttft, _ = _eval("time_to_first_token_colocated", *sets)
-    assert ttft == pytest.approx(rho * p / (2 * (1 - rho)) + s, rel=1e-9)   # M/D/1's wait, then its own prefill
+    assert ttft == pytest.approx(rho * s / (2 * (1 - rho)) + s, rel=1e-9)   # M/D/1's wait, then its own prefill
+
+
+def test_in_flight_first_token_waits_for_its_own_chunks():
+    sets = ("weight_format=fp8", "kv_format=fp8", "context=4500", "pass_tokens=4000", "output_tokens=500",
+            "tp=4", "chips=4", "batch=64")
+    p, _ = _eval("prefill_time_pooled", *sets)   # a prompt's share of a pass that reads the weights for many
+    step, _ = _eval("step_time_layout", *sets)
+    rho, _ = _eval("prefill_load_inflight", *sets)
+    t_req, _ = _eval("request_time_inflight", *sets)
+    assert t_req == pytest.approx(500 * step + 64 * p, rel=1e-9)
+    assert rho == pytest.approx(64 * p / t_req, rel=1e-9)
+    # the queue's wait, then 4,000 prompt tokens over TensorRT-LLM's default budget of 8,192 a step, then its share
+    ttft, _ = _eval("time_to_first_token_inflight", *sets)
+    assert ttft == pytest.approx(rho * p / (2 * (1 - rho)) + 4000 / 8192 * step + p, rel=1e-9)
 
 
 def test_a_budget_too_small_for_the_model(cli):
