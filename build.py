@@ -63,7 +63,7 @@ sys.path.insert(0, str(ROOT))
 from chalkboard.cli.common import EXIT_BAD_INPUT, UserError, error_line, parse_sets  # noqa: E402
 from chalkboard.cli.parser import COMMANDS, finish, make_parser  # noqa: E402
 from chalkboard.cli.process import safe_streams  # noqa: E402
-from chalkboard.lifecycle import handle_signals  # noqa: E402
+from chalkboard.runtime.lifecycle import handle_signals  # noqa: E402
 
 NO_FOLDER = ("error: the folder this command was run in no longer exists (deleted or moved while it ran, "
              "or before); run it from a folder that exists")
@@ -154,7 +154,7 @@ def main(argv=None) -> int:
         # the watch's supervisor: imports no library (its worker does; chalkboard/watch/); Ctrl-C,
         # SIGTERM and SIGHUP reach its own handling (supervisor.py), which stops the worker and says so
         return run(args)
-    from chalkboard.data import DataError
+    from chalkboard.data.loader import DataError
     from chalkboard.errors import InputError, MissingInput
     from chalkboard.cache import symcache
     symcache.load(ROOT)  # SymPy results of an earlier run from the same derivation sources
@@ -164,7 +164,7 @@ def main(argv=None) -> int:
     previous = {sig: signal.getsignal(sig) for sig in SIGNALS}
     try:
         # from here the command may write: Ctrl-C, SIGTERM and SIGHUP kill the forked workers and
-        # unwind (what was half-written is removed; chalkboard/lifecycle.py)
+        # unwind (what was half-written is removed; chalkboard/runtime/lifecycle.py)
         handle_signals()
         status = run(args)
         sys.stdout.flush()  # a full disk or closed pipe surfaces here, inside the error handling

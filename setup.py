@@ -1,6 +1,6 @@
 """The package's build (pyproject.toml declares it; this file adds what a declaration cannot):
 the code's packages, and the project's default data, templates/, lecture/ and build.py copied
-into chalkboard/bundled/, where the installed program reads them (chalkboard/home.py)."""
+into chalkboard/bundled/, where the installed program reads them (chalkboard/runtime/home.py)."""
 import importlib.util
 import shutil
 from pathlib import Path
@@ -9,9 +9,9 @@ from setuptools import setup
 from setuptools.command.build_py import build_py
 
 HERE = Path(__file__).resolve().parent
-# chalkboard/home.py names the project's files the package carries (read alone: the build has
+# chalkboard/runtime/home.py names the project's files the package carries (read alone: the build has
 # none of the program's dependencies)
-_spec = importlib.util.spec_from_file_location("home", HERE / "chalkboard" / "home.py")
+_spec = importlib.util.spec_from_file_location("home", HERE / "chalkboard" / "runtime" / "home.py")
 home = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(home)
 # the code: every folder of chalkboard/, derivations/ and units/ that holds a module (chalkboard/cli is

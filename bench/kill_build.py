@@ -49,7 +49,7 @@ def build(out: Path, *extra: str) -> None:
 
 def arm(kill_at: int, log) -> None:
     """In a child: count filesystem steps, SIGKILL just before step number ``kill_at``."""
-    import chalkboard.staging as staging
+    import chalkboard.runtime.staging as staging
 
     count = [0]
 
@@ -91,7 +91,7 @@ def main() -> int:
     cli = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(cli)
     from chalkboard.cache.forked import Forked
-    from chalkboard.staging import Staging
+    from chalkboard.runtime.staging import Staging
 
     # the build's forked jobs (the audit, the figures) may still run when the write stage starts:
     # their results are received here before the children that will ask for them are forked

@@ -159,7 +159,7 @@ def sweep_vs_numpy(points: int = 1_000_000) -> tuple[float, float]:
 
     from chalkboard.cache import symcache
     symcache.load(ROOT)
-    from chalkboard.data import load
+    from chalkboard.data.loader import load
     from chalkboard.evaluation.evaluate import Scenario
 
     data = load(ROOT)
@@ -199,7 +199,7 @@ def plan_rate(model: str = "deepseek-v3") -> tuple[float, int]:
     """(seconds, candidates) of plan's search for one model over every chip and three weight
     formats, after a first search warmed the compiled definitions: the search alone, in one process."""
     from chalkboard import planner as plan
-    from chalkboard.data import load
+    from chalkboard.data.loader import load
     from chalkboard.validation import evidence
 
     data = load(ROOT, "hardware.yaml", "models.yaml", "prices.yaml")
@@ -220,7 +220,7 @@ def numpy_csv_script(points: int, where: Path) -> Path:
     sys.path.insert(0, str(ROOT))
     from chalkboard.cache import symcache
     symcache.load(ROOT)
-    from chalkboard.data import load
+    from chalkboard.data.loader import load
     from chalkboard.evaluation.evaluate import Scenario
 
     sc = Scenario(load(ROOT), "gb200-nvl72", "deepseek-v3", defaults="serving")   # as eval's

@@ -28,8 +28,8 @@ import re
 from contextlib import contextmanager
 
 from .errors import InputError, MissingInput
-from .featured import FEATURED_HARDWARE, FEATURED_MODEL
-from .home import ROOT   # the project folder: the repository, or the data bundled in the package
+from .data.featured import FEATURED_HARDWARE, FEATURED_MODEL
+from .runtime.home import ROOT   # the project folder: the repository, or the data bundled in the package
 
 _LOADED: dict = {}
 # the command line's words in a message, and the library's: an input is a keyword here, not a --set
@@ -54,7 +54,7 @@ def _library_words():
 def _data(root: Path | None = None, model_config: str | None = None):
     """The data files of ``root`` (default: the project's), read once, and SymPy's kept work."""
     from .cache import symcache
-    from .data import load
+    from .data.loader import load
 
     root = Path(root or ROOT)
     key = (root, model_config)
@@ -62,7 +62,7 @@ def _data(root: Path | None = None, model_config: str | None = None):
         symcache.load(root)
         data = load(root)
         if model_config:
-            from .configmodel import add_config_model
+            from .evaluation.configmodel import add_config_model
             add_config_model(data, model_config)
         _LOADED[key] = data
     return _LOADED[key]

@@ -22,8 +22,8 @@ from .errors import BuildError
 from .report.chip_reports import chip_reports
 from .report.pdf import compile_pdf, compile_pdf_background, pdf_timestamp, source_date_epoch, unfitted
 from .report.templates import environments
-from .results_json import results_json_parts
-from .staging import Staging, output_folder, shown_path
+from .report.results_json import results_json_parts
+from .runtime.staging import Staging, output_folder, shown_path
 
 # the documents a build writes, each as NAME.html, NAME.typ and NAME.pdf: the report, which reads
 # like the lecture, and the reference beside it (every closed form, claim card, table and source)
@@ -121,18 +121,18 @@ class _Build:
 
     # -- gather --------------------------------------------------------------------------------
     def gather(self) -> None:
-        from .data import load, read_yaml
+        from .data.loader import load, read_yaml
 
         root, args = self.root, self.args
         data = load(root, args.hardware_file, args.models_file, getattr(args, "prices_file", "prices.yaml"))
         if getattr(args, "model_config", None):
-            from .configmodel import add_config_model
+            from .evaluation.configmodel import add_config_model
             add_config_model(data, args.model_config)
         if data.config_model:
             m = data.models[data.config_model]
             print(f"  note: {m.file}: read as model {m.id}: {'; '.join(m.assumed)}", file=sys.stderr)
         if getattr(args, "model", None) is None:  # --model not given: the config's model, else the featured one
-            from .featured import FEATURED_MODEL
+            from .data.featured import FEATURED_MODEL
             args.model = data.config_model or FEATURED_MODEL
         self.claims_path = root / args.claims_file
         self.claims_doc, self.has_claims = None, False   # no claims file: the report has no audit section

@@ -16,7 +16,7 @@ import warm  # noqa: E402
 
 @pytest.fixture(scope="session")
 def data():
-    from chalkboard.data import load
+    from chalkboard.data.loader import load
     return load(ROOT)
 
 

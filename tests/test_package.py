@@ -1,6 +1,6 @@
 """chalkboard as a package: `pip install .` gives a `chalkboard` command and `import chalkboard`
 that work from any folder, reading the data bundled in the package and writing where the user
-says (chalkboard/home.py, setup.py, pyproject.toml)."""
+says (chalkboard/runtime/home.py, setup.py, pyproject.toml)."""
 import os
 import re
 import shutil
@@ -14,7 +14,7 @@ import pytest
 from conftest import ROOT, run_cli
 
 from chalkboard.cli.parser import PATHS
-from chalkboard.home import PROJECT_FILES
+from chalkboard.runtime.home import PROJECT_FILES
 
 
 def _requirements() -> set[str]:

@@ -35,9 +35,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from .. import seeds
-from ..data import Data
-from ..home import ROOT
+from ..data import seeds
+from ..data.loader import Data
+from ..runtime.home import ROOT
 
 from .rules import AGREES, DEFINITION, DEPENDS, FAILS, HOLDS, INCONCLUSIVE, KINDS, ND, RECOMPUTED, ROUGHLY, VERDICTS, judge, judge_rule, miss_text, rule_of_thumb
 from . import context

@@ -10,15 +10,17 @@ import yaml
 from derivations import REGISTRY
 from units import Quantity, UnitParseError, parse
 
-from .. import exprtext, seeds
-from ..data import Data, DataError, UniqueKeyLoader
+from ..data import seeds
+from ..data.featured import FEATURED_HARDWARE as DEFAULT_HARDWARE, FEATURED_MODEL as DEFAULT_MODEL
+from ..data.loader import Data, DataError
+from ..data.safety import UniqueKeyLoader
 from ..errors import InputError, MissingInput
 from ..evaluation.evaluate import Scenario
 from ..evaluation.settings import SELECT_KEYS
 from ..evaluation.walk import placeholders, walk
 from ..typeset.fmt import fmt
-from ..featured import FEATURED_HARDWARE as DEFAULT_HARDWARE, FEATURED_MODEL as DEFAULT_MODEL
 
+from . import exprtext
 from .kinds import check_kind, check_thresholds, fold
 from .rules import PLACEHOLDER, DEFAULT_BAND, DEFAULT_TOLERANCE, KINDS
 from .scope import load_chips, serving_scope, Chips

@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from .. import seeds
+from ..data import seeds
 
 SPAN = 170          # characters of context either side of a quote in a seed excerpt without sentences
 AROUND = 2          # sentences either side

@@ -11,7 +11,7 @@ import sympy as sp
 from derivations import REGISTRY
 from units import UnitParseError, parse
 
-from ..data import DataError
+from ..data.loader import DataError
 from ..typeset.fmt import fmt
 
 PUBLISHED = ("hardware", "model", "price", "tier")   # figures read from the data files, each sourced

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..data import Data, DataError
+from ..data.loader import Data, DataError
 
 from .rules import FORMATS
 

@@ -9,13 +9,13 @@ import sympy as sp
 
 from derivations import REGISTRY
 
-from ..data import DataError
+from ..data.loader import DataError
 from ..errors import InputError, MissingInput
 from ..evaluation.evaluate import Scenario
 from ..evaluation.dependence import PIPELINE_CHAPTERS
 from ..typeset.fmt import fmt, fmt_named, sig
 from units import parse
-from ..featured import FEATURED_HARDWARE as DEFAULT_HARDWARE, FEATURED_MODEL as DEFAULT_MODEL
+from ..data.featured import FEATURED_HARDWARE as DEFAULT_HARDWARE, FEATURED_MODEL as DEFAULT_MODEL
 
 from .rules import (unit_suffix, listed, LISTED, Verdict, EDGE, PLACEHOLDER, AGREES, band_text, DEFINITION, DEPENDS, FAILS,
                     HOLDS, INCONCLUSIVE, judge, loose_text, miss_text, ND, RECOMPUTED, REASONABLE_SWEEPS, ROUGHLY,

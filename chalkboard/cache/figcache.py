@@ -27,7 +27,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from ..home import cache
+from ..runtime.home import cache
 from . import sealed
 
 FOLDER = Path(".cache") / "figures"

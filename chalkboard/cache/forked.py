@@ -9,7 +9,7 @@ read it, and a larger one waits only until the child does).
 ``result()`` waits for it; an error the child raised comes back as the same BuildError,
 OutputError, InputError, DataError or MissingInput (one line for the user), anything else as a
 BuildError naming the job. ``stop()`` ends the child. A child ends with its parent, even one
-killed with SIGKILL, and leaves Ctrl-C to it (chalkboard/lifecycle.py). Each child closes the parent's ends of
+killed with SIGKILL, and leaves Ctrl-C to it (chalkboard/runtime/lifecycle.py). Each child closes the parent's ends of
 every other job's pipe it inherits, so a parent that dies or stops reading breaks the pipes and
 no child blocks for ever; a job may start jobs of its own. SymPy work the child did that no earlier run kept (the audit's identity checks, generated
 code) comes back with the result, to be kept with the parent's, and so do the entries new in the
@@ -22,9 +22,9 @@ import multiprocessing as mp
 import os
 from multiprocessing.reduction import ForkingPickler
 
-from ..data import DataError
+from ..data.loader import DataError
 from ..errors import BuildError, InputError, MissingInput, OutputError
-from ..lifecycle import as_worker, held
+from ..runtime.lifecycle import as_worker, held
 
 _KNOWN = (BuildError, OutputError, InputError, DataError, MissingInput)
 _LIVE: list = []   # the parent's ends of the jobs not yet collected (closed in every child forked later)
@@ -57,7 +57,7 @@ class Forked:
                 args = (inbox, *args)
                 mine.append(self.orders)
             # the fork and its record as one step: a signal meanwhile would find a child that no
-            # one stops, or a child still running its parent's handlers (lifecycle.py)
+            # one stops, or a child still running its parent's handlers (runtime/lifecycle.py)
             with held():
                 child = ctx.Process(target=_run, args=(os.getpid(), send, fn, args,
                                                        [*_LIVE, *mine, *close_in_child]), daemon=True)

@@ -30,7 +30,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from ..home import cache, program
+from ..runtime.home import cache, program
 
 FOLDER = ".cache"
 SHIPPED = Path("derivations") / "solved.pickle"   # {"key": ..., "results": {...}}: see the docstring
@@ -40,7 +40,7 @@ SHIPPED = Path("derivations") / "solved.pickle"   # {"key": ..., "results": {...
 # generated code, and the printed forms and formulas laid out over lines (and units/, whose
 # definitions name the constants' units in the registry's snapshot and the dimensions the check
 # compares)
-ALSO_KEYED = ("audit", "exprtext.py", "evaluation/check.py", "evaluation/walk.py", "evaluation/compiled.py",
+ALSO_KEYED = ("audit", "evaluation/check.py", "evaluation/walk.py", "evaluation/compiled.py",
               "typeset/printers.py", "typeset/linebreak.py")   # a folder: every module in it
 
 

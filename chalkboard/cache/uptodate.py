@@ -18,7 +18,7 @@ import re
 import sys
 from pathlib import Path
 
-from ..home import program
+from ..runtime.home import program
 
 STAMP = ".chalkboard-stamp"
 CODE = ("build.py", "derivations", "chalkboard", "units", "templates", "lecture")   # lecture/: the seeds and the chapters the claims quote
@@ -26,7 +26,7 @@ LIBRARIES = ("sympy", "pint", "numpy", "matplotlib", "jinja2", "PyYAML", "typst"
              "pyparsing", "kiwisolver", "fonttools", "pillow", "contourpy", "cycler")   # the last: matplotlib's own
 
 
-PACKAGES = ("chalkboard", "derivations", "units")   # installed: beside the bundled data, not in it (home.py)
+PACKAGES = ("chalkboard", "derivations", "units")   # installed: beside the bundled data, not in it (runtime/home.py)
 
 
 def _files(root: Path, rel: str):

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import sys
 
-from ..featured import FEATURED_MODEL as DEFAULT_MODEL
+from ..data.featured import FEATURED_MODEL as DEFAULT_MODEL
 from ..errors import InputError, short
-from ..home import ROOT   # (the project folder: the repository, or the data bundled in the package)
+from ..runtime.home import ROOT   # (the project folder: the repository, or the data bundled in the package)
 
 EXIT_BAD_INPUT = 2
 
@@ -18,7 +18,7 @@ class UserError(InputError):
 def error_line(e: BaseException) -> tuple[str, int] | None:
     """The one line (and exit status) an error the user can act on is told as, or None for one
     that is not (a defect: its traceback is shown). build.py's entry and the edit loop print it."""
-    from ..data import DataError
+    from ..data.loader import DataError
     from ..errors import BuildError, MissingInput, NotApplicable
 
     if isinstance(e, (DataError, InputError, NotApplicable)):
@@ -53,10 +53,10 @@ def ids(option: str, text: str) -> list[str]:
 
 
 def load(args):
-    from chalkboard.data import load
+    from chalkboard.data.loader import load
     data = load(ROOT, args.hardware_file, args.models_file, args.prices_file)
     if getattr(args, "model_config", None):
-        from chalkboard.configmodel import add_config_model
+        from chalkboard.evaluation.configmodel import add_config_model
         add_config_model(data, args.model_config)
     if data.config_model:  # what reading the config assumed, said once
         m = data.models[data.config_model]

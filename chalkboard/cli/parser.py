@@ -5,8 +5,8 @@ import argparse
 
 from pathlib import Path
 
-from ..featured import FEATURED_HARDWARE as DEFAULT_HARDWARE, FEATURED_MODEL as DEFAULT_MODEL
-from ..home import INSTALLED, default_out
+from ..data.featured import FEATURED_HARDWARE as DEFAULT_HARDWARE, FEATURED_MODEL as DEFAULT_MODEL
+from ..runtime.home import INSTALLED, default_out
 from .common import EXIT_BAD_INPUT
 
 # the commands and where each lives (module, function), imported only when run
@@ -34,7 +34,7 @@ PATHS = {"hardware_file": "hardware.yaml", "models_file": "models.yaml", "prices
 def finish(args, cwd: Path, root: Path) -> argparse.Namespace:
     """``args`` with each path option not given set to its default (read from the project's folder,
     which installed is the data bundled in the package; the output folder then goes to ``cwd``:
-    home.py) and each one given relative to ``cwd``, the folder the command was run from, made
+    runtime/home.py) and each one given relative to ``cwd``, the folder the command was run from, made
     absolute."""
     try:
         elsewhere = cwd.resolve() != root.resolve()

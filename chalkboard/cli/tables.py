@@ -92,7 +92,7 @@ SHORT_FIELDS = ("flops_bf16", "flops_fp8", "hbm_capacity", "hbm_bandwidth", "ren
 
 def cmd_audit(args) -> int:
     from chalkboard.audit import FAILS, HOLDS, INCONCLUSIVE, ND, ROUGHLY, run_audit
-    from chalkboard.data import read_yaml
+    from chalkboard.data.loader import read_yaml
 
     data = load(args)
     read_yaml(ROOT / args.claims_file, args.claims_file)  # encoding, size, nesting, aliases: one line each

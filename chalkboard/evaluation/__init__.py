@@ -13,6 +13,8 @@
   dependence.py    what a quantity reads, and which fit judges it
   regimes.py       the roofline regime of a set-up
   layouts.py       which form a command answers: the deployed layout's or the lecture's
+  configmodel.py   a model read from a Hugging Face config.json (data/hfconfig.py) given its
+                   parameter counts, evaluated from its dimensions
   results.py       every chip x model at once
   sweep.py         `eval --sweep` and `compare`
   tables.py        their rows as text, CSV and JSON

@@ -12,7 +12,7 @@ from units import Quantity, UnitParseError, conform, fmt_unit, is_count, parse
 
 from derivations import rules
 
-from ..data import RATE_FORMATS
+from ..data.loader import RATE_FORMATS
 from ..errors import InputError, MissingInput, short
 from .dependence import derived_below, fields_to_inputs
 from .settings import (AT_ONE_SEQUENCE, FORMAT_KEYS, LAYOUT_DEGREES, SELECT_KEYS, SERVING_WORKLOAD, SETTLED_BY,

@@ -18,7 +18,7 @@ from derivations import REGISTRY
 from units import unit as parse_unit
 
 from . import compiled
-from ..data import Data
+from ..data.loader import Data
 from .defaults import Defaults
 from .dependence import FUSE_FROM, depends_on, derived_below
 from .expected import Expected

@@ -13,7 +13,7 @@ from units import parse, unit as parse_unit
 from ..typeset import printers
 
 from . import layouts
-from ..data import Data
+from ..data.loader import Data
 from ..errors import MissingInput
 from .evaluate import Scenario
 from .dependence import (MEASURED_SECTIONS, TRAINING_CHAPTERS, derived_below, flag_kind, read_shared,

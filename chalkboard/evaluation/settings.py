@@ -8,7 +8,7 @@ from functools import lru_cache
 from derivations import (ATTENTION_FLOPS_BY_ATTENTION, ATTENTION_PARAMS_BY_ATTENTION, KV_BYTES_BY_ATTENTION,
                          KV_SHARDS_BY_ATTENTION, REGISTRY)
 
-from ..data import FORMATS_ORDER, RATE_FORMATS, Data
+from ..data.loader import FORMATS_ORDER, RATE_FORMATS, Data
 from ..errors import MissingInput
 
 
@@ -117,7 +117,7 @@ def with_inline(data: Data, kind: str) -> Data:
     is asked for comes from --set (else the evaluation says which input to give)."""
     import dataclasses
 
-    from ..data import Entry
+    from ..data.loader import Entry
 
     if kind == "hardware":
         entry = Entry(INLINE_ID, "a chip given with --set", "hardware")

@@ -15,6 +15,7 @@
   pdf.py             the PDF: formulas fitted to the text, the Typst compile, its date
   explorer.py        the page's live explorer: each definition printed as JavaScript by SymPy
   chip_reports.py    one report per chip (--all-hardware)
+  results_json.py    results.json: every number of every chip x model pair, the same bytes every build
 
 It reads the evaluation, the audit and the printers below it; only chalkboard/build.py and
 chalkboard/api.py, above it, read it.

@@ -22,7 +22,7 @@ from ..evaluation.evaluate import Scenario
 from ..evaluation.settings import EVIDENCE
 from ..evaluation.walk import DimensionMismatch
 from ..typeset.fmt import fmt, fmt_named, sig, split
-from ..featured import DENSE_REFERENCE_MODEL
+from ..data.featured import DENSE_REFERENCE_MODEL
 from .figures import FIGURES
 from .terms import by_terms
 from .lecture import placeholders, shape
@@ -241,7 +241,7 @@ def _data_cell(entry, fld, unit):
         return {"text": "–", "href": None, "title": "no sourced figure"}
     from units import Quantity
 
-    from ..data import fields
+    from ..data.loader import fields
     q = v.quantity * Quantity(1, "chip") if fields("hardware")[fld].unit.endswith("/chip") else v.quantity
     text = f"{sig(q.to(unit).magnitude)}" if unit else f"{int(q.magnitude)}"
     title = f"{v.source.title} (as of {v.as_of})"

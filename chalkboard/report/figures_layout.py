@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..featured import DENSE_REFERENCE_MODEL as DENSE_REFERENCE
+from ..data.featured import DENSE_REFERENCE_MODEL as DENSE_REFERENCE
 from .drawing import C, chip_styles, legend_below, plt, svg
 from ..errors import InputError, MissingInput
 from ..evaluation.evaluate import Scenario

@@ -8,8 +8,8 @@ from html import escape
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from ..home import ROOT
-from ..seeds import BULLET, CHAPTERS_FILE
+from ..data.seeds import BULLET, CHAPTERS_FILE
+from ..runtime.home import ROOT
 
 LECTURE = ROOT / "lecture"
 # 'chapters-3-7.md#T-02', 'chapters-3-7.md, R-06' and a following '#T-06' of the same list

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import jinja2
 
-from ..data import SAFE_URL
-from ..safety import CONTROL_CHARS, visible
+from ..data.loader import SAFE_URL
+from ..data.safety import CONTROL_CHARS, visible
 from .pdf import typst_display
 from .reader import cite_lecture, code_html, code_typst, linked, prose_html, prose_typst
 

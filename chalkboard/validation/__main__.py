@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import sys
 
-from ..home import ROOT
+from ..runtime.home import ROOT
 from .runs import ship
 
 

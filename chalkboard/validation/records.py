@@ -10,7 +10,7 @@ from pathlib import Path
 
 from units import UnitParseError, conform, magnitude_problem, parse
 
-from ..data import (ID_RE, NUMBER_FORMAT_NAMES, RATE_FORMATS, DataError, Source, source_id, read_sources, place_text,
+from ..data.loader import (ID_RE, NUMBER_FORMAT_NAMES, RATE_FORMATS, DataError, Source, source_id, read_sources, place_text,
                     is_whole, read_yaml)
 
 MEASUREMENTS_FILE = "measurements.yaml"

@@ -96,7 +96,7 @@ def calibration_runs(results: list[Result], data) -> list:
 
 def ship(root: Path) -> Path:
     """Write engine_fit.json (engine_fit.SHIPPED): the engine model fitted to the project's measurements.yaml."""
-    from ..data import load
+    from ..data.loader import load
     data = load(root)
     results = evaluate_all(data, load_measurements(root, data))
     out = engine_fit.SHIPPED

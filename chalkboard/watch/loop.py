@@ -21,8 +21,8 @@ import time
 import traceback
 from pathlib import Path
 
-from ..lifecycle import die_with, forget, held, on_signal
-from ..staging import shown_path
+from ..runtime.lifecycle import die_with, forget, held, on_signal
+from ..runtime.staging import shown_path
 from .inputs import Snapshot, data_inputs, summary
 
 SUPERVISOR = "CHALKBOARD_WATCH_SUPERVISOR"   # the environment variable naming the supervisor's pid
@@ -82,7 +82,7 @@ class Loop:
         self.building = None          # the options of the build under way
         self.program = code_digest(root)   # constant here: an edit to the program starts a new worker
         self.lines = Lines()
-        from ..home import cache
+        from ..runtime.home import cache
 
         self.typst = TypstProcess(cache(root) / "watch")   # forked before anything here calls Typst
         self.generation = 0           # one per build started
@@ -238,7 +238,7 @@ class Loop:
 
 def _replace(out: Path, name: str, content: bytes) -> str:
     """``content`` written to ``out/name`` whole, then renamed over it; its SHA-256. Written beside
-    the output folder under the name of this process's staging folders (chalkboard/staging.py),
+    the output folder under the name of this process's staging folders (chalkboard/runtime/staging.py),
     which the next build removes if this process died with it."""
     tmp = None
 
@@ -281,10 +281,10 @@ def run(root: Path, args, notify: int | None = None) -> int:
     """The worker: build, then rebuild on every edit to the data until interrupted."""
     from ..cache import symcache
     from ..cli.common import parse_sets
-    from ..staging import output_folder
+    from ..runtime.staging import output_folder
 
     parse_sets(args.set)                 # options that no edit can mend: one line, status 2
-    from .. import data as data_module
+    from ..data import loader as data_module
 
     data_module.PARSED = {}              # each data file parsed again only when it changed
     supervisor = os.environ.get(SUPERVISOR)

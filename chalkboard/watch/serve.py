@@ -12,7 +12,7 @@ import threading
 from functools import partial
 from pathlib import Path
 
-from ..lifecycle import held
+from ..runtime.lifecycle import held
 
 VERSION_PATH = "/__chalkboard__/version"
 RELOAD_SCRIPT = ("<script>/* chalkboard watch --serve: reload after a rebuild (only in served pages) */\n"

@@ -13,8 +13,8 @@ import sys
 import time
 from pathlib import Path
 
-from ..home import cache
-from ..lifecycle import SIGNALS, held
+from ..runtime.home import cache
+from ..runtime.lifecycle import SIGNALS, held
 from .inputs import PROGRAM, Snapshot, data_inputs, summary
 from .loop import SUPERVISOR
 
@@ -48,7 +48,7 @@ class Worker:
         os.set_blocking(self.reports, False)
         # a process group of its own: a terminal's Ctrl-C reaches this process only, which stops the
         # worker with SIGTERM (a KeyboardInterrupt in the worker's imports would end in a traceback);
-        # told this process's id, the worker ends with it (chalkboard/lifecycle.py)
+        # told this process's id, the worker ends with it (chalkboard/runtime/lifecycle.py)
         env = {**os.environ, SUPERVISOR: str(os.getpid())}
         self.proc = subprocess.Popen(worker_argv(root, args, report_end), pass_fds=(report_end,), cwd=os.getcwd(),
                                      stdin=subprocess.DEVNULL, process_group=0, env=env)
@@ -117,7 +117,7 @@ def supervise(root: Path, args) -> int:
     for sig in SIGNALS:
         signal.signal(sig, _stop)
 
-    from ..staging import output_folder
+    from ..runtime.staging import output_folder
 
     server = version = None
     out = output_folder(root, args.out)

@@ -21,7 +21,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from ..lifecycle import alive, as_worker, forget, held, on_signal
+from ..runtime.lifecycle import alive, as_worker, forget, held, on_signal
 
 PREFIX = "typst-"   # the folder's name: typst-PID-XXXXXXXX, PID the loop's process
 
@@ -41,7 +41,7 @@ def _remove_stale(parent: Path) -> None:
 class TypstProcess:
     def __init__(self, within: Path | None = None):
         """``within``: the folder to make this process's folder in (the project's cache folder,
-        chalkboard/home.py), where the folders of loops killed before they removed theirs are
+        chalkboard/runtime/home.py), where the folders of loops killed before they removed theirs are
         removed; None: the system's temporary folder."""
         self.folder = self.child = None
         if within is not None:

@@ -7,10 +7,10 @@ import textwrap
 import pytest
 import yaml
 
-from chalkboard import seeds
+from chalkboard.data import seeds
 from chalkboard.audit import (FAILS, HOLDS, INCONCLUSIVE, KINDS, ND, RECOMPUTED, ROUGHLY, VERDICTS, evaluate_claim, judge, judge_rule,
                               load_claims, miss_text, load_chips)
-from chalkboard.data import DataError
+from chalkboard.data.loader import DataError
 from conftest import ROOT, run_cli
 
 SEED_DIR = ROOT / "lecture" / "seeds"

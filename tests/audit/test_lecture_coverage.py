@@ -5,7 +5,7 @@ card carries its deciding derivation and two lines of lecture context. Expected 
 hand from the sources named beside them, never copied from the audit's output."""
 import pytest
 
-from chalkboard import seeds
+from chalkboard.data import seeds
 from chalkboard.audit import FAILS, HOLDS, ROUGHLY, evaluate_claim
 from chalkboard.audit import context
 from chalkboard.audit.rules import REASONABLE_SWEEPS

@@ -11,7 +11,7 @@ from pathlib import Path
 from chalkboard.audit import Audit, read_claims
 from chalkboard.audit.rules import LISTED, listed
 from chalkboard.audit.verdicts import evaluate_claim
-from chalkboard.data import load
+from chalkboard.data.loader import load
 
 ROOT = Path(__file__).resolve().parents[2]
 

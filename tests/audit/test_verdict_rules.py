@@ -7,12 +7,12 @@ import re
 
 import pytest
 
-from chalkboard import seeds
+from chalkboard.data import seeds
 from chalkboard.audit import (DEFINITION, DEPENDS, FAILS, HOLDS, INCONCLUSIVE, RECOMPUTED, evaluate_claim,
                               inherit_rejections)
 from chalkboard.audit.rules import loose_text
 from chalkboard.audit.text import Audit, EVIDENCE_KINDS
-from chalkboard.data import DataError
+from chalkboard.data.loader import DataError
 from test_audit import CLAIMS_HEAD as HEAD, _claims as audit_claims   # one writer of test claims files
 
 W = '"004_c06f65e5a6f00c72.txt:81"'

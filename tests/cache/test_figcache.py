@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from chalkboard import FEATURED_HARDWARE as HW, FEATURED_MODEL as MODEL
-from chalkboard.data import load
-from chalkboard.data import Data
+from chalkboard.data.loader import load
+from chalkboard.data.loader import Data
 from chalkboard.cache.figcache import (FIELDS, MISS, PRESENT, SETTINGS, TABLES, VALUE, WHOLE, FigureCache, _Traced, code_digest,
                                       read_digest, traced)
 from chalkboard.report.figure_process import Drawing
@@ -304,7 +304,7 @@ def test_work_shared_by_figures_is_done_once_and_keeps_their_reads():
     import dataclasses
 
     from chalkboard.cache.figcache import PRESENT, once_per_data, traced
-    from chalkboard.data import load
+    from chalkboard.data.loader import load
 
     data = load(ROOT)
     calls = []

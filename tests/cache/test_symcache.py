@@ -59,7 +59,7 @@ def test_an_edited_audit_or_printer_module_names_another_cache(project):
 
     before = symcache.path(project)
     assert before == symcache.path(project)   # the same sources, the same name
-    for rel in ("chalkboard/audit/fixed.py", "chalkboard/exprtext.py", "chalkboard/typeset/printers.py",
+    for rel in ("chalkboard/audit/fixed.py", "chalkboard/audit/exprtext.py", "chalkboard/typeset/printers.py",
                 "chalkboard/evaluation/check.py", "derivations/roofline.py", "units/__init__.py"):
         mod = project / rel
         text = mod.read_text()

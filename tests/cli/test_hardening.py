@@ -241,7 +241,7 @@ CASES = [
     ("out-foreign-folder", None, ["build", "--out", "."], None, ("did not write",)),
     ("source-date-epoch", None, ["build", "--out", "{OUT}"], {"SOURCE_DATE_EPOCH": "yesterday"},
      ("SOURCE_DATE_EPOCH",)),
-    # limits: each count's largest value (chalkboard/data.py LARGEST), checked before any work
+    # limits: each count's largest value (the most its input declares in derivations/), checked before any work
     ("set-chips-10-12", None, ["eval", "step_time", "--set", "chips=1000000000000"], None,
      ("chips", "at most 1,000,000,000")),
     ("set-tp-past-the-heads", None, ["eval", "step_time", "--set", "tp=999999999989"], None, ("tp",)),
@@ -437,7 +437,7 @@ def test_sigterm_during_build_leaves_nothing_behind(good, tmp_path):
 # -- what reaches the reader ----------------------------------------------------------------------
 def test_links_and_control_characters_are_neutralised_in_templates():
     from chalkboard.report.templates import environments, page_link, web_link
-    from chalkboard.safety import visible
+    from chalkboard.data.safety import visible
 
     assert web_link("https://example.com/a?b=1") == "https://example.com/a?b=1"
     for bad in ("javascript:alert(1)", "JAVASCRIPT:alert(1)", "data:text/html,x", "file:///etc/passwd",

@@ -32,8 +32,8 @@ def test_the_prefill_all_reduce_named_is_the_one_costed(cli):
 
 def test_plan_names_both_deployments_chips_and_shows_its_pick():
     from chalkboard import planner as pl
-    from chalkboard.data import load
-    from chalkboard.home import ROOT
+    from chalkboard.data.loader import load
+    from chalkboard.runtime.home import ROOT
     from chalkboard.validation import evidence
 
     data = load(ROOT)

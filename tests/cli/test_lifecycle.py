@@ -1,4 +1,4 @@
-"""The process's life (chalkboard/lifecycle.py): a signal held over a step that must happen whole,
+"""The process's life (chalkboard/runtime/lifecycle.py): a signal held over a step that must happen whole,
 workers that end with their parent (kill -9 included), and signals at any moment of a worker's
 start or end, or of a staging folder's making or removal, that leave nothing behind: no
 traceback, no process, no temporary folder. Each case runs in a process of its own, with the
@@ -57,7 +57,7 @@ def _ready(p) -> str:
 def test_a_signal_is_held_over_a_step_and_handled_after():
     p = _start("""
         import os, signal
-        from chalkboard.lifecycle import held
+        from chalkboard.runtime.lifecycle import held
         seen = []
         signal.signal(signal.SIGTERM, lambda s, f: seen.append("handled"))
         with held():
@@ -104,8 +104,8 @@ CHURN = """
     import os, signal, sys, time
     from pathlib import Path
     from chalkboard.cache.forked import Forked, results
-    from chalkboard.lifecycle import handle_signals
-    from chalkboard.staging import Staging
+    from chalkboard.runtime.lifecycle import handle_signals
+    from chalkboard.runtime.staging import Staging
 
     def work(n):
         if n:
@@ -172,7 +172,7 @@ def test_a_signal_handled_inside_a_del_still_ends_the_command(sig):
     the process went on: the signal is sent again and ends it, with no traceback."""
     p = _start("""
         import sys, time
-        from chalkboard.lifecycle import handle_signals
+        from chalkboard.runtime.lifecycle import handle_signals
 
         class Slow:
             def __del__(self):   # nearly all of this process's time is spent in here
@@ -209,8 +209,8 @@ def test_every_temporary_path_is_ignored_by_git():
     the watch's Typst folder among the caches."""
     import shutil
 
-    from chalkboard.home import cache
-    from chalkboard.staging import Staging
+    from chalkboard.runtime.home import cache
+    from chalkboard.runtime.staging import Staging
     from chalkboard.watch.typst_process import PREFIX
 
     if shutil.which("git") is None or not (ROOT / ".git").exists():

@@ -19,8 +19,8 @@ import yaml
 
 import warm
 from conftest import ROOT
-from chalkboard import exprtext
-from chalkboard.data import DataError, load
+from chalkboard.audit import exprtext
+from chalkboard.data.loader import DataError, load
 from chalkboard.audit.claims import load_claims
 
 CANARY = "chalkboard-canary"

@@ -205,7 +205,7 @@ def test_kill_9_mid_build_leaves_the_output_and_no_process(group, report_build, 
     """`kill -9` of the build (its main process, or the whole group) while it writes: the previous
     output as it was, every worker gone with it (they end with their parent), and what it left
     beside the output removed by the next build."""
-    from chalkboard.staging import Staging
+    from chalkboard.runtime.staging import Staging
 
     out = tmp_path / "out"
     shutil.copytree(report_build[0], out)
@@ -382,7 +382,7 @@ def test_the_layout_rules_take_no_time_for_huge_counts():
 
 @pytest.mark.parametrize("layers, first, freq", [(61, 3, 1), (60, 0, 2), (7, 9, 1), (100, 5, 3), (60000, 3, 1)])
 def test_a_configs_moe_layers_are_counted_without_walking_them(layers, first, freq, tmp_path):
-    from chalkboard.hfconfig import read_config
+    from chalkboard.data.hfconfig import read_config
 
     cfg = json.loads((ROOT / "tests" / "configs" / "deepseek-v3.json").read_text(encoding="utf-8"))
     cfg.update(num_hidden_layers=layers, first_k_dense_replace=first, moe_layer_freq=freq)
@@ -394,7 +394,7 @@ def test_a_configs_moe_layers_are_counted_without_walking_them(layers, first, fr
 
 
 def test_qwen_moe_layers_are_counted_without_walking_them(tmp_path):
-    from chalkboard.hfconfig import read_config
+    from chalkboard.data.hfconfig import read_config
 
     cfg = json.loads((ROOT / "tests" / "configs" / "qwen3-30b-a3b.json").read_text(encoding="utf-8"))
     cfg.update(num_hidden_layers=48, decoder_sparse_step=2, mlp_only_layers=[1, 3, 3, 4, 200, -1])

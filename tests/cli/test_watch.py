@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT
-from chalkboard.featured import FEATURED_HARDWARE, FEATURED_MODEL
+from chalkboard.data.featured import FEATURED_HARDWARE, FEATURED_MODEL
 from chalkboard.watch.inputs import Snapshot
 from chalkboard.watch.serve import RELOAD_SCRIPT, VERSION_PATH, with_reload
 
@@ -148,11 +148,11 @@ def test_an_edit_to_the_program_starts_a_fresh_worker(tmp_path):
                                 stdout=so, stderr=se, stdin=subprocess.DEVNULL)
     try:
         _wait("first build", lambda: "first build:" in stdout.read_text(), proc)
-        featured = proj / "chalkboard" / "featured.py"
+        featured = proj / "chalkboard" / "data" / "featured.py"
         featured.write_text(featured.read_text() + f"\nimport os\nopen({str(mark)!r}, 'w').write(str(os.getpid()))\n")
         _wait("a fresh worker's build", lambda: stdout.read_text().count("first build:") == 2, proc)
         lines = stdout.read_text().splitlines()
-        assert "chalkboard/featured.py changed: starting again with the new program" in lines[-2]
+        assert "chalkboard/data/featured.py changed: starting again with the new program" in lines[-2]
         assert lines[-1].split(" ", 1)[1].startswith("first build: ")
         worker = int(mark.read_text())
         assert worker not in (proc.pid, os.getpid())

@@ -15,9 +15,9 @@ import pytest
 from conftest import ROOT, run_cli
 from chalkboard.cache import incremental
 from chalkboard.cache.figcache import WHOLE, traced
-from chalkboard.data import load
+from chalkboard.data.loader import load
 from chalkboard.evaluation.results import evaluate_all
-from chalkboard.featured import FEATURED_HARDWARE, FEATURED_MODEL
+from chalkboard.data.featured import FEATURED_HARDWARE, FEATURED_MODEL
 
 OTHER_CHIP = "h100-sxm"
 
@@ -208,7 +208,7 @@ def test_two_rebuilds_in_a_row_write_what_fresh_builds_write(tmp_path):
 
 
 def test_a_file_read_again_unchanged_is_not_parsed_again(tmp_path, monkeypatch):
-    from chalkboard import data as data_module
+    from chalkboard.data import loader as data_module
 
     monkeypatch.setattr(data_module, "PARSED", {})
     parsed = []

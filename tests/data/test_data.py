@@ -6,7 +6,7 @@ import pytest
 
 from conftest import ROOT
 
-from chalkboard.data import fields
+from chalkboard.data.loader import fields
 from chalkboard.evaluation.evaluate import Scenario
 from units import Quantity
 
@@ -98,7 +98,7 @@ def test_tpu_capacity_kept_in_gib(data):
 
 def test_values_may_state_per_chip(tmp_path):
     from pathlib import Path
-    from chalkboard.data import load
+    from chalkboard.data.loader import load
     root = Path(__file__).resolve().parents[2]
     (tmp_path / "hardware.yaml").write_text(
         (root / "hardware.yaml").read_text().replace('"3.35 TB/s"', '"3.35 TB/s/chip"', 1))
@@ -109,7 +109,7 @@ def test_values_may_state_per_chip(tmp_path):
 
 def test_duplicate_ids_are_an_error(tmp_path):
     from pathlib import Path
-    from chalkboard.data import DataError, load
+    from chalkboard.data.loader import DataError, load
     root = Path(__file__).resolve().parents[2]
     text = (root / "models.yaml").read_text()
     entry = text[text.index("  llama-3-8b:"):text.index("  llama-3-70b:")]
@@ -121,7 +121,7 @@ def test_duplicate_ids_are_an_error(tmp_path):
 
 def test_zero_counts_are_rejected(tmp_path):
     from pathlib import Path
-    from chalkboard.data import DataError, load
+    from chalkboard.data.loader import DataError, load
     root = Path(__file__).resolve().parents[2]
     text = (root / "models.yaml").read_text()
     i = text.index("  llama-3-8b:")
@@ -143,7 +143,7 @@ def test_a_secondary_source_is_marked_wherever_its_figures_show(tmp_path, cli):
     import shutil
 
     from chalkboard.report import context as report
-    from chalkboard.data import load
+    from chalkboard.data.loader import load
 
     for f in ("hardware.yaml", "models.yaml", "prices.yaml"):
         shutil.copy(ROOT / f, tmp_path / f)

@@ -10,7 +10,7 @@ import pytest
 from conftest import ROOT
 
 import chalkboard as cb
-from chalkboard.data import DataError, fields, load
+from chalkboard.data.loader import DataError, fields, load
 from chalkboard.errors import InputError
 from chalkboard.evaluation.evaluate import Scenario
 from derivations import REGISTRY

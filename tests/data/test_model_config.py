@@ -18,8 +18,8 @@ CONFIGS = Path(__file__).resolve().parents[1] / "configs"
 
 
 def _load(name):
-    from chalkboard.configmodel import add_config_model
-    from chalkboard.data import load
+    from chalkboard.evaluation.configmodel import add_config_model
+    from chalkboard.data.loader import load
     data = load(ROOT)
     add_config_model(data, str(CONFIGS / name))
     return data, data.models[data.config_model]
@@ -137,7 +137,7 @@ MODELS_FILE = [
 @pytest.mark.parametrize("model,total,tol_total,active,tol_active,source", MODELS_FILE,
                          ids=[m[0] for m in MODELS_FILE])
 def test_models_file_counts_match_published(model, total, tol_total, active, tol_active, source):
-    from chalkboard.data import load
+    from chalkboard.data.loader import load
     data = load(ROOT)
     m = data.models[model]
     assert _value(data, m, "params_total_from_dims") == pytest.approx(total, rel=tol_total), source

@@ -8,7 +8,7 @@ import shutil
 
 import pytest
 
-from chalkboard.data import DataError, load
+from chalkboard.data.loader import DataError, load
 from chalkboard.errors import InputError, MissingInput
 from chalkboard.evaluation.evaluate import Scenario
 from derivations import REGISTRY

@@ -43,7 +43,7 @@ SETUP_QUANTITIES = ("step_time", "throughput", "memory_time", "compute_time", "w
 
 
 def test_every_pair_at_the_default_workload_is_flagged_when_it_does_not_fit(data):
-    from chalkboard.results_json import results_json
+    from chalkboard.report.results_json import results_json
     from chalkboard.evaluation.results import evaluate_all
     from derivations import REGISTRY
 

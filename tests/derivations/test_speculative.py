@@ -82,7 +82,7 @@ def test_refusals_are_one_line(args, must):
 
 
 def test_an_acceptance_of_one_in_models_yaml_is_refused(tmp_path):
-    from chalkboard.data import DataError, load
+    from chalkboard.data.loader import DataError, load
     for f in ("hardware.yaml", "prices.yaml"):
         (tmp_path / f).write_text((ROOT / f).read_text(encoding="utf-8"), encoding="utf-8")
     text = (ROOT / "models.yaml").read_text(encoding="utf-8")

@@ -15,7 +15,7 @@ def _chips():
     8-GPU box, a TPU), CI every one (marked slow: about 13 s)."""
     import yaml
 
-    from chalkboard.featured import FEATURED_HARDWARE
+    from chalkboard.data.featured import FEATURED_HARDWARE
 
     ids = list(yaml.safe_load((Path(__file__).parents[2] / "hardware.yaml").read_text())["hardware"])
     quick = {FEATURED_HARDWARE, "h100-sxm", "tpu-v5p"}

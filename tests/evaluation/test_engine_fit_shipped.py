@@ -14,7 +14,7 @@ SHIPPED = json.loads(engine_fit.SHIPPED.read_text(encoding="utf-8"))
 
 @pytest.fixture(scope="module")
 def runs(data):
-    from chalkboard.home import ROOT
+    from chalkboard.runtime.home import ROOT
     from chalkboard.validation import calibration_runs, evaluate_all, load_measurements
     results = evaluate_all(data, load_measurements(ROOT, data))
     return calibration_runs(results, data), len(results)

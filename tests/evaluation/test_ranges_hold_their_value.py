@@ -15,8 +15,8 @@ BATCHES = (1, 64, 512)
 
 @pytest.fixture(scope="module")
 def setup():
-    from chalkboard.data import load
-    from chalkboard.home import ROOT
+    from chalkboard.data.loader import load
+    from chalkboard.runtime.home import ROOT
     from chalkboard.validation import evidence
 
     data = load(ROOT)

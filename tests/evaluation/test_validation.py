@@ -143,7 +143,7 @@ def _first(doc):
 
 
 def _reject(data, tmp_path, doc, *parts):
-    from chalkboard.data import DataError
+    from chalkboard.data.loader import DataError
     from chalkboard.validation import load_measurements
     (tmp_path / "measurements.yaml").write_text(yaml.safe_dump(doc, sort_keys=False))
     with pytest.raises(DataError) as e:
@@ -199,7 +199,7 @@ def test_bad_override_names_the_set(data, tmp_path):
 
 
 def test_bad_file(data, tmp_path):
-    from chalkboard.data import DataError
+    from chalkboard.data.loader import DataError
     from chalkboard.validation import load_measurements
     with pytest.raises(DataError, match="measurements.yaml: file not found"):
         load_measurements(tmp_path, data)

@@ -90,8 +90,8 @@ def test_disaggregated_workers_are_launched_each_in_its_role():
 
 
 def test_the_model_is_named_by_the_repository_its_data_cites():
-    from chalkboard.data import load
-    from chalkboard.home import ROOT
+    from chalkboard.data.loader import load
+    from chalkboard.runtime.home import ROOT
     data = load(ROOT)
     # models.yaml reads Llama 3 70B's dimensions from the Llama 3.1 70B Instruct config.json
     assert hub_repo(data, "llama-3-70b") == "meta-llama/Llama-3.1-70B-Instruct"

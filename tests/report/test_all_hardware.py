@@ -36,7 +36,7 @@ def _rows(index: str) -> dict:
 def _lecture_setup(chip: str) -> list[str]:
     """The set-up the index shows for a chip (the lecture's: its batch, context and a copy on the
     chip's scale-up domain), as --set flags: eval's own defaults are a serving set-up."""
-    from chalkboard.data import load
+    from chalkboard.data.loader import load
     from chalkboard.evaluation.evaluate import Scenario
     sc = Scenario(load(ROOT), chip, "deepseek-v3")
     return [x for n in ("batch", "context", "chips") for x in ("--set", f"{n}={sc.mag(n):g}")]

@@ -234,7 +234,7 @@ def _compare_setup(page, hw, model, batch, ctx, chips):
         _set_box(page, "chips", chips)
     sets = {"batch": batch, "context": ctx, **({"chips": chips} if chips else {})}
     shown_chips = int(page.input_value("#x-number-chips"))
-    from chalkboard.data import load
+    from chalkboard.data.loader import load
     from chalkboard.evaluation.evaluate import Scenario
     # the page's default copy is the lecture's (the chip's scale-up domain), eval's the serving one:
     # the same set-up is the chips the page shows, given to eval

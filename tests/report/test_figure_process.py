@@ -11,7 +11,7 @@ import pytest
 
 from chalkboard import FEATURED_HARDWARE as HW, FEATURED_MODEL as MODEL
 from chalkboard.cache.forked import Forked, can_fork
-from chalkboard.data import load
+from chalkboard.data.loader import load
 from chalkboard.report.figure_process import (CHIPS_PER_FIGURE, Drawing, Order, _figure_processes, order_of_work,
                                               standby)
 from chalkboard.report.figures import FIGURES, PER_CHIP

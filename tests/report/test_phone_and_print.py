@@ -350,7 +350,7 @@ def test_the_summary_has_no_two_equal_columns_and_r_is_the_dense_balance_batch(d
     equality it claims holds for every chip (evaluated here, not read from the table)."""
     from chalkboard.errors import MissingInput
     from chalkboard.evaluation.evaluate import Scenario
-    from chalkboard.featured import DENSE_REFERENCE_MODEL
+    from chalkboard.data.featured import DENSE_REFERENCE_MODEL
     from chalkboard.report.context import summary
 
     s = summary(data, "deepseek-v3")

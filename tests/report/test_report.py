@@ -79,7 +79,7 @@ def test_results_json_has_values_inputs_and_sources(built):
 
 
 def test_pdf_text_has_sections_and_numbers(report_pdf_text):
-    from chalkboard.data import load
+    from chalkboard.data.loader import load
     from chalkboard.evaluation.evaluate import Scenario
     from chalkboard.typeset.fmt import fmt
 
@@ -238,7 +238,7 @@ def test_a_program_file_edited_during_a_build_is_not_called_up_to_date(tmp_path)
         "from chalkboard.cache import symcache\n"
         "load = symcache.load\n"
         "def edited_then_loaded(root):\n"
-        "    data = root / 'chalkboard' / 'data.py'   # imported by now: this run keeps the old code\n"
+        "    data = root / 'chalkboard' / 'data' / 'loader.py'   # imported by now: this run keeps the old code\n"
         "    data.write_text(data.read_text() + '\\n# edited while a build ran\\n')\n"
         "    return load(root)\n"
         "symcache.load = edited_then_loaded\n"

@@ -1,5 +1,5 @@
 """results.json is written as it is made, while the PDF compiles on the other core
-(chalkboard/build.py: ``results_json_parts`` into ``Staging.write``, chalkboard/staging.py): 300 MB at 6,400 pairs are
+(chalkboard/build.py: ``results_json_parts`` into ``Staging.write``, chalkboard/runtime/staging.py): 300 MB at 6,400 pairs are
 never held whole. The file must be the text ``results_json`` gives, its recorded hash must let
 the next build find the output up to date, and a build that fails after writing it (the PDF
 failing) must leave the previous output as it was and nothing beside it."""
@@ -28,7 +28,7 @@ def leftovers(parent, name):
 
 @pytest.mark.slow   # a build of its own; test_report.py::test_results_json_is_written_as_json_dumps_would_write_each_entry reads the shared build's
 def test_results_written_in_parts_are_the_results_text_and_its_hash_is_recorded(tmp_path, data):
-    from chalkboard.results_json import results_json
+    from chalkboard.report.results_json import results_json
     from chalkboard.evaluation.results import evaluate_all
     from derivations import REGISTRY
 

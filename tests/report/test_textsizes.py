@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from chalkboard import FEATURED_HARDWARE as HW, FEATURED_MODEL as MODEL
-from chalkboard.data import load
+from chalkboard.data.loader import load
 from chalkboard.report import textsizes
 from chalkboard.report.figures import draw_all
 

@@ -426,7 +426,7 @@ def load_prices(root: Path, prices_file: str = PRICES_FILE):
 def load(root: Path, hardware_file: str = "hardware.yaml", models_file: str = "models.yaml",
          prices_file: str = "prices.yaml") -> Data:
     """The hardware, model and price files (a model from a Hugging Face config.json is added to
-    them by configmodel.add_config_model)."""
+    them by evaluation/configmodel.py's add_config_model)."""
     hw_doc = _read_yaml(root / hardware_file, hardware_file)
     hw_sources = read_sources(hw_doc, hardware_file)
     hardware = _entries(hw_doc, hardware_file, "hardware", "hardware",

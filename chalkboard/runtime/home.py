@@ -17,7 +17,7 @@ from pathlib import Path
 # default of cli/parser.py's PATHS but the output folder), templates/, lecture/ and the entry
 PROJECT_FILES = ("build.py", "hardware.yaml", "models.yaml", "prices.yaml", "measurements.yaml", "claims.yaml",
                  "templates", "lecture")
-PACKAGE = Path(__file__).resolve().parent
+PACKAGE = Path(__file__).resolve().parents[1]   # chalkboard/ (this file is in chalkboard/runtime/)
 SOURCE = PACKAGE.parent                 # the folder holding chalkboard/, derivations/ and units/
 BUNDLED = PACKAGE / "bundled"           # installed: the data, templates/, lecture/ and build.py
 INSTALLED = not (SOURCE / "build.py").is_file() and (BUNDLED / "build.py").is_file()

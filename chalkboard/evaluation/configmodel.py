@@ -1,6 +1,6 @@
 """A model read from a Hugging Face config.json, made a model entry with its parameter counts.
 
-hfconfig.py reads the config into an entry (data only); its parameter counts are the
+data/hfconfig.py reads the config into an entry (data only); its parameter counts are the
 derivations' own (params_total_from_dims, params_active_from_dims), so they are evaluated here,
 after the data is loaded and before anything else evaluates the model.
 """
@@ -10,11 +10,11 @@ from pathlib import Path
 
 from units import parse
 
-from .data import Data, DataError, Source, Value, check_model
-from .safety import escaped
-from .errors import InputError, MissingInput, NotApplicable
-from .evaluation.evaluate import Scenario
-from .hfconfig import UNDATED, read_config
+from ..data.hfconfig import UNDATED, read_config
+from ..data.loader import Data, DataError, Source, Value, check_model
+from ..data.safety import escaped
+from ..errors import InputError, MissingInput, NotApplicable
+from .evaluate import Scenario
 
 
 def add_config_model(data: Data, config_path: str) -> str:

@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 
-from .errors import OutputError
+from ..errors import OutputError
 from .lifecycle import alive, forget, held, on_signal
 
 

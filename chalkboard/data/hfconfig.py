@@ -19,7 +19,7 @@ from pathlib import Path
 
 from units import parse
 
-from .data import ID_RE, DataError, Entry, Source, Value, read_text, too_large
+from .loader import ID_RE, DataError, Entry, Source, Value, read_text, too_large
 from .safety import escaped
 
 DENSE, MIXTRAL, QWEN_MOE, DEEPSEEK = "dense", "mixtral", "qwen-moe", "deepseek"
@@ -65,7 +65,7 @@ class _Config:
             self.fail(fld, f"expected a whole number, got {json.dumps(v)[:40]}")
         if v < 0 or (v == 0 and not allow_zero):
             self.fail(fld, f"must be {'zero or more' if allow_zero else 'positive'} (got {v:g})")
-        big = too_large(AS_INPUT.get(fld, ""), v)   # the bounds the models file is held to (data.too_large)
+        big = too_large(AS_INPUT.get(fld, ""), v)   # the bounds the models file is held to (loader.too_large)
         if big or v > COUNT_MOST:
             self.fail(fld, f"{v:.3g}: {big or f'at most {COUNT_MOST:,}'}")
         return int(v)

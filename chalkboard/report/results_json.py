@@ -17,9 +17,9 @@ def results_json_parts(data, res, registry, kept: dict | None = None):
     ``kept``: pair -> its text and what it was written from, from an earlier call (the edit loop
     keeps a pair's results as the same objects while its inputs are unchanged): a pair's text is
     written again only if one of those objects is new."""
-    from .evaluation.compiled import declared
-    from .typeset.fmt import base_splitter
-    from .evaluation.results import list_hardware, list_models
+    from ..evaluation.compiled import declared
+    from ..typeset.fmt import base_splitter
+    from ..evaluation.results import list_hardware, list_models
 
     def dumps(v):
         return json.dumps(v, sort_keys=True, ensure_ascii=False)

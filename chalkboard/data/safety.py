@@ -1,6 +1,6 @@
 """What a user's file may hold before chalkboard reads it: PyYAML's safe loader bounded (its size,
 nesting and alias expansion, plain keys, no key given twice), and the control and bidirectional-override
-characters a text may carry, escaped or made visible wherever it is shown. Apart from data.py, which
+characters a text may carry, escaped or made visible wherever it is shown. Apart from loader.py, which
 reads the files through it, because the claims file, a config.json and the page rely on it too.
 """
 from __future__ import annotations
