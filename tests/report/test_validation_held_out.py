@@ -53,15 +53,14 @@ def test_the_points_are_the_decode_runs_with_their_held_out_predictions(fitted):
                              and low <= a / b <= high) == round(by_source.inside * by_source.n)
 
 def test_the_reference_shows_the_figure(report_build, fitted):
-    from chalkboard.report.figures_validation import held_out_points
+    from chalkboard.report.figures_validation import held_out_points, held_out_svg
     out, _ = report_build
     results, _, m = fitted
-    n = len(held_out_points(results, m))
     ref = (out / "reference.html").read_text(encoding="utf-8")
     fig = re.search(r'<figure id="fig-validation-held-out">(.*?)</figure>', ref, re.S)
     assert fig and "<svg" in fig.group(1) and "Measured against expected" in fig.group(1)
     assert ref.index('id="fig-validation"') < fig.start()   # beside the measured-against-bound figure
     svg = (out / "figures" / "validation_held_out.svg").read_text(encoding="utf-8")
-    assert svg.count("<use") >= n or svg.count("<path") >= n   # a marker a point
+    assert svg == str(held_out_svg((held_out_points(results, m), m.band)))   # drawn from these very points
     assert "fig-validation-held-out" not in (out / "report.html").read_text(encoding="utf-8")
     assert "validation_held_out.svg" in (out / "reference.typ").read_text(encoding="utf-8")
