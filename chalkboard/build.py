@@ -28,6 +28,8 @@ from .runtime.staging import Staging, output_folder, shown_path
 # the documents a build writes, each as NAME.html, NAME.typ and NAME.pdf: the report, which reads
 # like the lecture, and the reference beside it (every closed form, claim card, table and source)
 DOCUMENTS = ("report", "reference")
+# the validation section's figures: name -> its key in the section's context
+VALIDATION_FIGURES = {"validation": "svg", "validation_held_out": "held_out_svg"}
 
 
 def numbers_first(ctx, sc, drawing, watch, validation, html_env, put) -> None:
@@ -48,8 +50,10 @@ def numbers_first(ctx, sc, drawing, watch, validation, html_env, put) -> None:
     for s in ctx["sections"]:
         for f in s["figures"]:
             f["updating"] = f["name"] in updating
-    if validation is not None and "validation" in figures:
-        validation["svg"] = figures["validation"][0]
+    if validation is not None:
+        for name, key in VALIDATION_FIGURES.items():
+            if name in figures:
+                validation[key] = figures[name][0]
     ctx["sprite"] = lighten(ctx["sections"]).sprite()
     for n, (svg, _) in figures.items():
         put(f"figures/{n}.svg", svg)
@@ -191,6 +195,7 @@ class _Build:
             fitted = val.efficiency_model(self.checked, self.data) if parts is None \
                 else incremental.efficiency(parts, self.checked, self.data)
             self.validation = val.for_report(self.checked, fitted, self.measurements_file)
+            self.fitted = fitted
             self.sc.evidence = lambda: fitted   # the featured numbers' expected efficiencies (expected_mfu, expected_mbu)
         self.claims = None
         if self.has_claims:
@@ -207,11 +212,13 @@ class _Build:
         from .audit import run_audit
         from .cache.figcache import FigureCache
         from .report.figure_process import Drawing
-        from .report.figures_validation import figure_svg, points
+        from .report.figures_validation import figure_svg, held_out_points, held_out_svg, points
 
         if self.parts is not None:
             from .cache import incremental
-        extra = {"validation": (figure_svg, points(self.checked))} if self.validation is not None else {}
+        extra = {"validation": (figure_svg, points(self.checked)),
+                 "validation_held_out": (held_out_svg, (held_out_points(self.checked, self.fitted), self.fitted.band))
+                 } if self.validation is not None else {}
         self.kept = FigureCache(self.root, getattr(self.args, "program", None), recheck=True)   # under what they read
         self.drawing = Drawing(self.data, self.args.hardware, self.args.model, self.overrides, extra, self.refs,
                                self.kept, self.process)
@@ -263,7 +270,8 @@ class _Build:
             self.results.write_while(lambda: not self.drawing.finished())
         self.figures = figures = self.drawing.wait()
         if self.validation is not None:
-            self.validation["svg"] = figures["validation"][0]
+            for name, key in VALIDATION_FIGURES.items():
+                self.validation[key] = figures[name][0]
         self.log.done("figures", f"{len(self.drawing.drawn)} drawn, {len(figures) - len(self.drawing.drawn)} kept")
         attach_figures(ctx, figures, sc)
         ctx["sprite"] = lighten(ctx["sections"]).sprite()   # the page's figures share one set of glyphs

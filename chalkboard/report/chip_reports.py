@@ -11,7 +11,7 @@ from .lecture import chip_order
 
 # -- one report per chip (--all-hardware) --------------------------------------------------------
 INDEX_QUANTITIES = ("balance_batch", "latency_floor", "cost_floor")
-CHIP_INDEPENDENT_FIGURES = ("hardware_by_year", "validation", "lifecycle_compute_vs_tokens")   # drawn once, shared by every chip
+CHIP_INDEPENDENT_FIGURES = ("hardware_by_year", "validation", "validation_held_out", "lifecycle_compute_vs_tokens")   # drawn once, shared by every chip
 
 
 def index_cell(sc, name: str) -> dict:

@@ -1,6 +1,7 @@
-"""The figure of the report's "How close do real systems get?": every published measurement
-against chalkboard's bound (the records are chalkboard/validation/'s, their regimes
-chalkboard/evaluation/regimes.py's)."""
+"""The figures of the report's "How close do real systems get?": every published measurement
+against chalkboard's bound, and each run at a published batch against the speed the engine model
+expects of it held out by source (the records and the fit are chalkboard/validation/'s, their
+regimes chalkboard/evaluation/regimes.py's)."""
 from __future__ import annotations
 
 from ..evaluation.regimes import REGIMES
@@ -49,5 +50,43 @@ def figure_svg(pts: list[tuple]) -> str:
     ax.set_xlabel("chalkboard's bound: output tokens/s per chip (batch / step_time_min)")
     ax.set_ylabel("published measurement: output tokens/s per chip")
     ax.set_title(f"How close do real systems get? {len(pts)} published measurements")
+    ax.legend(fontsize=7, loc="upper left", frameon=False)
+    return svg(fig)
+
+
+def held_out_points(results: list[Result], m) -> list[tuple]:
+    """What the measured-against-expected figure reads of each decode run the engine model ``m``
+    predicted held out by source (Efficiency.held_out): (expected and measured output tokens/s per
+    chip, its regime). The fit counts a copy's steps a second; measured / expected is the same ratio
+    in any unit, so the expected speed per chip is the measured one over it. A prefill alone is left
+    out: its speed is prompt tokens, not output tokens."""
+    by_id = {r.record.id: r for r in results}
+    return [(by_id[i].measured_chip_rate * predicted / measured, by_id[i].measured_chip_rate, by_id[i].regime)
+            for i, measured, predicted in m.held_out if by_id[i].regime in REGIMES]
+
+
+def held_out_svg(argument: tuple) -> str:
+    """Measured against expected, output tokens/s per chip on log axes: one marker per run, coloured by
+    regime, with y = x and the printed range (factors on the speed) as a band; ``argument`` is
+    (held_out_points(), Efficiency.band)."""
+    pts, (low, high) = argument
+    fig, ax = plt.subplots(figsize=(6.4, 4.6))
+    xs = [p[0] for p in pts] + [p[1] for p in pts]
+    lo, hi = min(xs) / 2, max(xs) * 2
+    ax.fill_between([lo, hi], [lo * low, hi * low], [lo * high, hi * high], color="#dddddd", lw=0,
+                    label=f"the printed range, ×{low:.2f} to ×{high:.2f}")
+    ax.plot([lo, hi], [lo, hi], color="#111111", lw=1, label="measured = expected (y = x)")
+    for g in REGIMES:
+        these = [p for p in pts if p[2] == g]
+        if these:
+            ax.scatter([p[0] for p in these], [p[1] for p in these], s=26, color=REGIME_COLOURS[g], label=g, zorder=3)
+    inside = sum(low <= y / x <= high for x, y, _ in pts)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlim(lo, hi)
+    ax.set_ylim(lo, hi)
+    ax.set_xlabel("expected, held out by source: output tokens/s per chip")
+    ax.set_ylabel("published measurement: output tokens/s per chip")
+    ax.set_title(f"Measured against expected: {len(pts)} decode runs at a published batch, {inside} inside the range")
     ax.legend(fontsize=7, loc="upper left", frameon=False)
     return svg(fig)

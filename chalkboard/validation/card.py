@@ -129,4 +129,4 @@ def for_report(results: list[Result], m, label: str = MEASUREMENTS_FILE) -> dict
            "median": f"×{math.exp(m.cv_median):.2f}", "low": f"×{m.band[0]:.2f}", "high": f"×{m.band[1]:.2f}"}
     return {"file": label, "count": len(results), "rows": rows, "stats": stats, "violations": bad, "fit": fit,
             "chips": len({r.record.hardware for r in results}), "models": len({r.record.model for r in results}),
-            "svg": None}
+            "svg": None, "held_out_svg": None}

@@ -183,6 +183,9 @@ class Efficiency:
     splits: tuple[Split, ...] = ()
     worst: tuple[Miss, ...] = ()
     bounded: int = 0            # fitted runs at an unpublished batch (one-sided)
+    # each run at a published batch predicted held out by source: (run id, measured, predicted), in the
+    # fit's speed (steps or prompts a second of one copy); the report's measured-against-expected figure
+    held_out: tuple[tuple[str, float, float], ...] = ()
 
     def inputs(self, factor: float = 1.0) -> dict[str, float]:
         """The expected-number inputs of derivations/measured.py, at a speed ``factor`` times the fit's
@@ -209,13 +212,13 @@ class Efficiency:
         return {"params": list(self.params), "n": self.n, "sources": self.sources, "band": list(self.band),
                 "cv_median": self.cv_median, "cv_within": self.cv_within, "cv_n": self.cv_n, "of": self.of,
                 "splits": [vars(s) for s in self.splits], "worst": [vars(w) for w in self.worst],
-                "bounded": self.bounded}
+                "bounded": self.bounded, "held_out": [list(h) for h in self.held_out]}
 
     @classmethod
     def from_dict(cls, d: dict) -> "Efficiency":
         return cls(tuple(d["params"]), d["n"], d["sources"], tuple(d["band"]), d["cv_median"], d["cv_within"],
                    d["cv_n"], d["of"], tuple(Split(**s) for s in d["splits"]), tuple(Miss(**w) for w in d["worst"]),
-                   d["bounded"])
+                   d["bounded"], tuple((i, m, p) for i, m, p in d["held_out"]))
 
 
 SPLITS = ("source", "chip", "model", "engine")
@@ -277,6 +280,13 @@ def _worst(runs, errors: dict[str, np.ndarray]) -> tuple[Miss, ...]:
     return tuple(out[:WORST])
 
 
+def _by_source(runs, e: np.ndarray) -> tuple[tuple[str, float, float], ...]:
+    """(id, measured, predicted) of each run at a published batch that the by-source split predicted:
+    the prediction is measured / exp(error), the very number the split scored."""
+    return tuple((r.id or r.source, r.measured, r.measured / math.exp(x))
+                 for r, x in zip(runs, e) if not np.isnan(x) and not r.upper)
+
+
 def fit(runs: list[Run], of: int = 0, splits: tuple[str, ...] = SPLITS) -> Efficiency:
     """The fit, and its error with each source (chip, model, engine) held out in turn."""
     if sum(not r.upper for r in runs) < 6:
@@ -292,7 +302,7 @@ def fit(runs: list[Run], of: int = 0, splits: tuple[str, ...] = SPLITS) -> Effic
     src = scores[0]
     return Efficiency(tuple(float(p) for p in params), len(runs), len({r.source for r in runs}), band,
                       src.median, src.within, src.n, of or len(runs), scores, _worst(runs, errors),
-                      int(upper.sum()))
+                      int(upper.sum()), _by_source(runs, errors["source"]))
 
 
 # -- the shipped fit --------------------------------------------------------------------------
