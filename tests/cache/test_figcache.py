@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from chalkboard import FEATURED_HARDWARE as HW, FEATURED_MODEL as MODEL
+from chalkboard.build import VALIDATION_FIGURES
 from chalkboard.data.loader import load
 from chalkboard.data.loader import Data
 from chalkboard.cache.figcache import (FIELDS, MISS, PRESENT, SETTINGS, TABLES, VALUE, WHOLE, FigureCache, _Traced, code_digest,
@@ -202,7 +203,7 @@ def test_a_build_with_every_figure_kept_writes_the_same_files(tmp_path):
                            cwd=proj, capture_output=True, text=True)
         assert r.returncode == 0, r.stderr
         if n == "first":
-            assert len(list((proj / ".cache" / "figures").glob("*.pickle"))) == len(FIGURES) + 1  # + validation
+            assert len(list((proj / ".cache" / "figures").glob("*.pickle"))) == len(FIGURES) + len(VALIDATION_FIGURES)
             assert "kept from an earlier build" not in r.stdout
         else:
             assert f"{len(FIGURES) + 1} figures ({len(FIGURES) + 1} kept from an earlier build" in r.stdout, r.stdout
@@ -294,7 +295,6 @@ def test_a_build_after_the_shared_one_takes_every_figure_from_the_cache(report_b
     the copy's pickles once made every figure be drawn again)."""
     r = cli("--force", "--no-pdf", "--out", str(tmp_path / "again"))
     assert r.returncode == 0, r.stderr
-    from chalkboard.build import VALIDATION_FIGURES
     n = len(FIGURES) + len(VALIDATION_FIGURES)   # and the validation figures
     assert f"{n} figures ({n} kept from an earlier build" in r.stdout, r.stdout
 

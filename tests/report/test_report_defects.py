@@ -186,7 +186,7 @@ def test_no_display_formula_is_wider_than_the_text(built, tmp_path, doc, least, 
 
 
 @pytest.mark.parametrize("doc, parts, figures", [("report", 8, 12),
-                                                 pytest.param("reference", 11, 1, marks=pytest.mark.slow)])
+                                                 pytest.param("reference", 11, 2, marks=pytest.mark.slow)])
 def test_no_half_empty_pdf_pages(built, tmp_path, doc, parts, figures):
     """Every PDF page but the last is written down to near its foot: a section start, a figure
     or a formula block that does not fit must not leave half a page blank. A part starts a page,
