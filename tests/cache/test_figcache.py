@@ -206,7 +206,7 @@ def test_a_build_with_every_figure_kept_writes_the_same_files(tmp_path):
             assert len(list((proj / ".cache" / "figures").glob("*.pickle"))) == len(FIGURES) + len(VALIDATION_FIGURES)
             assert "kept from an earlier build" not in r.stdout
         else:
-            assert f"{len(FIGURES) + 1} figures ({len(FIGURES) + 1} kept from an earlier build" in r.stdout, r.stdout
+            assert f"{len(FIGURES) + len(VALIDATION_FIGURES)} figures ({len(FIGURES) + len(VALIDATION_FIGURES)} kept from an earlier build" in r.stdout, r.stdout
     (tmp_path / "first" / ".chalkboard-stamp").unlink()
     (tmp_path / "second" / ".chalkboard-stamp").unlink()
     cmp = filecmp.dircmp(tmp_path / "first", tmp_path / "second")
