@@ -245,17 +245,18 @@ class Registry:
         self.quantities[name].expr = sp.sympify(expr, strict=True)
         return sym
 
-    def variant(self, base: str, kind: Variant, meaning: str | None = None, sub: str | None = None) -> sp.Symbol:
+    def variant(self, base: str, kind: Variant, meaning: str | None = None, sub: str | None = None,
+                name: str | None = None) -> sp.Symbol:
         """``base``'s variant of ``kind``, declared in the current section: its definition with every
         quantity that has a variant of that kind (``kind.table``) replaced by it, its unit and flags,
         named and typeset with the kind's suffix and subscript after the base's. ``meaning`` where it
-        is said in words of its own, else the base's as the kind changes it; ``sub`` likewise."""
+        is said in words of its own, else the base's as the kind changes it; ``sub`` and ``name`` likewise."""
         b = self.quantities[base]
         names = {s: self.by_symbol[s].name for s in getattr(b.expr, "free_symbols", ()) if s in self.by_symbol}
         swap = {s: self.quantities[kind.table[n]].sym for s, n in names.items() if n in kind.table}
         if not swap:
             raise ValueError(f"{base}: nothing in its definition has a {kind.suffix} variant")
-        name = f"{base}_{kind.suffix}"
+        name = name or f"{base}_{kind.suffix}"
         sym = self.derived(name, b.expr.xreplace(swap), b.unit, meaning or kind.meaning(b.meaning), b.base,
                            sub or ",".join(filter(None, (b.sub, kind.sub))), valid=b.valid,
                            moe_only=b.moe_only, fit_measure=b.fit_measure, share=b.share)

@@ -29,6 +29,7 @@ import sympy as sp
 from .inputs import R, B, W_out, delta, b_kv, price
 from .latency_cost import B_1
 from .layout import S_layout, pp, t_step as t_step_layout
+from .core import Variant
 from .measured import EXPECTED, t_sync
 from .prices import n_pass
 
@@ -92,19 +93,21 @@ thr_co = R.derived("throughput_colocated", B * n_out / t_req, "token/s",
 R.derived("cost_per_token_colocated", price * S_layout / thr_co, "USD/Mtoken",
           "rental cost of an answer token on colocated copies, their prefills included", "c", "coloc")
 
-# in-flight batching: the prompt's chunks ride on the decode steps (its share of the prefill), each step
-# taking up to the token budget of prompt tokens
-t_req_if = R.derived("request_time_inflight", steps * t_step_layout + B / B_1 * t_pool, "s",
-                     "time an in-flight batching copy takes per turnover of its batch: every sequence's decode steps, "
-                     "and each of the B prompts that replace them its share of the prefill, chunked into the steps",
-                     "D", "IFB")
-R.derived("user_speed_inflight", n_out / t_req_if, "token/s/sequence",
-          "tokens per second each sequence gets with in-flight batching: its answer over the decode steps "
-          "and the prompt chunks they carry", "v", "IFB")
-thr_if = R.derived("throughput_inflight", B * n_out / t_req_if, "token/s",
-                   "answer tokens per second of one in-flight batching copy", "Θ", "IFB")
-R.derived("cost_per_token_inflight", price * S_layout / thr_if, "USD/Mtoken",
-          "rental cost of an answer token with in-flight batching, the prompts' chunks included", "c", "IFB")
+# in-flight batching: the colocated forms with a prompt's share of a pass in place of its own pass (its
+# chunks ride on decode steps that read the weights anyway)
+INFLIGHT = Variant("inflight", "IFB", table={"prefill_time_one": "prefill_time_pooled"})
+for base, name, meaning in (
+        ("request_time_colocated", "request_time_inflight",
+         "time an in-flight batching copy takes per turnover of its batch: every sequence's decode steps, and each "
+         "of the B prompts that replace them its share of the prefill, chunked into the steps"),
+        ("user_speed_colocated", "user_speed_inflight",
+         "tokens per second each sequence gets with in-flight batching: its answer over the decode steps and the "
+         "prompt chunks they carry"),
+        ("throughput_colocated", "throughput_inflight", "answer tokens per second of one in-flight batching copy"),
+        ("cost_per_token_colocated", "cost_per_token_inflight",
+         "rental cost of an answer token with in-flight batching, the prompts' chunks included")):
+    R.variant(base, INFLIGHT, meaning, sub="IFB", name=name)
+t_req_if = R["request_time_inflight"].sym
 n_budget = R.workload("step_token_budget", "token", "prompt tokens a step of in-flight batching carries beside its "
                       "decodes (the engine's token budget a step)", "n", "budget", default="8192 token",
                       source="TensorRT-LLM, tensorrt_llm/builder.py: BuildConfig max_num_tokens = 8192 (the default "

@@ -316,17 +316,23 @@ def _example(unit):
             "USD/hour": "2.99 USD/hour", "parameter": "70e9 parameter"}.get(unit, "1")
 
 
-def _entries(doc, label, key, kind, tags, choices, sources):
+def entries_of(doc, label: str, key: str):
+    """The (id, fields) of a data file's ``key`` mapping, each id and entry checked (one-line errors)."""
     raw = doc.get(key)
     if not isinstance(raw, dict) or not raw:
         raise DataError(label, key, None, f"missing or empty '{key}' mapping")
-    out = {}
     for eid, e in raw.items():
         eid = str(eid)
         if not ID_RE.match(eid):
             raise DataError(label, eid, None, "ids are lowercase letters, digits and hyphens")
         if not isinstance(e, dict):
             raise DataError(label, eid, None, "expected a mapping of fields")
+        yield eid, e
+
+
+def _entries(doc, label, key, kind, tags, choices, sources):
+    out = {}
+    for eid, e in entries_of(doc, label, key):
         schema = fields(kind)
         known = set(schema) | set(tags) | set(choices)
         for f in e:

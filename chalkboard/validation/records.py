@@ -10,7 +10,7 @@ from pathlib import Path
 
 from units import UnitParseError, conform, magnitude_problem, parse
 
-from ..data.loader import (ID_RE, NUMBER_FORMAT_NAMES, RATE_FORMATS, DataError, Source, source_id, read_sources, place_text,
+from ..data.loader import (entries_of, NUMBER_FORMAT_NAMES, RATE_FORMATS, DataError, Source, source_id, read_sources, place_text,
                     is_whole, read_yaml)
 
 MEASUREMENTS_FILE = "measurements.yaml"
@@ -103,17 +103,7 @@ def load_measurements(root: Path, data, label: str = MEASUREMENTS_FILE) -> list[
         if k not in ("sources", "measurements"):
             raise DataError(label, place_text(label, None, None, k), None, "unknown section (known: sources, measurements)")
     sources = read_sources(doc, label)
-    raw = doc.get("measurements")
-    if not isinstance(raw, dict) or not raw:
-        raise DataError(label, "measurements", None, "missing or empty 'measurements' mapping")
-    out = []
-    for eid, e in raw.items():
-        eid = str(eid)
-        if not ID_RE.match(eid):
-            raise DataError(label, eid, None, "ids are lowercase letters, digits and hyphens")
-        if not isinstance(e, dict):
-            raise DataError(label, eid, None, "expected a mapping of fields")
-        out.append(_record(label, eid, e, sources, data))
+    out = [_record(label, eid, e, sources, data) for eid, e in entries_of(doc, label, "measurements")]
     return out
 
 
