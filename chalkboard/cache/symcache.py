@@ -17,13 +17,15 @@ The file is a pickle in the project's own .cache/ folder, trusted like the proje
 
 A fresh clone has no .cache/ yet, so the project also ships the same results in SHIPPED (made by
 ``python3 -m chalkboard.cache.symcache --ship``, which runs every command once and keeps what they
-computed), with the key they were made under: a first build uses them only if that key is this
-run's (the same sources, SymPy, Pint and Python versions), and otherwise computes everything, as
-before. tests/cache/test_symcache.py fails when the shipped file no longer matches the sources.
+computed, the printed formulas and the templates' compiled code among them), with the key they
+were made under, compressed (a tenth of the size): a first build uses them only if that key is
+this run's (the same sources, SymPy, Pint and Python versions), and otherwise computes everything,
+as before. tests/cache/test_symcache.py fails when the shipped file no longer matches the sources.
 """
 from __future__ import annotations
 
 import hashlib
+import lzma
 import os
 import pickle
 import sys
@@ -78,7 +80,7 @@ def load(root: Path) -> int:
 
     saved = _read(target, evaluate, sealed=True)
     if saved is None:   # nothing kept here yet: the results shipped with the project, if made from these sources
-        shipped = _read(program(root) / SHIPPED, evaluate)
+        shipped = _read(program(root) / SHIPPED, evaluate, compressed=True)
         if isinstance(shipped, dict) and shipped.get("key") == target.name:
             saved = shipped.get("results")
             _SHIPPED_USED.add(root)   # kept in .cache/ at the end of the run, like any result
@@ -87,18 +89,27 @@ def load(root: Path) -> int:
     return len(core.PRELOADED)
 
 
-def _read(p: Path, evaluate, sealed: bool = False):
+def _read(p: Path, evaluate, sealed: bool = False, compressed: bool = False):
     """What ``p`` holds, or None; a file of .cache/ (``sealed``) only if it matches its digest
-    (chalkboard/cache/sealed.py); the shipped file is the project's own, like its code."""
+    (chalkboard/cache/sealed.py); the shipped file (``compressed``) is the project's own, like its code."""
     from . import sealed as seal
 
     try:
         # the expressions were stored in SymPy's canonical form: rebuilding them without
         # re-evaluating (Max/Min re-check their arguments pairwise) gives equal objects, fast
-        with open(p, "rb") as f, evaluate(False):
+        with (lzma.open(p, "rb") if compressed else open(p, "rb")) as f, evaluate(False):
             return seal.loads(f.read()) if sealed else pickle.load(f)
-    except (OSError, EOFError, pickle.UnpicklingError, AttributeError, ImportError, TypeError, ValueError):
+    except (OSError, EOFError, pickle.UnpicklingError, AttributeError, ImportError, TypeError, ValueError,
+            lzma.LZMAError):
         return None
+
+
+def read_shipped(root: Path) -> dict | None:
+    """derivations/solved.pickle as a first build reads it: {"key": ..., "results": {...}}, or None."""
+    from sympy.core.parameters import evaluate
+
+    got = _read(program(root) / SHIPPED, evaluate, compressed=True)
+    return got if isinstance(got, dict) else None
 
 
 def save(root: Path) -> None:
@@ -134,11 +145,6 @@ SHIP_COMMANDS = (["build", "--force", "--all-hardware", "--out", "{OUT}"], ["che
                  ["compare", "step_time", "cost_per_token"])
 
 
-# kept in .cache/ but not shipped: text a first build prints again in about half a second (the
-# formulas, 0.9 MB) or that only the same Python takes (the templates' compiled code)
-NOT_SHIPPED = ("formula", "template")
-
-
 def ship(root: Path) -> Path:
     """Write SHIPPED from a run of every command on the project's own sources."""
     import shutil
@@ -170,10 +176,9 @@ def ship(root: Path) -> Path:
         kept = _read(made, evaluate, sealed=True)
         if not isinstance(kept, dict):
             raise SystemExit(f"{made}: the results just computed could not be read back")
-        results = {k: v for k, v in kept.items() if k[0] not in NOT_SHIPPED}
         fd, tmp = tempfile.mkstemp(prefix=".solved-", dir=shipped.parent)
-        with os.fdopen(fd, "wb") as f:
-            pickle.dump({"key": made.name, "results": results}, f, protocol=pickle.HIGHEST_PROTOCOL)
+        with os.fdopen(fd, "wb") as raw, lzma.open(raw, "wb") as f:
+            pickle.dump({"key": made.name, "results": kept}, f, protocol=pickle.HIGHEST_PROTOCOL)
         os.replace(tmp, shipped)
     finally:
         shutil.rmtree(out, ignore_errors=True)

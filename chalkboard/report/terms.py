@@ -3,8 +3,11 @@
 Expanded down to the inputs, a quantity such as the step under a layout runs over more than a page:
 one run of symbols nobody reads. Its definition already names its terms (the compute time, the
 reads, the collectives), so the reference shows the definition and then each derived term's own
-closed form, one formula a term; a term still too long is shown by its own terms in turn.
-Substituting each term's closed form into the definition gives the closed form in full.
+closed form, one formula a term. A term still too long is shown by its definition and a link to
+its own entry, where its terms are shown in turn: unfolded here, the same long terms came back under
+every quantity that reads them (the reference's PDF ran to 450 pages, most of it repeats).
+Substituting each term's closed form into the definition gives the closed form in full; `eval`
+prints it whole.
 """
 from __future__ import annotations
 
@@ -48,26 +51,16 @@ def _by_terms(name: str, kind: str) -> list[dict] | None:
     _, mathml, typst = kept_formula(kind, name)
     if line_count(typst) <= MAX_LINES or not _ordered_terms(name):
         return None
-    out, seen = [], {name}
-
-    def add(n: str, depth: int):
-        for sub in _ordered_terms(n):
-            if sub.name in seen:
-                continue
-            seen.add(sub.name)
-            _, ml, ty = kept_formula(kind, sub.name)
-            if line_count(ty) > MAX_LINES and _ordered_terms(sub.name):
-                _, ml, ty = kept_formula("definition", sub.name)
-                out.append({"name": sub.name, "meaning": sub.meaning, "role": "definition", "depth": depth,
-                            "mathml": ml, "typst": ty})
-                add(sub.name, depth + 1)
-            else:
-                out.append({"name": sub.name, "meaning": sub.meaning, "role": kind, "depth": depth,
-                            "mathml": ml, "typst": ty})
     _, ml, ty = kept_formula("definition", name)
-    out.append({"name": name, "meaning": REGISTRY[name].meaning, "role": "definition", "depth": 0,
-                "mathml": ml, "typst": ty})
-    add(name, 1)
+    out = [{"name": name, "meaning": REGISTRY[name].meaning, "role": "definition", "depth": 0,
+            "mathml": ml, "typst": ty}]
+    for sub in _ordered_terms(name):
+        _, ml, ty = kept_formula(kind, sub.name)
+        role = kind
+        if line_count(ty) > MAX_LINES and _ordered_terms(sub.name):   # its own entry shows its terms
+            _, ml, ty = kept_formula("definition", sub.name)
+            role = "definition"
+        out.append({"name": sub.name, "meaning": sub.meaning, "role": role, "depth": 1, "mathml": ml, "typst": ty})
     return out
 
 

@@ -169,8 +169,7 @@ def test_the_shipped_results_are_made_from_the_sources_as_they_are():
 
     if sympy.__version__ != _pinned("sympy") or sys.version_info[:2] != (3, 11):
         pytest.skip("the shipped results are made with the pinned SymPy on Python 3.11")
-    with open(ROOT / symcache.SHIPPED, "rb") as f:
-        shipped = pickle.load(f)
+    shipped = symcache.read_shipped(ROOT)
     assert shipped["key"] == symcache.path(ROOT).name, \
         "derivations/solved.pickle is stale: run `python3 -m chalkboard.cache.symcache --ship` and commit it"
     assert len(shipped["results"]) > 100
@@ -233,8 +232,8 @@ def test_a_kept_template_is_taken_only_as_compiled_from_its_source_and_options(t
 def test_what_is_kept_of_the_report_equals_what_is_computed_again():
     """The dimension check's report and the closed forms' text shipped in derivations/solved.pickle
     (what a fresh clone's first build reads) equal what the code computes now; a source formula
-    read back from the cache (kept as plain values) is the one printed now, its width included."""
-    import pickle
+    read back from the cache (kept as plain values) is the one printed now, its width included,
+    and the shipped one, which a fresh clone's first build shows, is what is printed now."""
     import sys
 
     import sympy
@@ -245,8 +244,7 @@ def test_what_is_kept_of_the_report_equals_what_is_computed_again():
 
     if sympy.__version__ != _pinned("sympy") or sys.version_info[:2] != (3, 11):
         pytest.skip("the shipped results are made with the pinned SymPy on Python 3.11")
-    with open(ROOT / symcache.SHIPPED, "rb") as f:
-        shipped = pickle.load(f)["results"]
+    shipped = symcache.read_shipped(ROOT)["results"]
     check = [v for k, v in shipped.items() if k[0] == "dimension check"]
     assert check == [vars(_check_all(REGISTRY))]
     texts = {k[1]: v for k, v in shipped.items() if k[0] == "closed form text"}
@@ -255,15 +253,20 @@ def test_what_is_kept_of_the_report_equals_what_is_computed_again():
 
     names = ["step_time", "balance_batch", "cost_per_token", "max_batch_capacity"]
     eq = next(iter(REGISTRY.equations))
+    compared = 0
     for kind, name in [(k, n) for k in ("definition", "closed form", "board form") for n in names] + [("equation", eq)]:
         text, mathml, typst = formula(*SOURCE_FORMS[kind](REGISTRY, name))
         key = ("formula", kind, name)
+        if key in shipped:   # shown only where it differs from the definition
+            compared += 1
+            assert shipped[key] == (text, mathml, str(typst), typst.em), (kind, name)
         REGISTRY.saved[key] = (text, mathml, str(typst), typst.em)   # as a later run reads it
         try:
             got = kept_formula(kind, name)
         finally:
             del REGISTRY.saved[key]
         assert got == (text, mathml, typst) and got[2].em == typst.em, (kind, name)
+    assert compared >= 8
 
 
 @pytest.mark.slow   # computes every form again; the default run's test_the_shipped_results_are_made_from_the_sources_as_they_are checks the key
@@ -273,19 +276,16 @@ def test_the_shipped_forms_are_the_ones_computed_now_term_for_term():
     edit undone) prints what the code gives. Both must be the same expression tree, not merely equal:
     3*(L*a/2 + 2*N) and 3*L*a/2 + 6*N are equal and print differently (the shipped file was once
     read back with SymPy evaluating, which distributes such a product)."""
-    import pickle
     import sys
 
     import sympy
     from chalkboard.cache import symcache
     from derivations import REGISTRY
     from derivations.core import _tidy
-    from sympy.core.parameters import evaluate
 
     if sympy.__version__ != _pinned("sympy") or sys.version_info[:2] != (3, 11):
         pytest.skip("the shipped results are made with the pinned SymPy on Python 3.11")
-    with open(ROOT / symcache.SHIPPED, "rb") as f, evaluate(False):   # as symcache.load reads it
-        shipped = pickle.load(f)["results"]
+    shipped = symcache.read_shipped(ROOT)["results"]   # as symcache.load reads it
     compared = 0
     for q in REGISTRY.derived_quantities():
         closed = _tidy(REGISTRY.expand(q.expr))      # what closed_form and board_form compute, not kept

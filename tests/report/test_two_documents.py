@@ -98,16 +98,28 @@ def test_every_question_and_step_is_in_both_or_the_reference(pages):
 
 def test_a_closed_form_longer_than_a_page_is_shown_by_its_named_terms(out):
     """step_time_layout's closed form once ran over more than a page: the reference shows its
-    definition and each term's closed form, none longer than a page's worth of lines."""
+    definition and each term's closed form, none longer than a page's worth of lines; a term
+    still too long is its definition and a link to its own entry, where its terms are shown (once
+    unfolded under every quantity that read it, the same terms filled 100 pages again and again)."""
     from chalkboard.report.terms import MAX_LINES, by_terms, line_count
     terms = by_terms("step_time_layout", "closed form")
     assert terms and terms[0]["name"] == "step_time_layout"
     assert {"compute_time_layout", "tp_comm_time", "ep_comm_time"} <= {t["name"] for t in terms}
     assert all(line_count(t["typst"]) <= MAX_LINES + 4 for t in terms)
     typ = (out / "reference.typ").read_text(encoding="utf-8")
-    block = typ[typ.index('#raw("step_time_layout")'):]
+    block = typ[typ.index('#raw("step_time_layout")]] #label'):]
     block = block[:block.index("#heading(level: 3")]
-    assert "by its terms" in block and 'raw("tp_comm_time")' in block
+    assert 'raw("tp_comm_time")' in block
+    # the cost under a layout reads the step under it: that term is a link, not its terms again
+    terms = by_terms("cost_per_token_layout", "closed form")
+    linked = [t["name"] for t in terms[1:] if t["role"] == "definition"]
+    assert linked == ["step_time_layout"] and all(t["depth"] <= 1 for t in terms)
+    block = typ[typ.index('#raw("cost_per_token_layout")]] #label'):]
+    block = block[:block.index("#heading(level: 3")]
+    assert '#link(label("q-step_time_layout"))[its own entry]' in block and 'raw("tp_comm_time")' not in block
+    assert '#raw("step_time_layout")]] #label("q-step_time_layout")' in typ
+    html = (out / "reference.html").read_text(encoding="utf-8")
+    assert '<a href="#q-step_time_layout">its own entry</a>' in html
 
 
 @pytest.mark.slow
