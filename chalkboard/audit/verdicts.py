@@ -413,7 +413,6 @@ def _fit(ctx, claim, e: Entry) -> str | None:
         return sc.fit()
     except (MissingInput, InputError):
         return None
-    return None
 
 
 def _fill(ctx, claim: Claim, text: str | None, fld: str) -> str | None:

@@ -331,11 +331,6 @@ def board_form(name: str):
     return REGISTRY.board_form(name)
 
 
-def quantity_json(q, unit: str | None = None) -> dict:
-    mag, u = split(q, unit)
-    return {"value": mag, "unit": u}
-
-
 def describe(sc: Scenario, name: str) -> dict:
     """One quantity for one scenario: value, unit, closed form, and each input with its source."""
     q = REGISTRY[name]

@@ -311,7 +311,8 @@ def cropped(svg: str, fw: float, fh: float, x0: float, y0: float, w: float, h: f
     and view box changed, and the figure's background stretched over the whole view (what is
     drawn outside the figure, e.g. a title above it, sits on the background as with savefig).
     None if the SVG does not start as this expects."""
-    from matplotlib.backends.backend_svg import _short_float_fmt as _num   # as matplotlib writes SVG numbers
+    def _num(x: float) -> str:   # as matplotlib's SVG backend writes a number: %f, trailing zeros dropped
+        return f"{x:f}".rstrip("0").rstrip(".")
 
     head = f'width="{_num(fw)}pt" height="{_num(fh)}pt" viewBox="0 0 {_num(fw)} {_num(fh)}"'
     patch = f'<path d="M 0 {_num(fh)} \nL {_num(fw)} {_num(fh)} \nL {_num(fw)} 0 \nL 0 0 \nz'

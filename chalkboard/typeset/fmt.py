@@ -167,10 +167,6 @@ def operand(x: float) -> str:
     return sig(x)
 
 
-def unit_text(u) -> str:
-    return f"{parse_unit(u):~P}" if isinstance(u, str) else f"{u:~P}"
-
-
 def split(q, unit: str | None = None) -> tuple[float, str]:
     """(magnitude, unit text) in the display unit (or ``unit``)."""
     units = q.units

@@ -476,10 +476,3 @@ def with_values(expr, values: dict) -> tuple[str, str, str]:
     node = _node(sp.sympify(expr, strict=True), values)
     return _text(node), f'<math display="block"><mrow>{_ml(node)}</mrow></math>', _ty_math(node)
 
-
-def mathml_eq(lhs, rhs) -> str:
-    return f'<math display="block"><mrow>{_ml(_node(sp.sympify(lhs, strict=True)))}<mo>=</mo>{_ml(_node(sp.sympify(rhs, strict=True)))}</mrow></math>'
-
-
-def typst_eq(lhs, rhs) -> TypstMath:
-    return _eq(_ty_math(_node(sp.sympify(lhs, strict=True))), _ty_math(_node(sp.sympify(rhs, strict=True))))

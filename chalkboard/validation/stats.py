@@ -56,6 +56,3 @@ def cited_figures(results: list[Result]) -> dict[str, dict[str, float]]:
     setups = {r.record.id: batch[r.record.id] for r in largest.values()}
     return {"roofline": roofline, "batch": batch, "step": step, "batch_setups": setups}
 
-
-def check_hardware_generations(results: list[Result], data) -> int:
-    return len({data.hardware[r.record.hardware].tags.get("family", r.record.hardware) for r in results})
