@@ -125,9 +125,9 @@ class Setup:
         self.data, self.hardware, self.model, self.layout, self.sets = data, hardware, model, layout, sets
         with _library_words():
             self._scenario = Scenario(data, hardware, model, sets, defaults="serving")
-        if (root / "measurements.yaml").exists():   # the evidence for expected efficiencies, as eval reads it
-            from .validation import evidence
-            self._scenario.evidence = evidence(root, data)
+            if (root / "measurements.yaml").exists():   # the evidence for expected efficiencies, as eval reads it
+                from .validation import evidence
+                self._scenario.evidence = evidence(root, data)   # (an engine=NAME without a fit refused here)
 
     def evaluate(self, name: str) -> Result:
         from derivations import REGISTRY

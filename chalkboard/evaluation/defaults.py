@@ -15,8 +15,8 @@ from derivations import rules
 from ..data.loader import RATE_FORMATS
 from ..errors import InputError, MissingInput, short
 from .dependence import derived_below, fields_to_inputs
-from .settings import (AT_ONE_SEQUENCE, FORMAT_KEYS, LAYOUT_DEGREES, SELECT_KEYS, SERVING_WORKLOAD, SETTLED_BY,
-                       related, rules_of)
+from .settings import (AT_ONE_SEQUENCE, FORMAT_KEYS, LAYOUT_DEGREES, SELECT_KEYS, SELECTS, SERVING_WORKLOAD,
+                       SETTLED_BY, related, rules_of)
 
 # "1,024" or "2,000,000 tokens": a number written with thousands separators, refused by name
 THOUSANDS = re.compile(r"\s*[+-]?\d{1,3}(,\d{3})+(\.\d*)?(\s|$)")
@@ -38,8 +38,8 @@ class Defaults:
         for name, text in raw.items():
             if name in SELECT_KEYS:
                 if not text:
-                    raise InputError(f"--set {name}=: give a price id of prices.yaml")
-                out[name] = text
+                    raise InputError(f"--set {name}=: give {SELECTS[name]}")
+                out[name] = text.strip().lower() if name == "engine" else text
                 continue
             if name in FORMAT_KEYS:
                 allowed = RATE_FORMATS if name == "compute_format" else tuple(NUMBER_FORMATS)

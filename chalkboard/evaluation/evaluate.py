@@ -62,6 +62,7 @@ class Scenario(Defaults, Inputs, Fit, Expected):
             raise InputError(f"{data.files.get('prices', 'prices.yaml')}: unknown price id {short(price_id)!r} "
                              f"(known: {', '.join(data.prices)})")
         self.price = data.prices.get(price_id) if price_id is not None else None
+        self.engine = o.pop("engine", None)   # the engine whose own fit the expected numbers take (None: every engine's)
         self.is_dense = "experts" not in self.model.values and "experts" not in o
         self._cache: dict[str, object] = {}
         self._one_sequence = False   # this set-up at one sequence, made when first needed (None: not needed)
@@ -70,9 +71,9 @@ class Scenario(Defaults, Inputs, Fit, Expected):
         self._mags: dict[str, float] = {}
         self.records: dict[str, InputRecord] = {}
         self.used: set[str] = set()      # overrides that some evaluation read
-        # published measurements' efficiencies by regime (validation.summary), for an input whose
-        # default is "=evidence": a function called only when one is read (None: none loaded)
-        self.evidence = None
+        # the engine model fitted to the published measurements (validation.evidence), for an input
+        # whose default is "=evidence": a function called only when one is read (None: none loaded)
+        self._evidence = None
         self.pinned: dict[str, tuple[object, str]] = {}   # degrees a stated layout fixes: (value, why)
         if defaults not in DEFAULTS:
             raise InputError(f"defaults={defaults!r}: expected one of {', '.join(DEFAULTS)}")

@@ -6,14 +6,43 @@ from __future__ import annotations
 from derivations import REGISTRY
 from units import Quantity
 
-from ..errors import NotGiven
+from ..errors import InputError, NotGiven, short
 
 # the inputs whose default is the engine model fitted to the published runs
 EVIDENCE_INPUTS = ("expected_mfu", "expected_mbu", "expected_sync_time", "expected_prefill_efficiency")
 
 
+def for_engine(model, engine: str | None):
+    """``model`` (engine_fit.Efficiency), or its fit to ``engine``'s runs alone (--set engine=NAME)."""
+    if not engine:
+        return model
+    try:
+        return model.for_engine(engine)
+    except ValueError as e:
+        raise InputError(f"--set engine={short(engine)}: {e}") from None
+
+
 class Expected:
     """The fitted engine model's inputs and the range of what reads them (methods Scenario mixes in)."""
+
+    @property
+    def evidence(self):
+        """A function giving the engine model whose inputs the expected numbers take: the fit to every
+        engine's runs, or with --set engine=NAME that engine's own (None: no measurements loaded)."""
+        return self._evidence
+
+    @evidence.setter
+    def evidence(self, model) -> None:
+        engine = getattr(self, "engine", None)
+        if model is None or not engine or getattr(model, "engine", None) == engine:
+            self._evidence = model
+            return
+        fitted = for_engine(model(), engine)   # fitted now: an engine without a fit is refused whatever is read
+
+        def chosen():
+            return fitted
+        chosen.engine = engine
+        self._evidence = chosen
 
     def _from_evidence(self, name: str):
         """The engine model fitted to the published measurements (chalkboard/validation/engine_fit.py), with
@@ -24,10 +53,14 @@ class Expected:
                            f"(`eval` fits it to the published measurements)", name)
         model = self.evidence()
         lo, hi = model.band
+        own = next((e for e in model.engines if e.name == model.engine), None)
         src = (f"evidence: the engine model fitted to {model.n} published runs ({model.sources} sources); held "
                f"out by source, chip, model and engine, the runs lie within ×{lo:.2f}–×{hi:.2f} of its speed (the "
-               f"widest 10th–90th percentile) "
-               f"({self.data.files.get('measurements', 'measurements.yaml')}; `validate`)")
+               f"widest 10th–90th percentile)" if own is None else
+               f"evidence: the engine model fitted to the {own.n} published runs of {own.name} alone ({own.sources} "
+               f"sources; --set engine={own.name}); its range ×{lo:.2f}–×{hi:.2f}, the whole model's or where its "
+               f"runs held out by source fall, if wider")
+        src += f" ({self.data.files.get('measurements', 'measurements.yaml')}; `validate`)"
         value = Quantity(model.inputs()[name], "s" if name == "expected_sync_time" else "")
         return self._record(name, value.to(q.unit or ""), src)
 

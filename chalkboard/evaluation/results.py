@@ -396,7 +396,9 @@ def describe_as_asked(sc: Scenario, asked: str, layout: str = "deployed") -> dic
         d["range"] = {"low": split_named(name, lo, d["unit"])[0], "high": split_named(name, hi, d["unit"])[0],
                       "display": f"{fmt_named(name, lo)} – {fmt_named(name, hi)}",
                       "why": "the engine model's speed moved to the 10th and 90th percentile of its error on "
-                             "published runs held out by source, chip, model and engine, the widest (`validate`)"}
+                             "published runs held out by source, chip, model and engine, the widest (`validate`)"
+                             + ("" if not sc.engine else f", or where {sc.engine}'s own runs held out by source fall, "
+                                                         "if wider")}
     return d
 
 

@@ -13,7 +13,10 @@ from ..errors import MissingInput
 
 
 FORMAT_KEYS = ("format", "weight_format", "kv_format", "compute_format")
-SELECT_KEYS = ("price",)   # --set price=ID picks a price snapshot of prices.yaml
+# --set price=ID picks a price snapshot of prices.yaml; --set engine=NAME the engine model fitted to
+# that engine's published runs alone (validation/engine_fit.py), for every expected number
+SELECT_KEYS = ("price", "engine")
+SELECTS = {"price": "a price id of prices.yaml", "engine": "an engine whose runs have a fit of their own (`validate` lists them)"}
 # --hardware / --model id of an entry given wholly with --set (a chip or model not in the files)
 INLINE_ID = "custom"
 DENSE_MOE_DEFAULTS = {"experts": 1.0, "experts_per_token": 1.0, "moe_layers": 0.0, "d_expert": 0.0,

@@ -42,7 +42,7 @@ def as_json(results: list[Result], m) -> dict:
               "held_out_median_abs_log_error": m.cv_median, "held_out_within_1_5": m.cv_within,
               "range_factors": list(m.band),
               "splits": [vars(x) for x in m.splits], "worst": [vars(x) for x in m.worst],
-              "bounded_runs": m.bounded}
+              "bounded_runs": m.bounded, "engines": [vars(e) for e in m.engines]}
     return {"records": rows, "summary": summary(results), "cited": cited_figures(results),
             "violations": [r.record.id for r in results if r.violates], "efficiency_fit": fitted}
 
@@ -65,7 +65,12 @@ def as_text(results: list[Result], m) -> str:
         if s["n"]:
             lines.append(f"    {g:<27} {_pct(s['median']):>6} ({_pct(s['q1'])}-{_pct(s['q3'])}, "
                          f"{_pct(s['min'])}-{_pct(s['max'])}), {s['n']}")
-    lines.append(f"  expected efficiency (the fit every expected number uses): {m.text()}")
+    lines.append(f"  expected efficiency (the fit every expected number uses, unless --set engine=NAME takes one "
+                 f"below): {m.text()}")
+    for e in m.engines:   # --set engine=NAME takes one of these instead
+        lines.append(f"  fitted to {e.name}'s runs alone (--set engine={e.name}): {m.for_engine(e.name).formula()}; "
+                     f"{e.n} runs ({e.published} at a published batch, {e.held_out} of them predicted with their "
+                     f"source held out) from {e.sources} sources, range ×{e.band[0]:.2f}-×{e.band[1]:.2f}")
     lines.extend(report_card(m))
     bad = [r for r in results if r.violates]
     fams = len({r.record.hardware for r in results})

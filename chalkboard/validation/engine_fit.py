@@ -31,7 +31,7 @@ share within a factor of 1.5 and share inside the range.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -191,6 +191,18 @@ class Miss:
 
 
 @dataclass(frozen=True)
+class Engine:
+    """The model fitted to one engine's runs alone (``--set engine=NAME``)."""
+    name: str
+    params: tuple[float, ...]   # PARAMS order
+    n: int                      # its runs fitted
+    published: int              # of them, at a published batch
+    sources: int
+    band: tuple[float, float]   # the range its expected numbers carry: see _engines
+    held_out: int               # its runs predicted with their source left out (0: one source)
+
+
+@dataclass(frozen=True)
 class Efficiency:
     params: tuple[float, ...]   # PARAMS order
     n: int                      # runs fitted
@@ -206,6 +218,8 @@ class Efficiency:
     # each run at a published batch predicted held out by source: (run id, measured, predicted), in the
     # fit's speed (steps or prompts a second of one copy); the report's measured-against-expected figure
     held_out: tuple[tuple[str, float, float], ...] = ()
+    engines: tuple[Engine, ...] = ()   # the engines with runs enough for a fit of their own
+    engine: str = ""            # the engine whose fit this is ("": every engine's runs)
 
     def inputs(self, factor: float = 1.0) -> dict[str, float]:
         """The expected-number inputs of derivations/measured.py, at a speed ``factor`` times the fit's
@@ -218,12 +232,30 @@ class Efficiency:
         """The inputs at the low and the high end of the held-out range."""
         return self.inputs(self.band[0]), self.inputs(self.band[1])
 
+    def formula(self) -> str:
+        mfu, mbu, sync, pre = self.params
+        return (f"step = compute/{mfu:.3g} + reads/{mbu:.3g} + collectives + layers·{sync * 1e6:.3g} µs, a prefill "
+                f"at {pre:.0%} of its bound (a prompt alone: and every layer's fixed time once)")
+
+    def for_engine(self, name: str) -> "Efficiency":
+        """This model with one engine's own fit and range in place of the fit to every engine's runs;
+        ValueError naming the engines that have one, if ``name`` has none."""
+        for e in self.engines:
+            if e.name == name:
+                return replace(self, params=e.params, band=e.band, engine=name)
+        known = ", ".join(e.name for e in self.engines)
+        raise ValueError(f"no engine fit for {name!r}: the published runs fit one for {known} "
+                         f"(an engine needs {ENGINE_RUNS} runs at a published batch)")
+
     def text(self) -> str:
         lo, hi = self.band
-        mfu, mbu, sync, pre = self.params
         ways = ", ".join(s.name for s in self.splits) or "source"
-        return (f"step = compute/{mfu:.3g} + reads/{mbu:.3g} + collectives + layers·{sync * 1e6:.3g} µs, a prefill "
-                f"at {pre:.0%} of its bound (a prompt alone: and every layer's fixed time once); fitted to {self.n} of {self.of or self.n} published runs (those that "
+        own = next((e for e in self.engines if e.name == self.engine), None)
+        if own is not None:
+            return (f"{self.formula()}; fitted to the {own.n} published runs of {own.name} alone ({own.published} at a "
+                    f"published batch) from {own.sources} sources (--set engine={own.name}); its range ×{lo:.2f}-×{hi:.2f}: "
+                    f"the whole model's, or where its own runs held out by source fall, if wider")
+        return (f"{self.formula()}; fitted to {self.n} of {self.of or self.n} published runs (those that "
                 f"measure decode or prefill as an expected number runs it; {self.bounded} at an unpublished batch, "
                 f"as a bound) from {self.sources} sources; held out by {ways}, the widest "
                 f"{BAND[0]}th-{BAND[1]}th percentile ×{lo:.2f}-×{hi:.2f}")
@@ -232,13 +264,16 @@ class Efficiency:
         return {"params": list(self.params), "n": self.n, "sources": self.sources, "band": list(self.band),
                 "cv_median": self.cv_median, "cv_within": self.cv_within, "cv_n": self.cv_n, "of": self.of,
                 "splits": [vars(s) for s in self.splits], "worst": [vars(w) for w in self.worst],
-                "bounded": self.bounded, "held_out": [list(h) for h in self.held_out]}
+                "bounded": self.bounded, "held_out": [list(h) for h in self.held_out],
+                "engines": [vars(e) for e in self.engines]}
 
     @classmethod
     def from_dict(cls, d: dict) -> "Efficiency":
         return cls(tuple(d["params"]), d["n"], d["sources"], tuple(d["band"]), d["cv_median"], d["cv_within"],
                    d["cv_n"], d["of"], tuple(Split(**s) for s in d["splits"]), tuple(Miss(**w) for w in d["worst"]),
-                   d["bounded"], tuple((i, m, p) for i, m, p in d["held_out"]))
+                   d["bounded"], tuple((i, m, p) for i, m, p in d["held_out"]),
+                   tuple(Engine(e["name"], tuple(e["params"]), e["n"], e["published"], e["sources"], tuple(e["band"]),
+                                e["held_out"]) for e in d.get("engines", ())))
 
 
 SPLITS = ("source", "chip", "model", "engine")
@@ -324,7 +359,35 @@ def fit(runs: list[Run], of: int = 0, splits: tuple[str, ...] = SPLITS) -> Effic
     src = scores[0]
     return Efficiency(tuple(float(p) for p in params), len(runs), len({r.source for r in runs}), band,
                       src.median, src.within, src.n, of or len(runs), scores, _worst(runs, errors),
-                      int(upper.sum()), _by_source(runs, errors["source"]))
+                      int(upper.sum()), _by_source(runs, errors["source"]), _engines(runs, a, params, band))
+
+
+ENGINE_RUNS = 10   # runs at a published batch an engine needs for a fit of its own
+
+
+def _engines(runs, a, params, band) -> tuple[Engine, ...]:
+    """Each engine with ENGINE_RUNS runs at a published batch, fitted to its runs alone. Its range is
+    the whole model's, widened to the BAND percentiles of its own runs predicted with their source
+    left out (fitted to the engine's other sources): never narrower than either says."""
+    upper = a["upper"] > 0
+    names = np.array([r.engine for r in runs], dtype=object)
+    out = []
+    for name in sorted({r.engine for r in runs if r.engine}):
+        mine = names == name
+        if (mine & ~upper).sum() < ENGINE_RUNS or mine.all():
+            continue
+        own = {k: v[mine] for k, v in a.items()}
+        p = _fit_params(own, params)
+        sources = np.array([r.source for r, m in zip(runs, mine) if m], dtype=object)
+        err, _ = _held_out(own, sources, p)
+        e = err[~np.isnan(err) & ~(own["upper"] > 0)]
+        lo, hi = band
+        if e.size:
+            a_, b_ = np.percentile(e, BAND)
+            lo, hi = min(lo, math.exp(a_)), max(hi, math.exp(b_))
+        out.append(Engine(name, tuple(float(x) for x in p), int(mine.sum()), int((mine & ~upper).sum()),
+                          len(set(sources)), (lo, hi), int(e.size)))
+    return tuple(out)
 
 
 # -- the shipped fit --------------------------------------------------------------------------
