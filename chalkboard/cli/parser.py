@@ -130,7 +130,9 @@ def _add_eval(sub, common) -> None:
         "eval", parents=[common], help="evaluate one quantity",
         description="Evaluate one quantity for one hardware and model. --set overrides any input "
                     "(a hardware or model field, a workload parameter, format=bf16|fp8|fp4|int8|int4, "
-                    "or price=SNAPSHOT) with a value and unit, so chips and models not in the files can "
+                    "price=SNAPSHOT, or engine=NAME: the engine model fitted to that engine's published runs, "
+                    "where `validate` lists one, "
+                    "for every expected number) with a value and unit, so chips and models not in the files can "
                     "be evaluated; --hardware custom or --model custom takes every field from --set. A "
                     "count (batch, context, tp) may be a bare number (--set batch=128); any other input "
                     "needs its unit (--set hbm_bandwidth=\"3.35 TB/s\"). Not given, the workload is 64 "
