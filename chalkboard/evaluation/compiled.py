@@ -22,15 +22,15 @@ import sympy as sp
 from derivations import REGISTRY
 from units import Quantity, unit as parse_unit
 
-_EPS = 1e-9  # floor(): 2.9999999999 counts as 3, as in the Pint walk
+ROUNDING_EPS = 1e-9  # floor(): 2.9999999999 counts as 3, as in the Pint walk
 
 
 def _floor(x):
-    return math.floor(x + _EPS)
+    return math.floor(x + ROUNDING_EPS)
 
 
 def _ceiling(x):
-    return math.ceil(x - _EPS)
+    return math.ceil(x - ROUNDING_EPS)
 
 
 def _log(x):
@@ -39,16 +39,16 @@ def _log(x):
     return math.log(x)
 
 
-_SCALAR = [{"floor": _floor, "ceiling": _ceiling, "log": _log, "Max": max, "Min": min}, "math"]
+SCALAR_MODULES = [{"floor": _floor, "ceiling": _ceiling, "log": _log, "Max": max, "Min": min}, "math"]
 def _array_floor(x):
-    return np.floor(x + _EPS)
+    return np.floor(x + ROUNDING_EPS)
 
 
 def _array_ceiling(x):
-    return np.ceil(x - _EPS)
+    return np.ceil(x - ROUNDING_EPS)
 
 
-_ARRAY = [{"floor": _array_floor, "ceiling": _array_ceiling}, "numpy"]
+ARRAY_MODULES = [{"floor": _array_floor, "ceiling": _array_ceiling}, "numpy"]
 
 
 @lru_cache(maxsize=None)
@@ -108,7 +108,7 @@ def _source(name: str, kind: str) -> str:
 
     q = REGISTRY[name]
     args = sorted(q.expr.free_symbols, key=lambda s: s.name)
-    fn = sp.lambdify(args, q.expr, modules=_SCALAR if kind == "scalar" else _ARRAY)
+    fn = sp.lambdify(args, q.expr, modules=SCALAR_MODULES if kind == "scalar" else ARRAY_MODULES)
     return inspect.getsource(fn)
 
 

@@ -209,7 +209,7 @@ class Scenario(Defaults, Inputs, Fit, Expected):
         swept = [REGISTRY[v].sym for v in xs]
         expr = closed.xreplace({s: sp.Float(self._mag(REGISTRY.q(s).name))
                                 for s in closed.free_symbols if s not in swept})
-        fn = sp.lambdify(swept, expr, modules=compiled._ARRAY)
+        fn = sp.lambdify(swept, expr, modules=compiled.ARRAY_MODULES)
         shape = next(iter(xs.values())).shape
         with np.errstate(all="ignore"):
             return np.broadcast_to(np.asarray(fn(*xs.values()), dtype=float), shape)

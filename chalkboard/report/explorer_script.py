@@ -85,7 +85,7 @@ class _Printer(JavascriptCodePrinter):
         return f"v.{q.name}" if q.is_input else f"F.{q.name}(v)"
 
     def _print_floor(self, expr):
-        return f"Math.floor({self._print(expr.args[0])} + {compiled._EPS!r})"
+        return f"Math.floor({self._print(expr.args[0])} + {compiled.ROUNDING_EPS!r})"
 
 
 def answer(name: str, layout: str) -> str:

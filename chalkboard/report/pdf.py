@@ -31,7 +31,7 @@ def typst_display(src: str) -> str:
 
 
 # A display formula wider than the text is set over lines (chalkboard/typeset/linebreak.py, lines of at
-# most 49 em of the printers' estimate, printers._em); one still wider (a piece that cannot break)
+# most 49 em of the printers' estimate, printers.width_em); one still wider (a piece that cannot break)
 # is scaled down to the text's width. Which ones are wide is measured by Typst itself, but only for
 # formulas that might be: on the report's formulas the set width is at most 1.08x the estimate
 # (0.97x above 30 em), and the text is 48.2 em wide (17 cm at 10 pt), so a formula estimated

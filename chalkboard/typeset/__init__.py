@@ -9,7 +9,7 @@ It reads the derivations' registry (each symbol's typeset name) and units/; the 
 audit, the report and the commands above it read it.
 """
 
-# The line budget of a display formula, in printers._em's estimate: the PDF's text is 48.2 em of its
+# The line budget of a display formula, in printers.width_em's estimate: the PDF's text is 48.2 em of its
 # 10 pt type and the page's column 56 em at 1280 px; above 30 em the estimate runs 3% or more over
 # what Typst sets, so a line of 49 em fits. linebreak.py sets wider formulas over lines; pdf.py has
 # Typst measure only those estimated from here up (the tests measure both). Declared here, where

@@ -7,8 +7,8 @@ a product before a ·, max(…) and min(…) between their arguments, and a frac
 numerator is too wide is written 1/denominator · (numerator) so that the numerator can break.
 Continuation lines are indented by the depth of the bracket they continue.
 
-The layout is decided once, on the printers' shared tree (printers._node) with their width
-estimate (printers._em, an upper estimate in em of the text size), and then printed by the
+The layout is decided once, on the printers' shared tree (printers.expr_tree) with their width
+estimate (printers.width_em, an upper estimate in em of the text size), and then printed by the
 MathML and the Typst printers alike, so the page and the PDF break a formula at the same places.
 A formula that fits is printed as before, on one line.
 """
@@ -17,9 +17,9 @@ from __future__ import annotations
 from . import NARROW_EM, WIDTH_EM  # the line budgets, declared in typeset/__init__.py
 from . import printers as P
 INDENT_EM = 1.0      # one level of indentation: Typst's `quad`, MathML's 1em space
-_OP_EM = {"+": P._OP_GAP, "−": P._OP_GAP, "=": P._OP_GAP, "·": P._DOT_GAP, ",": 0.5, "/": 0.8}
+_OP_EM = {"+": P.OP_GAP, "−": P.OP_GAP, "=": P.OP_GAP, "·": P.DOT_GAP, ",": 0.5, "/": 0.8}
 _TYPST_OP = {"+": "+", "−": "-", "=": "=", "·": "dot", ",": ",", "/": "slash"}
-_MATHML_OP = {**P._OP, "=": "=", ",": ",", "/": "/"}   # the printers' +, − and ·, and this layout's own
+_MATHML_OP = {**P.OP, "=": "=", ",": ",", "/": "/"}   # the printers' +, − and ·, and this layout's own
 
 
 class _Flow:
@@ -50,7 +50,7 @@ class _Flow:
 
 
 def _width(n, ctx=None, wrapped=False) -> float:
-    return P._em(n) + 2 * P._PAREN if wrapped else P._em(n, ctx)
+    return P.width_em(n) + 2 * P.PAREN if wrapped else P.width_em(n, ctx)
 
 
 def _flow(n, f: _Flow, indent: int, ctx=None, wrapped=False):
@@ -61,16 +61,16 @@ def _flow(n, f: _Flow, indent: int, ctx=None, wrapped=False):
     k = n[0]
     if k in ("floor", "ceil") and not wrapped:   # ⌊…⌋ and ⌈…⌉ break inside, as brackets do
         left, right = ("⌊", "⌋") if k == "floor" else ("⌈", "⌉")
-        f.put(("open", "", left), P._PAREN)
+        f.put(("open", "", left), P.PAREN)
         _flow(n[1], f, indent + 1)
-        f.put(("close", right), P._PAREN)
+        f.put(("close", right), P.PAREN)
         return
     if k not in ("add", "mul", "frac", "func", "ufunc", "neg"):   # a power or a root: not broken
         f.node(n, ctx, wrapped)
         return
     parens = wrapped or (k == "add" and ctx in ("mul", "pow"))
     if parens:
-        f.put(("open", "", "("), P._PAREN)
+        f.put(("open", "", "("), P.PAREN)
         indent += 1
     if k == "add":
         for i, (sign, t) in enumerate(n[1]):
@@ -82,10 +82,10 @@ def _flow(n, f: _Flow, indent: int, ctx=None, wrapped=False):
             _then(f, "+" if sign == "+" else "−", t, indent)
     elif k == "neg":
         f.op("−")
-        _flow(n[1], f, indent, "mul", P._needs_parens(n[1], "mul"))
+        _flow(n[1], f, indent, "mul", P.needs_parens(n[1], "mul"))
     elif k == "mul":
         for i, x in enumerate(n[1]):
-            wrap = P._needs_parens(x, "mul")
+            wrap = P.needs_parens(x, "mul")
             if i == 0:
                 _flow(x, f, indent, "mul", wrap)
             else:
@@ -94,22 +94,22 @@ def _flow(n, f: _Flow, indent: int, ctx=None, wrapped=False):
         num, den = n[1], n[2]
         if _width(den) <= f.width / 3:   # 1/den · (num), the numerator broken
             f.node(("frac", ("num", "1"), den))
-            _then(f, "·", num, indent, "mul", P._needs_parens(num, "mul") or num[0] == "frac")
+            _then(f, "·", num, indent, "mul", P.needs_parens(num, "mul") or num[0] == "frac")
         else:                            # (num) / (den), each broken
             _flow(num, f, indent, wrapped=True)
             _then(f, "/", den, indent, wrapped=True)
     else:   # max(…), min(…), a named function: one argument a line once they do not all fit
         name = n[1] if k == "func" else n[1] + (n[2] or "")
         args = n[2] if k == "func" else n[3]
-        f.put(("open", name, "("), P._glyphs(name) + P._PAREN)
+        f.put(("open", name, "("), P.glyphs_width(name) + P.PAREN)
         for i, a in enumerate(args):
             if i:
                 f.op(",")
                 f.newline(indent + 1)
             _flow(a, f, indent + 1)
-        f.put(("close", ")"), P._PAREN)
+        f.put(("close", ")"), P.PAREN)
     if parens:
-        f.put(("close", ")"), P._PAREN)
+        f.put(("close", ")"), P.PAREN)
 
 
 def _then(f: _Flow, symbol: str, n, indent: int, ctx=None, wrapped=False):
@@ -130,10 +130,10 @@ def formula(expr, lhs=None, values=None, phone: bool = True) -> tuple[str, str, 
     the first "wide"): a page that does not choose between them by its style sheet asks for none."""
     import sympy as sp
 
-    n = P._node(sp.sympify(expr, strict=True), values)
-    left = None if lhs is None else ("sym", lhs.base, lhs.sub) if hasattr(lhs, "base") else P._node(sp.sympify(lhs, strict=True))
-    text = P._text(n) if left is None else f"{P._text(left)} = {P._text(n)}"
-    P._EM_MEMO = {}   # each node's width computed once while this formula is laid out and printed
+    n = P.expr_tree(sp.sympify(expr, strict=True), values)
+    left = None if lhs is None else ("sym", lhs.base, lhs.sub) if hasattr(lhs, "base") else P.expr_tree(sp.sympify(lhs, strict=True))
+    text = P.tree_text(n) if left is None else f"{P.tree_text(left)} = {P.tree_text(n)}"
+    P.EM_MEMO = {}   # each node's width computed once while this formula is laid out and printed
     try:
         laid = lines(n, left)
         narrow = lines(n, left, NARROW_EM) if phone else None   # a phone's: shown there in place of the first
@@ -141,15 +141,15 @@ def formula(expr, lhs=None, values=None, phone: bool = True) -> tuple[str, str, 
         if laid is not None:
             ml, ty = mathml_lines(laid, "lines wide" if wide else "lines"), typst_lines(laid)
         elif left is None:
-            ml, ty = f'<math display="block"{wide}><mrow>{P._ml(n)}</mrow></math>', P._ty_math(n)
+            ml, ty = f'<math display="block"{wide}><mrow>{P.tree_mathml(n)}</mrow></math>', P.typst_of(n)
         else:
-            ml = f'<math display="block"{wide}><mrow>{P._ml(left)}<mo>=</mo>{P._ml(n)}</mrow></math>'
-            ty = P._eq(P._ty_math(left), P._ty_math(n))
+            ml = f'<math display="block"{wide}><mrow>{P.tree_mathml(left)}<mo>=</mo>{P.tree_mathml(n)}</mrow></math>'
+            ty = P.typst_eq(P.typst_of(left), P.typst_of(n))
         if narrow is not None:
             ml += mathml_lines(narrow, "lines narrow")
         return text, ml, ty
     finally:
-        P._EM_MEMO = None
+        P.EM_MEMO = None
 
 
 # The formulas of the sources alone (no numbers), by kind: the expression and its left side,
@@ -173,13 +173,13 @@ def kept_formula(kind: str, name: str) -> tuple[str, str, "P.TypstMath"]:
         text, mathml, typst = formula(*SOURCE_FORMS[kind](REGISTRY, name))
         return text, mathml, str(typst), typst.em   # plain values: the cache is read before this module
     text, mathml, typst, em = REGISTRY.kept(("formula", kind, name), printed)
-    return text, mathml, P._math(typst, em)
+    return text, mathml, P.typst_math(typst, em)
 
 
 def lines(n, lhs=None, width: float = WIDTH_EM) -> list[list] | None:
     """``[lhs =] n`` laid out in lines of at most ``width`` em where it can break; None if it
     fits on one line."""
-    total = _width(n) + (P._em(lhs) + P._OP_GAP if lhs is not None else 0)
+    total = _width(n) + (P.width_em(lhs) + P.OP_GAP if lhs is not None else 0)
     if total <= width:
         return None
     f = _Flow(width)
@@ -195,13 +195,13 @@ def _typst_item(item, first: bool) -> str:
     k = item[0]
     if k == "node":
         _, n, ctx, wrapped = item
-        return f"({P._ty(n)})" if wrapped else P._ty(n, ctx)
+        return f"({P.tree_typst(n)})" if wrapped else P.tree_typst(n, ctx)
     if k == "op":
         s = _TYPST_OP[item[1]]
         return f'"" {s}' if first and item[1] not in (",",) else s   # "" keeps a binary operator's spacing
     if k == "open":
         name, b = item[1], "\\(" if item[2] == "(" else item[2]
-        return f"{name}{b}" if name in ("max", "min", "ln") else f"{P._ty_ident(name)}{b}" if name else b
+        return f"{name}{b}" if name in ("max", "min", "ln") else f"{P.typst_ident(name)}{b}" if name else b
     return "\\)" if item[1] == ")" else item[1]
 
 
@@ -213,7 +213,7 @@ def typst_lines(laid: list[list]) -> "P.TypstMath":
         body = " ".join(_typst_item(it, i == 0) for i, it in enumerate(items))
         rows.append("& " + "quad " * indent + body)
         widest = max(widest, indent * INDENT_EM + sum(_item_em(it) for it in items))
-    return P._math(" \\ ".join(rows), widest)
+    return P.typst_math(" \\ ".join(rows), widest)
 
 
 def _item_em(item) -> float:
@@ -223,8 +223,8 @@ def _item_em(item) -> float:
     if k == "op":
         return _OP_EM[item[1]]
     if k == "open":
-        return P._glyphs(item[1]) + P._PAREN
-    return P._PAREN
+        return P.glyphs_width(item[1]) + P.PAREN
+    return P.PAREN
 
 
 def _mathml_item(item, first: bool) -> str:
@@ -232,8 +232,8 @@ def _mathml_item(item, first: bool) -> str:
     if k == "node":
         _, n, ctx, wrapped = item
         if not wrapped:
-            return P._ml(n, ctx)
-        inner = P._ml(n)
+            return P.tree_mathml(n, ctx)
+        inner = P.tree_mathml(n)
         fixed = "" if "<mfrac" in inner else ' stretchy="false"'   # as tall as a fraction inside, else a line
         return f"<mrow><mo{fixed}>(</mo>{inner}<mo{fixed}>)</mo></mrow>"
     if k == "op":

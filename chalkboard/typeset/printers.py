@@ -1,6 +1,6 @@
 """Typeset SymPy expressions with the declared symbol names: plain Unicode, MathML, Typst.
 
-All three printers share one walk (``_node``) that turns an expression into a small tree of
+All three printers share one walk (``expr_tree``) that turns an expression into a small tree of
 fractions, products, sums, powers, roots and max/min, so what is shown in the terminal, the
 HTML page and the PDF is the same expression SymPy computed.
 """
@@ -34,7 +34,7 @@ def _num(x) -> str:
 _NODES: dict = {}   # expression -> its tree (without values): each expression is walked once
 
 
-def _node(e, values=None):
+def expr_tree(e, values=None):
     """('sym', base, sub) | ('num', text) | ('frac', n, d) | ('mul', [..]) | ('add', [(sign, t)..])
     | ('pow', base, exp) | ('sqrt', x) | ('func', name, [..]) | ('neg', x)"""
     if values is None:
@@ -60,21 +60,21 @@ def _build(e, values):
             return ("neg", ("num", _num(-e)))
         return ("num", _num(e))
     if isinstance(e, (sp.Max, sp.Min)):
-        return ("func", "max" if isinstance(e, sp.Max) else "min", [_node(a, values) for a in _ordered(e.args)])
+        return ("func", "max" if isinstance(e, sp.Max) else "min", [expr_tree(a, values) for a in _ordered(e.args)])
     if isinstance(e, sp.log):
-        return ("func", "ln", [_node(e.args[0], values)])
+        return ("func", "ln", [expr_tree(e.args[0], values)])
     if isinstance(e, sp.floor):
-        return ("floor", _node(e.args[0], values))
+        return ("floor", expr_tree(e.args[0], values))
     if isinstance(e, sp.ceiling):
-        return ("ceil", _node(e.args[0], values))
+        return ("ceil", expr_tree(e.args[0], values))
     if isinstance(e, sp.Add):
         terms = []
         for t in _ordered(e.args):
             c, rest = t.as_coeff_Mul()
             if c < 0:
-                terms.append(("-", _node(-t, values)))
+                terms.append(("-", expr_tree(-t, values)))
             else:
-                terms.append(("+", _node(t, values)))
+                terms.append(("+", expr_tree(t, values)))
         terms.sort(key=lambda st: st[0] == "-")  # positive terms first
         if values is not None:   # a substituted term that is zero ("+ 0 ns") adds nothing to read
             terms = [t for t in terms if not _is_val(t[1], "0")] or terms[:1]
@@ -86,18 +86,18 @@ def _build(e, values):
         if c < 0:
             n, d = _fraction(e)
             if isinstance(d, sp.Add):  # −a/(b − c) reads better as a/(c − b)
-                return ("frac", _node(-n, values), _node(sp.expand(-d), values))
-            return ("neg", _node(-e, values))
+                return ("frac", expr_tree(-n, values), expr_tree(sp.expand(-d), values))
+            return ("neg", expr_tree(-e, values))
         n, d = _fraction(e)
         if d != 1:
-            den = _node(d, values)
+            den = expr_tree(d, values)
             if values is not None and _is_val(den, "1", ""):   # over a substituted bare 1: the numerator
-                return _node(n, values)
-            return ("frac", _node(n, values), den)
+                return expr_tree(n, values)
+            return ("frac", expr_tree(n, values), den)
         factors = list(e.args)
         nums = [f for f in factors if f.is_Number]
         others = [f for f in _ordered([f for f in factors if not f.is_Number])]
-        nodes = [_node(f, values) for f in nums + others]
+        nodes = [expr_tree(f, values) for f in nums + others]
         if values is not None:   # a substituted factor of a bare 1 ("1 · …") multiplies by nothing
             nodes = [f for f in nodes if not _is_val(f, "1", "")] or nodes[:1]
             if len(nodes) == 1:
@@ -106,14 +106,14 @@ def _build(e, values):
     if isinstance(e, sp.Pow):
         b, x = e.args
         if x == sp.Rational(1, 2):
-            return ("sqrt", _node(b, values))
+            return ("sqrt", expr_tree(b, values))
         if x.is_Number and x < 0:
-            return ("frac", ("num", "1"), _node(b ** -x, values))
-        return ("pow", _node(b, values), _node(x, values))
+            return ("frac", ("num", "1"), expr_tree(b ** -x, values))
+        return ("pow", expr_tree(b, values), expr_tree(x, values))
     if isinstance(e, AppliedUndef):   # an arbitrary map: f(x), or f₁(x) for a function named f1
         m = re.fullmatch(r"([A-Za-z]+)(\d*)", str(e.func))
         base, sub = (m.group(1), m.group(2) or None) if m else (str(e.func), None)
-        return ("ufunc", base, sub, [_node(a, values) for a in e.args])
+        return ("ufunc", base, sub, [expr_tree(a, values) for a in e.args])
     raise TypeError(f"cannot typeset {type(e).__name__}: {e}")
 
 
@@ -188,7 +188,7 @@ class _Text:
 _KEYS: dict = {}
 
 
-def _needs_parens(n, ctx):
+def needs_parens(n, ctx):
     kind = n[0]
     if ctx == "mul":
         return kind in ("add", "neg")
@@ -201,7 +201,7 @@ def _needs_parens(n, ctx):
 _SUB = str.maketrans("0123456789", "₀₁₂₃₄₅₆₇₈₉")
 
 
-def _text(n, ctx=None) -> str:
+def tree_text(n, ctx=None) -> str:
     k = n[0]
     if k == "val":
         if not n[2]:
@@ -212,47 +212,47 @@ def _text(n, ctx=None) -> str:
     if k == "num":
         return n[1]
     if k == "neg":
-        return "−" + _text(n[1], "mul")
+        return "−" + tree_text(n[1], "mul")
     if k == "frac":
-        num, den = _text(n[1], "mul"), _text(n[2], "mul")
+        num, den = tree_text(n[1], "mul"), tree_text(n[2], "mul")
         if n[2][0] == "mul":
             den = f"({den})"
         s = f"{num}/{den}"
         return f"({s})" if ctx in ("mul", "pow") else s
     if k == "mul":
-        parts = [(f"({_text(f)})" if _needs_parens(f, "mul") else _text(f, "mul")) for f in n[1]]
+        parts = [(f"({tree_text(f)})" if needs_parens(f, "mul") else tree_text(f, "mul")) for f in n[1]]
         return "·".join(parts)
     if k == "add":
         out = ""
         for i, (sign, t) in enumerate(n[1]):
-            s = _text(t)
+            s = tree_text(t)
             out += (s if sign == "+" else "−" + s) if i == 0 else f" {'+' if sign == '+' else '−'} {s}"
         return f"({out})" if ctx in ("mul", "pow") else out
     if k == "pow":
-        b = _text(n[1])
-        b = f"({b})" if _needs_parens(n[1], "pow") else b
-        x = _text(n[2], "pow")
+        b = tree_text(n[1])
+        b = f"({b})" if needs_parens(n[1], "pow") else b
+        x = tree_text(n[2], "pow")
         return f"{b}^({x})" if n[2][0] in ("mul", "neg", "pow") else f"{b}^{x}"   # x^(B·n), not x^B·n
     if k == "sqrt":
-        return f"√({_text(n[1])})"
+        return f"√({tree_text(n[1])})"
     if k == "func":
-        return f"{n[1]}(" + ", ".join(_text(a) for a in n[2]) + ")"
+        return f"{n[1]}(" + ", ".join(tree_text(a) for a in n[2]) + ")"
     if k == "ufunc":
         sub = (n[2] or "").translate(str.maketrans("0123456789", "₀₁₂₃₄₅₆₇₈₉"))
-        return f"{n[1]}{sub}(" + ", ".join(_text(a) for a in n[3]) + ")"
+        return f"{n[1]}{sub}(" + ", ".join(tree_text(a) for a in n[3]) + ")"
     if k == "floor":
-        return f"⌊{_text(n[1])}⌋"
+        return f"⌊{tree_text(n[1])}⌋"
     if k == "ceil":
-        return f"⌈{_text(n[1])}⌉"
+        return f"⌈{tree_text(n[1])}⌉"
     raise TypeError(k)
 
 
 def text(expr) -> str:
-    return _text(_node(sp.sympify(expr, strict=True)))
+    return tree_text(expr_tree(sp.sympify(expr, strict=True)))
 
 
 # -- MathML (Presentation, rendered natively by browsers) ------------------------------------
-_OP = {"−": "&#x2212;", "+": "+", "·": "&#x22C5;"}
+OP = {"−": "&#x2212;", "+": "+", "·": "&#x22C5;"}
 
 
 def _mi(s: str) -> str:
@@ -260,7 +260,7 @@ def _mi(s: str) -> str:
     return f"<mi>{s}</mi>" if len(s) == 1 else f'<mi mathvariant="normal">{s}</mi>' if s.isalpha() and s.isascii() else f"<mi>{s}</mi>"
 
 
-def _ml(n, ctx=None) -> str:
+def tree_mathml(n, ctx=None) -> str:
     k = n[0]
     if k == "val":
         if not n[2]:
@@ -277,48 +277,48 @@ def _ml(n, ctx=None) -> str:
     if k == "num":
         return f"<mn>{escape(n[1])}</mn>"
     if k == "neg":
-        return f"<mrow><mo>&#x2212;</mo>{_ml(n[1], 'mul')}</mrow>"
+        return f"<mrow><mo>&#x2212;</mo>{tree_mathml(n[1], 'mul')}</mrow>"
     if k == "frac":
-        return f"<mfrac><mrow>{_ml(n[1])}</mrow><mrow>{_ml(n[2])}</mrow></mfrac>"
+        return f"<mfrac><mrow>{tree_mathml(n[1])}</mrow><mrow>{tree_mathml(n[2])}</mrow></mfrac>"
     if k == "mul":
         parts = []
         for f in n[1]:   # a sum or a negation is bracketed here, once (as the text and Typst printers do)
-            parts.append(f"<mrow><mo>(</mo>{_ml(f)}<mo>)</mo></mrow>" if _needs_parens(f, "mul") else _ml(f, "mul"))
+            parts.append(f"<mrow><mo>(</mo>{tree_mathml(f)}<mo>)</mo></mrow>" if needs_parens(f, "mul") else tree_mathml(f, "mul"))
         return "<mrow>" + "<mo>&#x22C5;</mo>".join(parts) + "</mrow>"
     if k == "add":
         out = []
         for i, (sign, t) in enumerate(n[1]):
             if i or sign == "-":
-                out.append(f"<mo>{_OP['−' if sign == '-' else '+']}</mo>")
-            out.append(_ml(t))
+                out.append(f"<mo>{OP['−' if sign == '-' else '+']}</mo>")
+            out.append(tree_mathml(t))
         inner = "".join(out)
         return f"<mrow><mo>(</mo>{inner}<mo>)</mo></mrow>" if ctx in ("mul", "pow") else f"<mrow>{inner}</mrow>"
     if k == "pow":
-        b = _ml(n[1])
-        b = f"<mrow><mo>(</mo>{b}<mo>)</mo></mrow>" if _needs_parens(n[1], "pow") else b
-        return f"<msup>{b}<mrow>{_ml(n[2])}</mrow></msup>"
+        b = tree_mathml(n[1])
+        b = f"<mrow><mo>(</mo>{b}<mo>)</mo></mrow>" if needs_parens(n[1], "pow") else b
+        return f"<msup>{b}<mrow>{tree_mathml(n[2])}</mrow></msup>"
     if k == "sqrt":
-        return f"<msqrt>{_ml(n[1])}</msqrt>"
+        return f"<msqrt>{tree_mathml(n[1])}</msqrt>"
     if k == "func":
-        args = "<mo>,</mo>".join(_ml(a) for a in n[2])
+        args = "<mo>,</mo>".join(tree_mathml(a) for a in n[2])
         return f"<mrow><mi>{n[1]}</mi><mo>(</mo>{args}<mo>)</mo></mrow>"
     if k == "ufunc":
-        args = "<mo>,</mo>".join(_ml(a) for a in n[3])
+        args = "<mo>,</mo>".join(tree_mathml(a) for a in n[3])
         name = f"<msub><mi>{escape(n[1])}</mi><mn>{n[2]}</mn></msub>" if n[2] else f"<mi>{escape(n[1])}</mi>"
         return f"<mrow>{name}<mo>(</mo>{args}<mo>)</mo></mrow>"
     if k == "floor":
-        return f"<mrow><mo>&#x230A;</mo>{_ml(n[1])}<mo>&#x230B;</mo></mrow>"
+        return f"<mrow><mo>&#x230A;</mo>{tree_mathml(n[1])}<mo>&#x230B;</mo></mrow>"
     if k == "ceil":
-        return f"<mrow><mo>&#x2308;</mo>{_ml(n[1])}<mo>&#x2309;</mo></mrow>"
+        return f"<mrow><mo>&#x2308;</mo>{tree_mathml(n[1])}<mo>&#x2309;</mo></mrow>"
     raise TypeError(k)
 
 
 def mathml_symbol(q) -> str:
-    return _ml(("sym", q.base, q.sub))
+    return tree_mathml(("sym", q.base, q.sub))
 
 
 def mathml(expr, lhs=None, display: bool = True) -> str:
-    body = _ml(_node(sp.sympify(expr, strict=True)))
+    body = tree_mathml(expr_tree(sp.sympify(expr, strict=True)))
     if lhs is not None:
         body = f"{mathml_symbol(lhs)}<mo>=</mo>{body}"
     mode = ' display="block"' if display else ""
@@ -331,13 +331,13 @@ def typst_str(s: str) -> str:
     return '"' + s.replace("\\", "\\\\").replace('"', '\\"').replace("\n", " ") + '"'
 
 
-def _ty_ident(s: str) -> str:
+def typst_ident(s: str) -> str:
     if len(s) == 1 and s.isalpha():
         return s
     return typst_str(s)  # multi-letter names in quotes are upright text in math mode
 
 
-def _ty(n, ctx=None) -> str:
+def tree_typst(n, ctx=None) -> str:
     k = n[0]
     if k == "val":
         if not n[2]:
@@ -345,47 +345,47 @@ def _ty(n, ctx=None) -> str:
         body = f"{typst_str(n[1])} thin {typst_str(n[2])}"
         return f"({body})" if ctx in ("mul", "pow") else body
     if k == "sym":
-        base = _ty_ident(n[1])
+        base = typst_ident(n[1])
         return f"{base}_{typst_str(n[2])}" if n[2] else base
     if k == "num":
         return n[1]
     if k == "neg":
-        return f"-{_ty(n[1], 'mul')}"
+        return f"-{tree_typst(n[1], 'mul')}"
     if k == "frac":
-        return f"frac({_ty(n[1])}, {_ty(n[2])})"
+        return f"frac({tree_typst(n[1])}, {tree_typst(n[2])})"
     if k == "mul":
-        parts = [(f"({_ty(f)})" if _needs_parens(f, "mul") else _ty(f, "mul")) for f in n[1]]
+        parts = [(f"({tree_typst(f)})" if needs_parens(f, "mul") else tree_typst(f, "mul")) for f in n[1]]
         return " dot ".join(parts)
     if k == "add":
         out = ""
         for i, (sign, t) in enumerate(n[1]):
-            s = _ty(t)
+            s = tree_typst(t)
             out += (s if sign == "+" else "-" + s) if i == 0 else f" {'+' if sign == '+' else '-'} {s}"
         return f"({out})" if ctx in ("mul", "pow") else out
     if k == "pow":
-        b = _ty(n[1])
-        b = f"({b})" if _needs_parens(n[1], "pow") else b
-        return f"{b}^({_ty(n[2])})"
+        b = tree_typst(n[1])
+        b = f"({b})" if needs_parens(n[1], "pow") else b
+        return f"{b}^({tree_typst(n[2])})"
     if k == "sqrt":
-        return f"sqrt({_ty(n[1])})"
+        return f"sqrt({tree_typst(n[1])})"
     if k == "func":
-        return f"{n[1]}(" + ", ".join(_ty(a) for a in n[2]) + ")"
+        return f"{n[1]}(" + ", ".join(tree_typst(a) for a in n[2]) + ")"
     if k == "ufunc":
         name = f"{n[1]}_{n[2]}" if n[2] else n[1]
-        return f"{name}(" + ", ".join(_ty(a) for a in n[3]) + ")"
+        return f"{name}(" + ", ".join(tree_typst(a) for a in n[3]) + ")"
     if k == "floor":
-        return f"floor({_ty(n[1])})"
+        return f"floor({tree_typst(n[1])})"
     if k == "ceil":
-        return f"ceil({_ty(n[1])})"
+        return f"ceil({tree_typst(n[1])})"
     raise TypeError(k)
 
 
 class TypstMath(str):
-    """Typst math source, with ``em``: an upper estimate of its set width in em (see _em)."""
+    """Typst math source, with ``em``: an upper estimate of its set width in em (see width_em)."""
     em: float
 
 
-def _math(src: str, em: float) -> TypstMath:
+def typst_math(src: str, em: float) -> TypstMath:
     out = TypstMath(src)
     out.em = em
     return out
@@ -395,19 +395,19 @@ def _math(src: str, em: float) -> TypstMath:
 # (only those are measured by Typst, which costs layout time): every glyph counted at full size
 # (subscripts and nested fractions are set smaller), with the spacing Typst puts around
 # operators. tests/report/test_report_defects.py measures every formula this calls narrow.
-_GLYPH, _SUB_GLYPH, _OP_GAP, _DOT_GAP, _PAREN = 0.62, 0.45, 1.25, 0.6, 0.45
+_GLYPH, _SUB_GLYPH, OP_GAP, DOT_GAP, PAREN = 0.62, 0.45, 1.25, 0.6, 0.45
 
 
-def _glyphs(s: str, size: float = _GLYPH) -> float:
+def glyphs_width(s: str, size: float = _GLYPH) -> float:
     """Capitals (M, W, C in italics) are the widest glyphs."""
     return sum(size * (1.4 if c.isupper() else 1.0) for c in s)
 
 
-_EM_MEMO: dict | None = None   # while a formula is laid out over lines (linebreak.formula): widths kept
+EM_MEMO: dict | None = None   # while a formula is laid out over lines (linebreak.formula): widths kept
 
 
-def _em(n, ctx=None) -> float:
-    memo = _EM_MEMO
+def width_em(n, ctx=None) -> float:
+    memo = EM_MEMO
     if memo is None:
         return _em_of(n, ctx)
     key = (id(n), ctx)
@@ -420,59 +420,59 @@ def _em(n, ctx=None) -> float:
 def _em_of(n, ctx=None) -> float:
     k = n[0]
     if k == "val":
-        w = _glyphs(n[1]) + _glyphs(n[2] or "") + (0.25 if n[2] else 0)
-        return w + (2 * _PAREN if n[2] and ctx in ("mul", "pow") else 0)
+        w = glyphs_width(n[1]) + glyphs_width(n[2] or "") + (0.25 if n[2] else 0)
+        return w + (2 * PAREN if n[2] and ctx in ("mul", "pow") else 0)
     if k == "sym":
-        return _glyphs(n[1]) + _glyphs(n[2] or "", _SUB_GLYPH)
+        return glyphs_width(n[1]) + glyphs_width(n[2] or "", _SUB_GLYPH)
     if k == "num":
-        return _glyphs(n[1])
+        return glyphs_width(n[1])
     if k == "neg":
-        return _GLYPH + _em(n[1], "mul")
+        return _GLYPH + width_em(n[1], "mul")
     if k == "frac":
-        return max(_em(n[1]), _em(n[2])) + 0.4
+        return max(width_em(n[1]), width_em(n[2])) + 0.4
     if k == "mul":
-        return sum(_em(f) + 2 * _PAREN if _needs_parens(f, "mul") else _em(f, "mul") for f in n[1]) \
-            + _DOT_GAP * (len(n[1]) - 1)
+        return sum(width_em(f) + 2 * PAREN if needs_parens(f, "mul") else width_em(f, "mul") for f in n[1]) \
+            + DOT_GAP * (len(n[1]) - 1)
     if k == "add":
-        w = sum(_em(t) for _, t in n[1]) + _OP_GAP * (len(n[1]) - 1) + (_GLYPH if n[1][0][0] == "-" else 0)
-        return w + (2 * _PAREN if ctx in ("mul", "pow") else 0)
+        w = sum(width_em(t) for _, t in n[1]) + OP_GAP * (len(n[1]) - 1) + (_GLYPH if n[1][0][0] == "-" else 0)
+        return w + (2 * PAREN if ctx in ("mul", "pow") else 0)
     if k == "pow":
-        return _em(n[1]) + (2 * _PAREN if _needs_parens(n[1], "pow") else 0) + _em(n[2])
+        return width_em(n[1]) + (2 * PAREN if needs_parens(n[1], "pow") else 0) + width_em(n[2])
     if k == "sqrt":
-        return _em(n[1]) + 1.0
+        return width_em(n[1]) + 1.0
     if k == "func":
-        return len(n[1]) * _GLYPH + 2 * _PAREN + sum(_em(a) for a in n[2]) + _DOT_GAP * (len(n[2]) - 1)
+        return len(n[1]) * _GLYPH + 2 * PAREN + sum(width_em(a) for a in n[2]) + DOT_GAP * (len(n[2]) - 1)
     if k == "ufunc":
-        return (_glyphs(n[1]) + _glyphs(n[2] or "", _SUB_GLYPH) + 2 * _PAREN
-                + sum(_em(a) for a in n[3]) + _DOT_GAP * (len(n[3]) - 1))
+        return (glyphs_width(n[1]) + glyphs_width(n[2] or "", _SUB_GLYPH) + 2 * PAREN
+                + sum(width_em(a) for a in n[3]) + DOT_GAP * (len(n[3]) - 1))
     if k in ("floor", "ceil"):
-        return _em(n[1]) + 2 * _PAREN
+        return width_em(n[1]) + 2 * PAREN
     raise TypeError(k)
 
 
-def _ty_math(n) -> TypstMath:
-    return _math(_ty(n), _em(n))
+def typst_of(n) -> TypstMath:
+    return typst_math(tree_typst(n), width_em(n))
 
 
-def _eq(lhs: TypstMath, rhs: TypstMath) -> TypstMath:
-    return _math(f"{lhs} = {rhs}", lhs.em + _OP_GAP + rhs.em)
+def typst_eq(lhs: TypstMath, rhs: TypstMath) -> TypstMath:
+    return typst_math(f"{lhs} = {rhs}", lhs.em + OP_GAP + rhs.em)
 
 
 def typst_symbol(q) -> TypstMath:
-    return _ty_math(("sym", q.base, q.sub))
+    return typst_of(("sym", q.base, q.sub))
 
 
 def typst(expr, lhs=None) -> TypstMath:
-    body = _ty_math(_node(sp.sympify(expr, strict=True)))
-    return _eq(typst_symbol(lhs), body) if lhs is not None else body
+    body = typst_of(expr_tree(sp.sympify(expr, strict=True)))
+    return typst_eq(typst_symbol(lhs), body) if lhs is not None else body
 
 
 def text_symbol(q) -> str:
-    return _text(("sym", q.base, q.sub))
+    return tree_text(("sym", q.base, q.sub))
 
 
 def with_values(expr, values: dict) -> tuple[str, str, str]:
     """``expr`` with each symbol in ``values`` shown as its number and unit: text, MathML, Typst."""
-    node = _node(sp.sympify(expr, strict=True), values)
-    return _text(node), f'<math display="block"><mrow>{_ml(node)}</mrow></math>', _ty_math(node)
+    node = expr_tree(sp.sympify(expr, strict=True), values)
+    return tree_text(node), f'<math display="block"><mrow>{tree_mathml(node)}</mrow></math>', typst_of(node)
 

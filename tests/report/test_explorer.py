@@ -393,7 +393,7 @@ def test_printed_max_min_floor_piecewise_evaluate_like_python():
         browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=BROWSER_ARGS)
         page = browser.new_page()
         for e in exprs:
-            fn = sp.lambdify([B, L, S], e, modules=compiled._SCALAR)
+            fn = sp.lambdify([B, L, S], e, modules=compiled.SCALAR_MODULES)
             for v in points:
                 got = page.evaluate(f"(v) => {explorer_script.to_js(e)}", v)
                 assert got == pytest.approx(float(fn(v["batch"], v["context"], v["chips"])), rel=1e-12), (e, v)

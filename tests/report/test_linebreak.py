@@ -20,8 +20,8 @@ def long_expressions():
     for q in R.derived_quantities():
         for tag, e in (("def", q.expr), ("closed", R.closed_form(q.name)),
                        ("board", R.with_constants(R.closed_form(q.name)))):
-            node = printers._node(e)
-            if printers._em(node) > 30:
+            node = printers.expr_tree(e)
+            if printers.width_em(node) > 30:
                 out.append((f"{q.name}:{tag}", e, node))
     return out
 
@@ -35,7 +35,7 @@ def _line_text(items) -> str:
     for it in items:
         if it[0] == "node":
             _, n, ctx, wrapped = it
-            out.append(f"({printers._text(n)})" if wrapped else printers._text(n, ctx))
+            out.append(f"({printers.tree_text(n)})" if wrapped else printers.tree_text(n, ctx))
         elif it[0] == "op":
             out.append({"·": "*", "−": "-", ",": ","}.get(it[1], it[1]))
         elif it[0] == "open":   # a function's name and its bracket: (, or ⌊ and ⌈ around a floor and a ceiling
@@ -82,7 +82,7 @@ def test_there_are_long_formulas_to_break():
 def test_a_formula_that_fits_is_one_line_as_before():
     q = R["compute_time_weights"]
     text, ml, ty = linebreak.formula(q.expr, lhs=q)
-    assert linebreak.lines(printers._node(q.expr), ("sym", q.base, q.sub)) is None
+    assert linebreak.lines(printers.expr_tree(q.expr), ("sym", q.base, q.sub)) is None
     assert ty == printers.typst(q.expr, lhs=q) and ml == printers.mathml(q.expr, lhs=q)
     assert text == f"{printers.text_symbol(q)} = {printers.text(q.expr)}"
 
@@ -92,7 +92,7 @@ def test_a_maximum_breaks_between_its_arguments_and_a_sum_before_its_plus():
     level; a sum too wide breaks before a +, its continuation indented under the argument."""
     B, N, S, F, W = (R[n].sym for n in ("batch", "params_active", "chips", "peak_flops", "hbm_bandwidth"))
     e = sp.Max(B * N / (S * F) + N / (S * W), N / W)
-    laid = linebreak.lines(printers._node(e), width=12)
+    laid = linebreak.lines(printers.expr_tree(e), width=12)
     shape = [(indent, [it[0] if it[0] != "op" else it[1] for it in items]) for indent, items in laid]
     assert shape == [(0, ["open", "node"]), (1, ["+", "node", ","]), (1, ["node", "close"])]
     typst = linebreak.typst_lines(laid)
@@ -119,7 +119,7 @@ def _breaking_faults(name, expr, node) -> list[str]:
     for indent, items in laid:
         width = indent * linebreak.INDENT_EM + sum(linebreak._item_em(it) for it in items)
         # over the line only where one piece cannot break (a power, a root, a narrow fraction)
-        if width > WIDTH and not any(it[0] == "node" and printers._em(it[1]) > WIDTH / 3 for it in items):
+        if width > WIDTH and not any(it[0] == "node" and printers.width_em(it[1]) > WIDTH / 3 for it in items):
             faults.append(f"{name}: a line of {width:.1f} em at indent {indent}")
     return faults
 
@@ -157,7 +157,7 @@ def test_a_formula_wider_than_a_phone_has_a_second_narrower_layout():
     from chalkboard.typeset import NARROW_EM, WIDTH_EM
 
     def layouts(q):
-        node, lhs = printers._node(q.expr), ("sym", q.base, q.sub)
+        node, lhs = printers.expr_tree(q.expr), ("sym", q.base, q.sub)
         return linebreak.lines(node, lhs, WIDTH_EM), linebreak.lines(node, lhs, NARROW_EM)
     # the first definition that is one line on a desktop and in print but several on a phone
     q = next(q for q in R.quantities.values() if not q.is_input and layouts(q)[0] is None
@@ -173,7 +173,7 @@ def test_a_formula_wider_than_a_phone_has_a_second_narrower_layout():
     flat = flat.split(" = ", 1)[1]   # the right side
     for indent, items in narrow:
         width = indent * linebreak.INDENT_EM + sum(linebreak._item_em(it) for it in items)
-        assert width <= NARROW_EM or any(it[0] == "node" and printers._em(it[1]) > NARROW_EM / 3 for it in items)
+        assert width <= NARROW_EM or any(it[0] == "node" and printers.width_em(it[1]) > NARROW_EM / 3 for it in items)
     assert _same(_parse(flat), _named(expr)), (q.name, flat)
     # asked for one layout (a notebook has no style sheet to choose): the first alone, unmarked
     alone = linebreak.formula(expr, lhs=q, phone=False)[1]
@@ -186,7 +186,7 @@ def test_a_formula_wider_than_a_phone_has_a_second_narrower_layout():
 def test_a_floor_breaks_inside_its_brackets():
     q = R["train_chips_to_fit"]
     expr = R.closed_form(q.name)
-    laid = linebreak.lines(printers._node(expr), width=20)
+    laid = linebreak.lines(printers.expr_tree(expr), width=20)
     brackets = [it[1] if it[0] == "close" else it[2] for _, items in laid for it in items if it[0] in ("open", "close")]
     assert "⌈" in brackets and "⌉" in brackets
     assert _same(_parse(" ".join(_line_text(items) for _, items in laid)), _named(expr))
@@ -198,9 +198,9 @@ def test_a_substitution_shows_no_factor_of_one_and_no_zero_term():
 
     S, F, N, B = (R[n].sym for n in ("chips", "peak_flops", "params_active", "batch"))
     values = {S: parse("1"), F: parse("2 ms"), N: parse("0 ns"), B: parse("3")}
-    assert printers._text(printers._node(S * F + N, values)) == "2 ms"
-    assert printers._text(printers._node(S * B * F + N + F, values)) == "3·(2 ms) + 2 ms"
-    assert printers._text(printers._node(F / S, values)) == "2 ms"
+    assert printers.tree_text(printers.expr_tree(S * F + N, values)) == "2 ms"
+    assert printers.tree_text(printers.expr_tree(S * B * F + N + F, values)) == "3·(2 ms) + 2 ms"
+    assert printers.tree_text(printers.expr_tree(F / S, values)) == "2 ms"
     # a symbol shown as itself, and a 1 with a unit (it carries the unit), stay
-    assert printers._text(printers._node(S * F, {F: parse("2 ms")})) == "S·(2 ms)"
-    assert printers._text(printers._node(S * F, {S: parse("1 chip"), F: parse("2 ms")})) == "(1 chip)·(2 ms)"
+    assert printers.tree_text(printers.expr_tree(S * F, {F: parse("2 ms")})) == "S·(2 ms)"
+    assert printers.tree_text(printers.expr_tree(S * F, {S: parse("1 chip"), F: parse("2 ms")})) == "(1 chip)·(2 ms)"
