@@ -203,7 +203,8 @@ class _Build:
                 if parts is None else incremental.claims(parts, self.claims_path, self.args.claims_file, self.claims_doc)
         self.refs = {q: v for q in MARKED_RULES_OF_THUMB
                      if self.claims is not None and (v := self.claims.rule_of_thumb(q)) is not None}
-        self.log.done("validate", f"{len(self.checked):,} records checked, the engine model fitted"
+        self.log.done("validate", f"{len(self.checked):,} records checked, the engine model "
+                      + ("kept (engine_fit.json: fitted to these runs)" if self.fitted.shipped else "fitted")
                       if self.validation else "")
 
     def start_beside(self) -> None:

@@ -31,7 +31,7 @@ share within a factor of 1.5 and share inside the range.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -220,6 +220,7 @@ class Efficiency:
     held_out: tuple[tuple[str, float, float], ...] = ()
     engines: tuple[Engine, ...] = ()   # the engines with runs enough for a fit of their own
     engine: str = ""            # the engine whose fit this is ("": every engine's runs)
+    shipped: bool = field(default=False, compare=False)   # read from engine_fit.json, not fitted in this run
 
     def inputs(self, factor: float = 1.0) -> dict[str, float]:
         """The expected-number inputs of derivations/measured.py, at a speed ``factor`` times the fit's
@@ -418,7 +419,7 @@ def shipped_or_fit(runs: list[Run], of: int = 0) -> Efficiency:
     except (OSError, ValueError):
         shipped = {}
     if shipped.get("key") == key(runs, of):
-        return Efficiency.from_dict(shipped["fit"])
+        return replace(Efficiency.from_dict(shipped["fit"]), shipped=True)
     return fit(runs, of)
 
 
