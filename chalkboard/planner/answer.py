@@ -270,7 +270,7 @@ def text(s: Search, data_args: str = "") -> str:
         lines.append(f"cheapest: {b['hardware']}, weights {b['weight_format']}, {_layout(b)} chips, {_deployment(b)}, batch "
                      f"{b['batch']:,}: {sig(b[by]['tokens_per_user'])} token/s per user{_range(b, by, 'tokens_per_user')}, "
                      f"{sig(b[by]['cost_per_mtoken'])} USD/Mtoken{_range(b, by, 'cost_per_mtoken')}, step "
-                     f"{sig(b[by]['step_time_ms'])} ms, first token {sig(b['ttft_s'])} s ({_ttft_kind(b)}), "
+                     f"{sig(b[by]['step_time_ms'])} ms, {_first_token(b, by if d['efficiencies'] else 'bound')}, "
                      f"{b['hbm_fill']:.0%} of HBM")
         if "workers" in b:
             lines.append(f"  mode: {b['deployment']}; workers within {b['total_gpus']} GPUs ({b['gpus_used']} used): "
@@ -310,11 +310,20 @@ def text(s: Search, data_args: str = "") -> str:
     return "\n".join(lines)
 
 
-def _ttft_kind(r: dict) -> str:
-    """What the first token's time holds: the queue, where the deployment has one."""
+def _first_token(r: dict, by: str) -> str:
+    if r["ttft_s"] is None:   # an input missing for the chip (a scale-out link), or a queue that never empties
+        return ("first token: not evaluated (the chip lacks an input it reads, or its prompts keep the prefill busy "
+                "all the time: `eval` of it says which)")
+    return f"first token {sig(r['ttft_s'])} s ({_ttft_kind(r, by)})"
+
+
+def _ttft_kind(r: dict, by: str) -> str:
+    """What the first token's time holds: the expected prefill or its bound (whole prefill workers'
+    passes at their bound), and the queue, where the deployment has one."""
+    kind = "expected" if by == "expected" and "workers" not in r else "its bound"
     if r["deployment"] in ("colocated", "in-flight") or "workers" in r:
-        return "its bound and the wait for the prompts queued ahead, M/D/1"
-    return "its bound"
+        return f"{kind}, with the wait for the prompts queued ahead, M/D/1"
+    return kind
 
 
 def _range(r: dict, by: str, key: str) -> str:

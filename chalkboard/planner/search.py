@@ -24,24 +24,25 @@ LEFT_OUT = (
     "without --total-gpus, a prefill pool of its own layout and its queue: a disaggregated deployment prefills on "
     "copies laid out as its decoding ones, in a fraction of a copy, the first token its prefill and the KV cache's "
     "transfer as if no other prompt waited (--total-gpus searches whole workers, each kind with its own layout, "
-    "and the queue)",
+    "and the queue, its prefill workers' passes at their bound)",
     "speculative decoding: no draft or draft length is searched",
 )
 # The three ways to deploy a candidate (derivations/disaggregation.py): its reading of (speed, cost,
-# step, time to first token) under the bound, and under the expected numbers.
+# step) under the bound, and under the expected numbers, and its time to first token under each.
 DEPLOYMENTS = {
     "colocated": {"bound": ("user_speed_colocated", "cost_per_token_colocated", "step_time_layout"),
                   "expected": ("user_speed_colocated_expected", "cost_per_token_colocated_expected",
                                "step_time_expected_layout"),
-                  "ttft": "time_to_first_token_colocated", "ratio": None},
+                  "ttft": ("time_to_first_token_colocated", "time_to_first_token_colocated_expected"), "ratio": None},
     "in-flight": {"bound": ("user_speed_inflight", "cost_per_token_inflight", "step_time_layout"),
                   "expected": ("user_speed_inflight_expected", "cost_per_token_inflight_expected",
                                "step_time_expected_layout"),
-                  "ttft": "time_to_first_token_inflight", "ratio": None},
+                  "ttft": ("time_to_first_token_inflight", "time_to_first_token_inflight_expected"), "ratio": None},
     "disaggregated": {"bound": ("user_speed_layout", "cost_per_token_disaggregated", "step_time_layout"),
                       "expected": ("user_speed_expected_layout", "cost_per_token_disaggregated_expected",
                                    "step_time_expected_layout"),
-                      "ttft": "time_to_first_token_disaggregated", "ratio": "prefill_pool_ratio_expected"},
+                      "ttft": ("time_to_first_token_disaggregated", "time_to_first_token_disaggregated_expected"),
+                      "ratio": "prefill_pool_ratio_expected"},
 }
 # (quantity, unit shown) read for every candidate; the expected ones after the efficiencies are known
 BOUND = {"step_time_layout": "ms", "user_speed_layout": "token/s/sequence", "hbm_fill_layout": "",
@@ -54,7 +55,8 @@ EXPECTED = {"step_time_expected_layout": "ms", "user_speed_expected_layout": "to
             "user_speed_colocated_expected": "token/s/sequence", "cost_per_token_colocated_expected": "USD/Mtoken",
             "cost_per_token_disaggregated_expected": "USD/Mtoken", "prefill_pool_ratio_expected": "",
             "cost_per_token_expected_layout": "USD/Mtoken", "user_speed_inflight_expected": "token/s/sequence",
-            "cost_per_token_inflight_expected": "USD/Mtoken"}
+            "cost_per_token_inflight_expected": "USD/Mtoken", "time_to_first_token_colocated_expected": "s",
+            "time_to_first_token_inflight_expected": "s", "time_to_first_token_disaggregated_expected": "s"}
 FIRST = {"prefill_time_one": "s", "time_to_first_token_disaggregated": "s"}   # at batch 1 for each layout
 # the columns a candidate is read by, whichever its deployment: (speed, cost, step) under each reading
 READING = {by: (f"speed_{by}", f"cost_{by}", f"step_{by}") for by in ("bound", "expected")}
@@ -224,7 +226,9 @@ def plan(data, model: str, hardware: list[str], targets: Targets, formats: list[
                     "weight_share": vals["weights_per_chip_layout"] / sc.mag("hbm_capacity", "byte/chip")}
             for way, reading in DEPLOYMENTS.items():   # every candidate once per deployment
                 row = {**meta, **grid, "deployment": np.full(n, way, dtype=object),
-                       "hbm_fill_layout": vals["hbm_fill_layout"], TTFT: vals[reading["ttft"]],
+                       "hbm_fill_layout": vals["hbm_fill_layout"],
+                       # judged as the rest is: the expected first token where the expected numbers judge
+                       TTFT: vals[reading["ttft"][targets.by == "expected" and fitted is not None]],
                        "memory_share": np.full(n, sc.mag("engine_memory_share")),
                        "pool_ratio": (vals.get(reading["ratio"], np.full(n, np.nan)) if reading["ratio"]
                                       else np.zeros(n))}
