@@ -53,16 +53,18 @@ def _width(n, ctx=None, wrapped=False) -> float:
     return P.width_em(n) + 2 * P.PAREN if wrapped else P.width_em(n, ctx)
 
 
-def _flow(n, f: _Flow, indent: int, ctx=None, wrapped=False):
-    """Put ``n`` on the lines, breaking it where it does not fit in what is left of the line."""
-    if _width(n, ctx, wrapped) <= f.room():
+def _flow(n, f: _Flow, indent: int, ctx=None, wrapped=False, trail: float = 0.0):
+    """Put ``n`` on the lines, breaking it where it does not fit in what is left of the line.
+    ``trail``: the width of what must follow it on its line (the brackets it closes, a comma), so
+    that a piece that fits only without them is broken or moved instead of running over."""
+    if _width(n, ctx, wrapped) + trail <= f.room():
         f.node(n, ctx, wrapped)
         return
     k = n[0]
     if k in ("floor", "ceil") and not wrapped:   # ⌊…⌋ and ⌈…⌉ break inside, as brackets do
         left, right = ("⌊", "⌋") if k == "floor" else ("⌈", "⌉")
         f.put(("open", "", left), P.PAREN)
-        _flow(n[1], f, indent + 1)
+        _flow(n[1], f, indent + 1, trail=trail + P.PAREN)
         f.put(("close", right), P.PAREN)
         return
     if k not in ("add", "mul", "frac", "func", "ufunc", "neg"):   # a power or a root: not broken
@@ -72,32 +74,37 @@ def _flow(n, f: _Flow, indent: int, ctx=None, wrapped=False):
     if parens:
         f.put(("open", "", "("), P.PAREN)
         indent += 1
+        trail += P.PAREN
     if k == "add":
+        last = len(n[1]) - 1
         for i, (sign, t) in enumerate(n[1]):
+            end = trail if i == last else 0.0
             if i == 0:
                 if sign == "-":
                     f.op("−")
-                _flow(t, f, indent)
+                _flow(t, f, indent, trail=end)
                 continue
-            _then(f, "+" if sign == "+" else "−", t, indent)
+            _then(f, "+" if sign == "+" else "−", t, indent, trail=end)
     elif k == "neg":
         f.op("−")
-        _flow(n[1], f, indent, "mul", P.needs_parens(n[1], "mul"))
+        _flow(n[1], f, indent, "mul", P.needs_parens(n[1], "mul"), trail)
     elif k == "mul":
+        last = len(n[1]) - 1
         for i, x in enumerate(n[1]):
             wrap = P.needs_parens(x, "mul")
+            end = trail if i == last else 0.0
             if i == 0:
-                _flow(x, f, indent, "mul", wrap)
+                _flow(x, f, indent, "mul", wrap, end)
             else:
-                _then(f, "·", x, indent, "mul", wrap)
+                _then(f, "·", x, indent, "mul", wrap, end)
     elif k == "frac":
         num, den = n[1], n[2]
         if _width(den) <= f.width / 3:   # 1/den · (num), the numerator broken
             f.node(("frac", ("num", "1"), den))
-            _then(f, "·", num, indent, "mul", P.needs_parens(num, "mul") or num[0] == "frac")
+            _then(f, "·", num, indent, "mul", P.needs_parens(num, "mul") or num[0] == "frac", trail)
         else:                            # (num) / (den), each broken
             _flow(num, f, indent, wrapped=True)
-            _then(f, "/", den, indent, wrapped=True)
+            _then(f, "/", den, indent, wrapped=True, trail=trail)
     else:   # max(…), min(…), a named function: one argument a line once they do not all fit
         name = n[1] if k == "func" else n[1] + (n[2] or "")
         args = n[2] if k == "func" else n[3]
@@ -106,20 +113,20 @@ def _flow(n, f: _Flow, indent: int, ctx=None, wrapped=False):
             if i:
                 f.op(",")
                 f.newline(indent + 1)
-            _flow(a, f, indent + 1)
+            _flow(a, f, indent + 1, trail=trail + P.PAREN if i == len(args) - 1 else _OP_EM[","])
         f.put(("close", ")"), P.PAREN)
     if parens:
         f.put(("close", ")"), P.PAREN)
 
 
-def _then(f: _Flow, symbol: str, n, indent: int, ctx=None, wrapped=False):
+def _then(f: _Flow, symbol: str, n, indent: int, ctx=None, wrapped=False, trail: float = 0.0):
     """An operator and its operand, on a new line when they do not fit on this one and either
     fit on a new one or would start with little room left (else the operand breaks inside)."""
-    w = _OP_EM[symbol] + _width(n, ctx, wrapped)
+    w = _OP_EM[symbol] + _width(n, ctx, wrapped) + trail
     if w > f.room() and (w <= f.width - indent * INDENT_EM or f.room() < f.width / 3):
         f.newline(indent)
     f.op(symbol)
-    _flow(n, f, indent, ctx, wrapped)
+    _flow(n, f, indent, ctx, wrapped, trail)
 
 
 def formula(expr, lhs=None, values=None, phone: bool = True) -> tuple[str, str, "P.TypstMath"]:
