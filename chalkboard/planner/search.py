@@ -12,7 +12,6 @@ from units import Quantity
 
 from ..errors import InputError, MissingInput
 from ..evaluation.evaluate import Scenario
-from ..evaluation.expected import for_engine
 from .workers import budget
 
 # The batches searched: every eighth of a doubling from 1 to 65,536 sequences, whole numbers.
@@ -162,8 +161,11 @@ def plan(data, model: str, hardware: list[str], targets: Targets, formats: list[
     if targets.by == "expected" and evidence is None:
         raise InputError("--by expected needs the published measurements (measurements.yaml): "
                          "give --by bound to judge by the bound alone")
-    # validation/engine_fit.py: the engine model (with --set engine=NAME, that engine's own fit)
-    fitted = for_engine(evidence(), str((sets or {}).get("engine") or "").strip().lower()) if evidence is not None else None
+    fitted = None
+    if evidence is not None:   # validation/engine_fit.py: the engine model (with --set engine=NAME, as a set-up reads it)
+        probe = Scenario(data, hardware[0], model, dict(sets or {}))
+        probe.evidence = evidence
+        fitted = probe.evidence()
     res = Search(model, targets, efficiencies={"fit": fitted.text(), "range": list(fitted.band)} if fitted else {})
     given = targets.context is not None
     if not given:   # the workload's default, as eval would take it

@@ -43,13 +43,19 @@ def figure_svg(pts: list[tuple]) -> str:
             ax.scatter([bound], [measured], s=70, marker="s",
                        facecolors="none", edgecolors="#555555", lw=0.7, zorder=2)
     ax.scatter([], [], s=70, marker="s", facecolors="none", edgecolors="#555555", lw=0.7, label="MoE model")
+    return _finished(fig, ax, lo, hi, "chalkboard's bound: output tokens/s per chip (batch / step_time_min)",
+                     f"How close do real systems get? {len(pts)} published measurements")
+
+
+def _finished(fig, ax, lo: float, hi: float, xlabel: str, title: str) -> str:
+    """Both figures' log axes over the same span, against the published measurement, as SVG."""
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlim(lo, hi)
     ax.set_ylim(lo, hi)
-    ax.set_xlabel("chalkboard's bound: output tokens/s per chip (batch / step_time_min)")
+    ax.set_xlabel(xlabel)
     ax.set_ylabel("published measurement: output tokens/s per chip")
-    ax.set_title(f"How close do real systems get? {len(pts)} published measurements")
+    ax.set_title(title)
     ax.legend(fontsize=7, loc="upper left", frameon=False)
     return svg(fig)
 
@@ -81,12 +87,5 @@ def held_out_svg(argument: tuple) -> str:
         if these:
             ax.scatter([p[0] for p in these], [p[1] for p in these], s=26, color=REGIME_COLOURS[g], label=g, zorder=3)
     inside = sum(low <= y / x <= high for x, y, _ in pts)
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlim(lo, hi)
-    ax.set_ylim(lo, hi)
-    ax.set_xlabel("expected, held out by source: output tokens/s per chip")
-    ax.set_ylabel("published measurement: output tokens/s per chip")
-    ax.set_title(f"Measured against expected: {len(pts)} decode runs at a published batch, {inside} inside the range")
-    ax.legend(fontsize=7, loc="upper left", frameon=False)
-    return svg(fig)
+    return _finished(fig, ax, lo, hi, "expected, held out by source: output tokens/s per chip",
+                     f"Measured against expected: {len(pts)} decode runs at a published batch, {inside} inside the range")

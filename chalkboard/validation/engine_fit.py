@@ -385,13 +385,11 @@ def _engines(runs, a, params, band) -> tuple[Engine, ...]:
         p = _fit_params(own, params)
         sources = np.array([r.source for r, m in zip(runs, mine) if m], dtype=object)
         err, _ = _held_out(own, sources, p)
-        e = err[~np.isnan(err) & ~(own["upper"] > 0)]
-        lo, hi = band
-        if e.size:
-            a_, b_ = np.percentile(e, BAND)
-            lo, hi = min(lo, math.exp(a_)), max(hi, math.exp(b_))
+        own_upper = own["upper"] > 0
+        lo, hi = _band({"source": err}, own_upper)
         out.append(Engine(name, tuple(float(x) for x in p), int(mine.sum()), int((mine & ~upper).sum()),
-                          len(set(sources)), (lo, hi), int(e.size)))
+                          len(set(sources)), (min(lo, band[0]), max(hi, band[1])),
+                          int((~np.isnan(err) & ~own_upper).sum())))
     return tuple(out)
 
 

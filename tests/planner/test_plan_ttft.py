@@ -25,14 +25,19 @@ def test_the_first_token_is_the_expected_one_where_the_expected_numbers_judge(be
     bound = float(setup.evaluate("time_to_first_token_disaggregated"))
     assert setup.evaluate("time_to_first_token_disaggregated_expected").unit == "ms"
     assert best["ttft_s"] * 1e3 == pytest.approx(expected, rel=1e-6)
-    # the prompt alone is one more pass through Llama 3 70B's 80 layers, each with the engine model's fixed
-    # time, and its prefill at the fitted share of its bound
+    # the prompt alone is one more pass through the model's layers (models.yaml), each with the engine
+    # model's fixed time, and its prefill at the fitted share of its bound
     import json
+
+    import yaml
     from chalkboard.validation.engine_fit import SHIPPED
+    from conftest import ROOT
+    from units import parse
     mfu, mbu, sync, prefill_share = json.loads(SHIPPED.read_text(encoding="utf-8"))["fit"]["params"]
-    kv = float(setup.evaluate("kv_transfer_time").value) * {"ms": 1, "µs": 1e-3, "s": 1e3}[
-        setup.evaluate("kv_transfer_time").unit]
-    assert expected == pytest.approx((bound - kv) / prefill_share + 80 * sync * 1e3 + kv, rel=1e-3)
+    layers = int(yaml.safe_load((ROOT / "models.yaml").read_text())["models"]["llama-3-70b"]["layers"]["value"])
+    got = setup.evaluate("kv_transfer_time")
+    kv = parse(f"{got.value} {got.unit}").to("ms").magnitude
+    assert expected == pytest.approx((bound - kv) / prefill_share + layers * sync * 1e3 + kv, rel=1e-3)
     assert expected > bound
 
 
