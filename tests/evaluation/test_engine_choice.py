@@ -4,7 +4,6 @@ runs at a published batch; every other expected number keeps the fit to every en
 import dataclasses
 import re
 
-import numpy as np
 import pytest
 
 from chalkboard.validation import engine_fit
@@ -81,4 +80,9 @@ def test_validate_lists_each_engines_fit(cli):
     r = cli("validate")
     assert r.returncode == 0, r.stderr
     assert "fitted to vllm's runs alone (--set engine=vllm): step = compute/" in r.stdout
-    assert np.isfinite(float(re.search(r"compute/([\d.]+)", r.stdout.split("vllm's runs alone")[1]).group(1)))
+    import json
+    from chalkboard.validation.engine_fit import Efficiency, SHIPPED
+    vllm = Efficiency.from_dict(json.loads(SHIPPED.read_text(encoding="utf-8"))["fit"]).for_engine("vllm")
+    shown = float(re.search(r"compute/([\d.]+)", r.stdout.split("vllm's runs alone")[1]).group(1))
+    assert shown == pytest.approx(vllm.params[0], rel=2e-3) and shown != pytest.approx(
+        float(re.search(r"compute/([\d.]+)", r.stdout).group(1)), rel=2e-3)   # not the whole model's
